@@ -1,0 +1,30 @@
+# Two commands do all set-up: `make run` (the workbench on the demo workspace) and `make test`.
+# Both create .venv and install the project into it on first use.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: run test lint bench clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/streamlit run app.py --server.headless true
+
+test: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest tests
+	$(PY) -m pytest --nbmake notebooks
+
+bench: $(STAMP)
+	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) examples/demo-workspace/.memory

@@ -1,0 +1,58 @@
+"""The values that flow from the search legs into fusion.
+
+``Candidates`` is what one query fetched from each leg, once: plain, immutable and cacheable. The
+workbench's sliders, the evaluator's sweeps and the tests all re-fuse the same ``Candidates``
+with different settings, without touching SQL or the embedding model again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class ChunkInfo:
+    """What fusion and the result shape need to know about a chunk."""
+
+    id: str
+    path: str
+    source: str
+    start_line: int
+    end_line: int
+    text: str
+    mtime_ms: int = 0
+
+
+@dataclass(frozen=True)
+class LegHit:
+    """One leg's view of a chunk: its score there, its 1-based rank, the raw value behind it.
+
+    For the vector leg ``raw`` is the cosine similarity (= ``score``); for the keyword leg it is
+    FTS5's ``bm25()`` rank (negative, smaller is better) and ``score`` its reference mapping.
+    """
+
+    id: str
+    score: float
+    rank: int
+    raw: float
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """Everything one query fetched: the legs' ranked hits and the chunks they point at.
+
+    ``mode`` is ``hybrid`` (both legs), ``fts-only`` (no embedding provider) or ``vector-only``
+    (no FTS5). ``keyword_fallback`` holds the per-keyword searches the reference runs in FTS-only
+    mode when the whole query matched nothing.
+    """
+
+    query: str
+    mode: str
+    vector: tuple[LegHit, ...]
+    keyword: tuple[LegHit, ...]
+    chunks: dict[str, ChunkInfo]
+    pool: int
+    keyword_query: str | None = None
+    keyword_table: str = "chunks_fts"
+    keyword_fallback: tuple[tuple[LegHit, ...], ...] = ()
+    timings_ms: dict[str, float] = field(default_factory=dict)

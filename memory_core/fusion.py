@@ -1,0 +1,383 @@
+"""Fusion: a pure function of (candidates, settings) → ranked hits that explain themselves.
+
+No SQL, no model, no clock unless the settings leave ``now_ms`` unset. ``fusion="reference"``
+reproduces OpenClaw 2026.5.20's merge, minScore gate and relaxed fallback to the constant (spec
+§4.2–4.7); the other modes are this project's improvements, chosen by measurement (see
+docs/retrieval.md).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import time
+from dataclasses import dataclass, field, replace
+
+from .candidates import Candidates, ChunkInfo, LegHit
+from .config import SearchSettings
+from .query import lexical_tokens, tokens
+from .text import truncate_utf16
+
+SNIPPET_MAX_CHARS = 700
+DAY_MS = 86_400_000
+_DATED_RE = re.compile(r"(?:^|/)memory/(\d{4})-(\d{2})-(\d{2})\.md$")
+
+
+@dataclass
+class Hit:
+    """A fused result with its explain record.
+
+    ``score`` is what the gate and the order use. ``vector_score`` / ``text_score`` are the legs'
+    scores (0 where the leg did not find the chunk) and ``vector_rank`` / ``text_rank`` its rank
+    there (``None`` where absent). ``components`` splits ``score`` into its additive parts, for the
+    stacked bars of the workbench. ``passed`` is False for hits below minScore that are kept only
+    for display.
+    """
+
+    id: str
+    path: str
+    source: str
+    start_line: int
+    end_line: int
+    score: float
+    snippet: str
+    vector_score: float = 0.0
+    text_score: float = 0.0
+    vector_rank: int | None = None
+    text_rank: int | None = None
+    components: dict[str, float] = field(default_factory=dict)
+    decay: float = 1.0
+    passed: bool = True
+    via: str = ""  # "both", "vector", "keyword"
+
+    @property
+    def citation(self) -> str:
+        if self.start_line == self.end_line:
+            return f"{self.path}#L{self.start_line}"
+        return f"{self.path}#L{self.start_line}-L{self.end_line}"
+
+    def to_result(self, explain: bool = False) -> dict[str, object]:
+        """The reference's result item (spec §4.8), plus the explain record when asked."""
+        d: dict[str, object] = {
+            "path": self.path, "startLine": self.start_line, "endLine": self.end_line,
+            "score": self.score, "snippet": self.snippet, "source": self.source,
+            "vectorScore": self.vector_score, "textScore": self.text_score,
+            "citation": self.citation,
+        }
+        if explain:
+            d["explain"] = {
+                "id": self.id, "vectorRank": self.vector_rank, "textRank": self.text_rank,
+                "components": self.components, "decay": self.decay, "via": self.via,
+                "passed": self.passed,
+            }
+        return d
+
+
+@dataclass
+class FusionResult:
+    """The hits the agent would get, and the ones the gate or the cut removed (for display)."""
+
+    hits: list[Hit]
+    below_gate: list[Hit]
+    settings: SearchSettings
+    mode: str
+
+
+def bm25_rank_to_score(rank: float) -> float:
+    """``bm25RankToScore``: FTS5 ranks are negative, smaller is better."""
+    if not math.isfinite(rank):
+        return 0.001
+    if rank < 0:
+        r = -rank
+        return r / (1 + r)
+    return 1 / (1 + rank)
+
+
+def snippet_of(text: str) -> str:
+    return truncate_utf16(text, SNIPPET_MAX_CHARS)
+
+
+def lexical_boost_score(query: str, info: ChunkInfo, text_score: float) -> float:
+    """``scoreFallbackKeywordResult``: the FTS-only ranking score (spec §4.4)."""
+    q = lexical_tokens(query)
+    t = lexical_tokens(info.text)
+    overlap = len(q & t)
+    unique_overlap = overlap / max(1, len(q))
+    density = overlap / max(1, len(t))
+    path_l = info.path.lower()
+    path_boost = 0.18 * sum(1 for tok in q if tok in path_l)
+    length_boost = min(len(info.text) / 160, 0.18)
+    return min(1.0, text_score + 0.45 * unique_overlap + 0.2 * density + path_boost + length_boost)
+
+
+# --------------------------------------------------------------------------- temporal decay
+
+
+def _timestamp_ms(info: ChunkInfo) -> int | None:
+    m = _DATED_RE.search(info.path)
+    if m:
+        try:
+            y, mo, d = (int(g) for g in m.groups())
+            import datetime as _dt
+
+            return int(_dt.datetime(y, mo, d, tzinfo=_dt.UTC).timestamp() * 1000)
+        except ValueError:
+            pass
+    if info.source == "memory" and (info.path == "MEMORY.md" or info.path.startswith("memory/")):
+        return None  # evergreen
+    return info.mtime_ms or None
+
+
+def decay_multiplier(info: ChunkInfo, half_life_days: float, now_ms: int) -> float:
+    ts = _timestamp_ms(info)
+    if ts is None:
+        return 1.0
+    half = max(1.0, math.floor(half_life_days))
+    age_days = max(0, now_ms - ts) / DAY_MS
+    return math.exp(-math.log(2) / half * age_days)
+
+
+# --------------------------------------------------------------------------- MMR
+
+_MMR_WORD = re.compile(r"[a-z0-9_]+")
+_MMR_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u1100-\u11ff]")
+
+
+def _mmr_tokens(text: str) -> set[str]:
+    low = text.lower()
+    out = set(_MMR_WORD.findall(low))
+    chars = [(i, c) for i, c in enumerate(low) if _MMR_CJK.match(c)]
+    out.update(c for _, c in chars)
+    for (i, a), (j, b) in itertools.pairwise(chars):
+        if j == i + 1:
+            out.add(a + b)
+    return out
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    if not a and not b:
+        return 1.0
+    if not a or not b:
+        return 0.0
+    return len(a & b) / len(a | b)
+
+
+def mmr_rerank(hits: list[Hit], lam: float) -> list[Hit]:
+    """Greedy maximal-marginal-relevance order (scores unchanged, spec §4.7)."""
+    lam = min(1.0, max(0.0, lam))
+    if lam >= 1.0 or len(hits) < 2:
+        return list(hits)
+    scores = [h.score for h in hits]
+    lo, hi = min(scores), max(scores)
+    rel = [1.0 if hi == lo else (s - lo) / (hi - lo) for s in scores]
+    toks = [_mmr_tokens(h.snippet) for h in hits]
+    remaining = list(range(len(hits)))
+    chosen: list[int] = []
+    while remaining:
+        best, best_val = None, -math.inf
+        for i in remaining:
+            sim = max((_jaccard(toks[i], toks[j]) for j in chosen), default=0.0)
+            val = lam * rel[i] - (1 - lam) * sim
+            if best is None or val > best_val or (val == best_val and scores[i] > scores[best]):
+                best, best_val = i, val
+        assert best is not None
+        chosen.append(best)
+        remaining.remove(best)
+    return [hits[i] for i in chosen]
+
+
+# --------------------------------------------------------------------------- fusion
+
+
+def _make_hit(info: ChunkInfo) -> Hit:
+    return Hit(info.id, info.path, info.source, info.start_line, info.end_line, 0.0,
+               snippet_of(info.text))
+
+
+def _apply_decay(hits: list[Hit], cands: Candidates, s: SearchSettings) -> None:
+    if not s.decay_enabled:
+        return
+    now = s.now_ms if s.now_ms is not None else int(time.time() * 1000)
+    for h in hits:
+        m = decay_multiplier(cands.chunks[h.id], s.half_life_days, now)
+        if m != 1.0:
+            h.decay = m
+            h.score *= m
+            h.components = {k: v * m for k, v in h.components.items()}
+
+
+def _sort(hits: list[Hit]) -> list[Hit]:
+    return sorted(hits, key=lambda h: -h.score)  # stable, as JavaScript's sort
+
+
+def _fts_only(cands: Candidates, s: SearchSettings) -> FusionResult:
+    n = s.candidate_count()
+    scored: dict[str, Hit] = {}
+    lists = [cands.keyword[:n]]
+    if not cands.keyword and cands.keyword_fallback:
+        lists = [lst[:n] for lst in cands.keyword_fallback]
+    for lst in lists:
+        for k in lst:
+            info = cands.chunks[k.id]
+            score = lexical_boost_score(cands.query, info, k.score) if s.lexical_boost else k.score
+            prev = scored.get(k.id)
+            if prev is None or score > prev.score:
+                h = _make_hit(info)
+                h.score, h.text_score, h.text_rank, h.via = score, k.score, k.rank, "keyword"
+                h.components = {"text": k.score, "boost": score - k.score}
+                scored[k.id] = h
+    hits = list(scored.values())
+    _apply_decay(hits, cands, s)
+    hits = _sort(hits)
+    strict = [h for h in hits if h.score >= s.min_score]
+    chosen = strict or [h for h in hits if h.score >= 0]
+    return _finish(chosen, hits, s, cands.mode)
+
+
+def _finish(chosen: list[Hit], ranked: list[Hit], s: SearchSettings, mode: str) -> FusionResult:
+    keep = chosen[: max(0, s.max_results)]
+    kept = {h.id for h in keep}
+    below = []
+    for h in ranked:
+        if h.id not in kept:
+            below.append(replace(h, passed=False))
+    return FusionResult(keep, below, s, mode)
+
+
+def _leg_maps(cands: Candidates, s: SearchSettings) -> tuple[list[LegHit], list[LegHit]]:
+    n = s.candidate_count()
+    vector = list(cands.vector[:n])
+    keyword = list(cands.keyword[:n]) if s.hybrid and cands.mode != "vector-only" else []
+    return vector, keyword
+
+
+def _merge(cands: Candidates, vector: list[LegHit], keyword: list[LegHit]) -> list[Hit]:
+    by_id: dict[str, Hit] = {}
+    for v in vector:
+        h = _make_hit(cands.chunks[v.id])
+        h.vector_score, h.vector_rank = v.score, v.rank
+        by_id[v.id] = h
+    for k in keyword:
+        h = by_id.get(k.id)
+        if h is None:
+            h = _make_hit(cands.chunks[k.id])
+            by_id[k.id] = h
+        h.text_score, h.text_rank = k.score, k.rank
+    for h in by_id.values():
+        h.via = ("both" if h.vector_rank and h.text_rank else
+                 "vector" if h.vector_rank else "keyword")
+    return list(by_id.values())
+
+
+def _reference_hybrid(cands: Candidates, s: SearchSettings) -> FusionResult:
+    vector, keyword = _leg_maps(cands, s)
+    if not s.hybrid or cands.mode == "vector-only":
+        hits = _merge(cands, vector, [])
+        for h in hits:
+            h.score = h.vector_score
+            h.components = {"vector": h.vector_score}
+        strict = [h for h in hits if h.score >= s.min_score]
+        return _finish(strict, hits, s, cands.mode)
+    wv, wt = s.normalized_weights()
+    merged = _merge(cands, vector, keyword)
+    for h in merged:
+        h.components = {"vector": wv * h.vector_score, "text": wt * h.text_score}
+        h.score = h.components["vector"] + h.components["text"]
+    _apply_decay(merged, cands, s)
+    merged = _sort(merged)
+    if s.mmr_enabled:
+        merged = mmr_rerank(merged, s.mmr_lambda)
+    strict = [h for h in merged if h.score >= s.min_score]
+    if strict or not keyword:
+        if s.keyword_only_fill and keyword:
+            strict = _fill_keyword_only(strict, merged, s)
+        return _finish(strict, merged, s, cands.mode)
+    kw_keys = {_key(cands.chunks[k.id]) for k in keyword}
+    pool = [h for h in merged if _key(cands.chunks[h.id]) in kw_keys]
+    chosen = [h for h in pool if h.score >= s.min_score] or [
+        h for h in pool if h.score >= s.relaxed_min_score]
+    return _finish(chosen, merged, s, cands.mode)
+
+
+def _fill_keyword_only(strict: list[Hit], merged: list[Hit], s: SearchSettings) -> list[Hit]:
+    """2026.9's rule: keyword-only rows below minScore may fill unused slots, never displace."""
+    room = s.max_results - len(strict)
+    if room <= 0:
+        return strict
+    have = {h.id for h in strict}
+    extra = [h for h in merged if h.id not in have and h.vector_rank is None][:room]
+    return strict + extra
+
+
+def _key(info: ChunkInfo) -> str:
+    return f"{info.source}:{info.path}:{info.start_line}:{info.end_line}"
+
+
+def _rrf(cands: Candidates, s: SearchSettings) -> FusionResult:
+    """Weighted reciprocal-rank fusion, scaled so that rank 1 in every leg scores 1.0.
+
+    A leg's contribution is ``w · (k+1)/(k+rank)``: it depends on ranks only, so its scale does
+    not drift with corpus size the way BM25 does, and a strong keyword-only hit is never capped
+    below the gate by a weight.
+    """
+    vector, keyword = _leg_maps(cands, s)
+    wv, wt = s.normalized_weights()
+    if cands.mode == "fts-only" or not vector:
+        wv, wt = 0.0, 1.0
+    if not keyword or not s.hybrid:
+        wv, wt = 1.0, 0.0
+    k = max(1, s.rrf_k)
+    merged = _merge(cands, vector, keyword)
+    for h in merged:
+        cv = wv * (k + 1) / (k + h.vector_rank) if h.vector_rank else 0.0
+        ct = wt * (k + 1) / (k + h.text_rank) if h.text_rank else 0.0
+        h.components = {"vector": cv, "text": ct}
+        h.score = cv + ct
+    _apply_decay(merged, cands, s)
+    merged = _sort(merged)
+    if s.mmr_enabled:
+        merged = mmr_rerank(merged, s.mmr_lambda)
+    chosen = [h for h in merged if h.score >= s.min_score]
+    return _finish(chosen, merged, s, cands.mode)
+
+
+def _normalized(cands: Candidates, s: SearchSettings) -> FusionResult:
+    """Per-leg normalisation: BM25 divided by the query's best BM25, cosine as it is."""
+    vector, keyword = _leg_maps(cands, s)
+    wv, wt = s.normalized_weights()
+    if cands.mode == "fts-only" or not vector:
+        wv, wt = 0.0, 1.0
+    best = max((-k.raw for k in keyword), default=0.0)
+    merged = _merge(cands, vector, keyword)
+    raw = {k.id: -k.raw for k in keyword}
+    for h in merged:
+        t = (raw[h.id] / best) if (h.id in raw and best > 0) else (1.0 if h.id in raw else 0.0)
+        h.components = {"vector": wv * max(0.0, h.vector_score), "text": wt * t}
+        h.score = h.components["vector"] + h.components["text"]
+    _apply_decay(merged, cands, s)
+    merged = _sort(merged)
+    if s.mmr_enabled:
+        merged = mmr_rerank(merged, s.mmr_lambda)
+    chosen = [h for h in merged if h.score >= s.min_score]
+    if s.keyword_only_fill and keyword:
+        chosen = _fill_keyword_only(chosen, merged, s)
+    return _finish(chosen, merged, s, cands.mode)
+
+
+FUSIONS = {"reference": _reference_hybrid, "rrf": _rrf, "normalized": _normalized}
+
+
+def fuse(cands: Candidates, settings: SearchSettings) -> FusionResult:
+    """Rank ``cands`` under ``settings``. Pure: same inputs, same output."""
+    if cands.mode == "fts-only" and settings.fusion == "reference":
+        return _fts_only(cands, settings)
+    try:
+        fn = FUSIONS[settings.fusion]
+    except KeyError as e:
+        raise ValueError(f"unknown fusion {settings.fusion!r} ({', '.join(FUSIONS)})") from e
+    return fn(cands, settings)
+
+
+def query_has_tokens(query: str) -> bool:
+    return bool(tokens(query))

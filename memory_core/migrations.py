@@ -1,0 +1,103 @@
+"""Schema changes as numbered migrations, applied in order and recorded in ``PRAGMA user_version``.
+
+Append a migration; never edit one that has shipped. Each runs in its own transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+Migration = Callable[[Any], None]
+
+
+def _run(db: Any, script: str) -> None:
+    """Run ``;``-separated statements one by one (``executescript`` would commit midway)."""
+    for stmt in script.split(";"):
+        if stmt.strip():
+            db.execute(stmt)
+
+
+def m001_initial(db: Any) -> None:
+    """The reference's tables (spec §3.2), with embeddings stored as float32 blobs."""
+    _run(db,
+        """
+        CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE IF NOT EXISTS files (
+            path TEXT PRIMARY KEY,
+            source TEXT NOT NULL DEFAULT 'memory',
+            hash TEXT,
+            mtime INTEGER,
+            size INTEGER
+        );
+        CREATE TABLE IF NOT EXISTS chunks (
+            id TEXT PRIMARY KEY,
+            path TEXT NOT NULL,
+            source TEXT NOT NULL DEFAULT 'memory',
+            start_line INTEGER NOT NULL,
+            end_line INTEGER NOT NULL,
+            hash TEXT NOT NULL,
+            model TEXT NOT NULL,
+            text TEXT NOT NULL,
+            embedding BLOB,
+            updated_at INTEGER NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS idx_chunks_path ON chunks(path);
+        CREATE INDEX IF NOT EXISTS idx_chunks_source ON chunks(source);
+        CREATE TABLE IF NOT EXISTS embedding_cache (
+            provider TEXT NOT NULL,
+            model TEXT NOT NULL,
+            provider_key TEXT NOT NULL,
+            hash TEXT NOT NULL,
+            embedding BLOB NOT NULL,
+            dims INTEGER,
+            updated_at INTEGER NOT NULL,
+            PRIMARY KEY (provider, model, provider_key, hash)
+        );
+        CREATE INDEX IF NOT EXISTS idx_embedding_cache_updated_at
+            ON embedding_cache(updated_at);
+        """
+    )
+
+
+def m002_fts(db: Any) -> None:
+    """FTS5: the reference's table, and a shadow table whose CJK runs are stored as bigrams."""
+    _run(db,
+        """
+        CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+            text, id UNINDEXED, path UNINDEXED, source UNINDEXED, model UNINDEXED,
+            start_line UNINDEXED, end_line UNINDEXED, tokenize='unicode61'
+        );
+        CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts_bigram USING fts5(
+            text, id UNINDEXED, source UNINDEXED, tokenize='unicode61'
+        );
+        """
+    )
+
+
+def m003_file_diagnostics(db: Any) -> None:
+    """What a file's last read found wrong (bad JSONL lines, bad UTF-8), shown in status."""
+    _run(db,
+        """
+        ALTER TABLE files ADD COLUMN bad_lines INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE files ADD COLUMN warnings TEXT;
+        """
+    )
+
+
+MIGRATIONS: list[Migration] = [m001_initial, m002_fts, m003_file_diagnostics]
+
+
+def migrate(db: Any) -> int:
+    """Apply every migration past the database's ``user_version``; return the new version."""
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    for number, step in enumerate(MIGRATIONS[version:], start=version + 1):
+        db.execute("BEGIN")
+        try:
+            step(db)
+            db.execute(f"PRAGMA user_version = {number}")
+            db.execute("COMMIT")
+        except Exception:
+            db.execute("ROLLBACK")
+            raise
+    return len(MIGRATIONS)

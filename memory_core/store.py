@@ -1,0 +1,465 @@
+"""The store: one SQLite file per workspace index (chunks, sqlite-vec vectors, FTS5, cache).
+
+All SQL of the package lives here. The stdlib ``sqlite3`` of many Python builds cannot load
+extensions, so the store uses ``sqlean`` (a drop-in build that can) and loads sqlite-vec into it.
+Where sqlite-vec still cannot load, :attr:`Store.vec_error` says why and vector search runs in
+numpy over the float32 blobs kept in ``chunks.embedding``; both paths rank identically.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import migrations
+
+try:  # sqlean can load extensions; fall back to the stdlib where it is missing.
+    import sqlean as sqlite  # type: ignore[import-untyped]
+except ImportError:  # pragma: no cover - sqlean is a dependency
+    import sqlite3 as sqlite  # type: ignore[no-redef]
+
+DatabaseError = sqlite.DatabaseError
+OperationalError = sqlite.OperationalError
+META_KEY = "memory_index_meta_v1"
+
+
+class StoreError(RuntimeError):
+    """The index database cannot be used (locked, corrupt, unreadable); the message says why."""
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    """A chunk as written to the store."""
+
+    id: str
+    path: str
+    source: str
+    start_line: int
+    end_line: int
+    hash: str
+    model: str
+    text: str
+    embedding: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    """A chunk as read back, with its file's mtime (temporal decay needs it)."""
+
+    id: str
+    path: str
+    source: str
+    start_line: int
+    end_line: int
+    hash: str
+    text: str
+    mtime_ms: int
+
+
+@dataclass(frozen=True)
+class FileRow:
+    path: str
+    source: str
+    hash: str
+    mtime: int
+    size: int
+    bad_lines: int = 0
+    warnings: str | None = None
+
+
+def _blob(v: np.ndarray) -> bytes:
+    return np.asarray(v, dtype=np.float32).tobytes()
+
+
+def _vec(b: bytes | None) -> np.ndarray | None:
+    return None if not b else np.frombuffer(b, dtype=np.float32)
+
+
+def _in_clause(column: str, values: Sequence[str] | None) -> tuple[str, list[Any]]:
+    if not values:
+        return "", []
+    return f" AND {column} IN ({','.join('?' * len(values))})", list(values)
+
+
+class Store:
+    """A connection to one index database, with its schema migrated."""
+
+    def __init__(self, path: Path, busy_timeout_ms: int = 5000, *, readonly: bool = False):
+        self.path = Path(path)
+        self.vec_available = False
+        self.vec_error: str | None = None
+        self.fts_available = False
+        self.fts_error: str | None = None
+        self._vec_dims: int | None = None
+        self._matrix_cache: tuple[int, list[str], np.ndarray] | None = None
+        if not readonly:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            uri = f"file:{self.path}?mode=ro" if readonly else str(self.path)
+            self.db = sqlite.connect(uri, uri=readonly, isolation_level=None,
+                                     check_same_thread=False, timeout=busy_timeout_ms / 1000)
+            self.db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            if not readonly:
+                self.db.execute("PRAGMA journal_mode = WAL")
+                self.db.execute("PRAGMA synchronous = NORMAL")
+                migrations.migrate(self.db)
+            else:
+                self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except DatabaseError as e:
+            raise StoreError(self._explain(e)) from e
+        self._load_vec()
+        self._probe_fts()
+
+    def _explain(self, e: Exception) -> str:
+        msg = str(e)
+        if "locked" in msg or "busy" in msg:
+            return (f"index {self.path} is locked by another process ({msg}); "
+                    "wait for it to finish or stop it")
+        if "not a database" in msg or "malformed" in msg or "corrupt" in msg:
+            return (f"index {self.path} is corrupt ({msg}); the Markdown is untouched: "
+                    "run `memory-core index --force` to rebuild it")
+        return f"index {self.path}: {msg}"
+
+    # ------------------------------------------------------------------ capabilities
+
+    def _load_vec(self) -> None:
+        if os.environ.get("MEMORY_CORE_DISABLE_SQLITE_VEC"):
+            self.vec_error = "sqlite-vec disabled by MEMORY_CORE_DISABLE_SQLITE_VEC"
+            return
+        try:
+            import sqlite_vec  # type: ignore[import-untyped]
+
+            self.db.enable_load_extension(True)
+            sqlite_vec.load(self.db)
+            self.db.enable_load_extension(False)
+            self.vec_available = True
+        except Exception as e:  # any failure means: use the numpy path, and say why
+            self.vec_error = f"sqlite-vec could not load: {e}"
+        if self.vec_available:
+            row = self.db.execute(
+                "SELECT sql FROM sqlite_master WHERE name = 'chunks_vec'").fetchone()
+            if row:
+                try:
+                    self._vec_dims = int(row[0].split("float[")[1].split("]")[0])
+                except (IndexError, ValueError):
+                    self._vec_dims = None
+
+    def _probe_fts(self) -> None:
+        try:
+            self.db.execute("SELECT count(*) FROM chunks_fts").fetchone()
+            self.fts_available = True
+        except DatabaseError as e:
+            self.fts_error = str(e)
+
+    def close(self) -> None:
+        try:
+            self.db.close()
+        except DatabaseError:  # pragma: no cover
+            pass
+
+    def checkpoint(self) -> None:
+        """Fold the WAL into the main file, so the file alone is the whole index."""
+        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    # ------------------------------------------------------------------ transactions
+
+    def begin(self) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+
+    def commit(self) -> None:
+        self.db.execute("COMMIT")
+
+    def rollback(self) -> None:
+        if self.db.in_transaction:
+            self.db.execute("ROLLBACK")
+
+    # ------------------------------------------------------------------ meta and files
+
+    def get_meta(self) -> dict[str, Any] | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (META_KEY,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def set_meta(self, meta: dict[str, Any]) -> None:
+        self.db.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (META_KEY, json.dumps(meta, sort_keys=True)),
+        )
+
+    def files(self) -> dict[str, FileRow]:
+        rows = self.db.execute(
+            "SELECT path, source, hash, mtime, size, bad_lines, warnings FROM files")
+        return {r[0]: FileRow(*r) for r in rows}
+
+    def delete_file(self, path: str) -> None:
+        """Remove a file and every row derived from it."""
+        ids = [r[0] for r in self.db.execute("SELECT id FROM chunks WHERE path = ?", (path,))]
+        self._delete_chunk_rows(ids)
+        self.db.execute("DELETE FROM chunks WHERE path = ?", (path,))
+        self.db.execute("DELETE FROM files WHERE path = ?", (path,))
+
+    def _delete_chunk_rows(self, ids: list[str]) -> None:
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            marks = ",".join("?" * len(part))
+            if self.vec_available and self._vec_dims:
+                self.db.execute(f"DELETE FROM chunks_vec WHERE id IN ({marks})", part)
+            if self.fts_available:
+                self.db.execute(f"DELETE FROM chunks_fts WHERE id IN ({marks})", part)
+                self.db.execute(f"DELETE FROM chunks_fts_bigram WHERE id IN ({marks})", part)
+
+    def replace_file(self, file: FileRow, chunks: Sequence[StoredChunk],
+                     bigram_texts: Sequence[str]) -> None:
+        """Replace all rows of ``file`` with ``chunks`` (call inside a transaction)."""
+        self.delete_file(file.path)
+        now = int(time.time() * 1000)
+        for c, bi in zip(chunks, bigram_texts, strict=True):
+            emb = None if c.embedding is None else _blob(c.embedding)
+            self.db.execute(
+                "INSERT INTO chunks(id, path, source, start_line, end_line, hash, model, text,"
+                " embedding, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET"
+                " hash=excluded.hash, model=excluded.model, text=excluded.text,"
+                " embedding=excluded.embedding, updated_at=excluded.updated_at",
+                (c.id, c.path, c.source, c.start_line, c.end_line, c.hash, c.model, c.text, emb,
+                 now),
+            )
+            if c.embedding is not None and self.vec_available:
+                self._ensure_vec_table(len(c.embedding))
+                self.db.execute("DELETE FROM chunks_vec WHERE id = ?", (c.id,))
+                self.db.execute("INSERT INTO chunks_vec(id, embedding) VALUES (?, ?)",
+                                (c.id, emb))
+            if self.fts_available:
+                self.db.execute(
+                    "INSERT INTO chunks_fts(text, id, path, source, model, start_line, end_line)"
+                    " VALUES (?,?,?,?,?,?,?)",
+                    (c.text, c.id, c.path, c.source, c.model, c.start_line, c.end_line),
+                )
+                self.db.execute(
+                    "INSERT INTO chunks_fts_bigram(text, id, source) VALUES (?,?,?)",
+                    (bi, c.id, c.source))
+        self.db.execute(
+            "INSERT INTO files(path, source, hash, mtime, size, bad_lines, warnings)"
+            " VALUES (?,?,?,?,?,?,?) ON CONFLICT(path) DO UPDATE SET source=excluded.source,"
+            " hash=excluded.hash, mtime=excluded.mtime, size=excluded.size,"
+            " bad_lines=excluded.bad_lines, warnings=excluded.warnings",
+            (file.path, file.source, file.hash, file.mtime, file.size, file.bad_lines,
+             file.warnings),
+        )
+        self._matrix_cache = None
+
+    def touch_file(self, path: str, mtime: int, size: int) -> None:
+        """Record a new mtime/size for a file whose content hash did not change."""
+        self.db.execute("UPDATE files SET mtime = ?, size = ? WHERE path = ?", (mtime, size, path))
+
+    def _ensure_vec_table(self, dims: int) -> None:
+        if self._vec_dims == dims:
+            return
+        if self._vec_dims is not None:
+            self.db.execute("DROP TABLE IF EXISTS chunks_vec")
+        self.db.execute(
+            "CREATE VIRTUAL TABLE chunks_vec USING vec0("
+            f"id TEXT PRIMARY KEY, embedding float[{int(dims)}] distance_metric=cosine)"
+        )
+        self._vec_dims = dims
+
+    # ------------------------------------------------------------------ embedding cache
+
+    def cache_get(self, provider: str, model: str, key: str,
+                  hashes: Iterable[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        hs = list(dict.fromkeys(hashes))
+        for i in range(0, len(hs), 400):
+            part = hs[i : i + 400]
+            rows = self.db.execute(
+                "SELECT hash, embedding FROM embedding_cache WHERE provider = ? AND model = ?"
+                f" AND provider_key = ? AND hash IN ({','.join('?' * len(part))})",
+                [provider, model, key, *part],
+            )
+            for h, b in rows:
+                v = _vec(b)
+                if v is not None and v.size:
+                    out[h] = v
+        return out
+
+    def cache_put(self, provider: str, model: str, key: str,
+                  items: Iterable[tuple[str, np.ndarray]]) -> None:
+        now = int(time.time() * 1000)
+        self.db.executemany(
+            "INSERT INTO embedding_cache(provider, model, provider_key, hash, embedding, dims,"
+            " updated_at) VALUES (?,?,?,?,?,?,?) ON CONFLICT(provider, model, provider_key, hash)"
+            " DO UPDATE SET embedding=excluded.embedding, dims=excluded.dims,"
+            " updated_at=excluded.updated_at",
+            [(provider, model, key, h, _blob(v), int(v.size), now) for h, v in items],
+        )
+
+    def cache_prune(self, max_entries: int | None) -> int:
+        if not max_entries:
+            return 0
+        n = self.db.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
+        if n <= max_entries:
+            return 0
+        self.db.execute(
+            "DELETE FROM embedding_cache WHERE rowid IN (SELECT rowid FROM embedding_cache"
+            " ORDER BY updated_at ASC LIMIT ?)", (n - max_entries,))
+        return n - max_entries
+
+    def cache_count(self) -> int:
+        return int(self.db.execute("SELECT count(*) FROM embedding_cache").fetchone()[0])
+
+    def seed_cache_from(self, other: Path) -> int:
+        """Copy another index's embedding cache (used when a rebuild starts aside)."""
+        if not other.exists():
+            return 0
+        try:
+            self.db.execute("ATTACH DATABASE ? AS old", (str(other),))
+        except DatabaseError:
+            return 0
+        try:
+            self.db.execute(
+                "INSERT OR IGNORE INTO embedding_cache SELECT provider, model, provider_key, hash,"
+                " embedding, dims, updated_at FROM old.embedding_cache")
+            return int(self.db.execute("SELECT changes()").fetchone()[0])
+        except DatabaseError:
+            return 0
+        finally:
+            self.db.execute("DETACH DATABASE old")
+
+    # ------------------------------------------------------------------ reading
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for source, n in self.db.execute("SELECT source, count(*) FROM files GROUP BY source"):
+            out.setdefault(source, {"files": 0, "chunks": 0})["files"] = n
+        for source, n in self.db.execute("SELECT source, count(*) FROM chunks GROUP BY source"):
+            out.setdefault(source, {"files": 0, "chunks": 0})["chunks"] = n
+        return out
+
+    def chunk_count(self) -> int:
+        return int(self.db.execute("SELECT count(*) FROM chunks").fetchone()[0])
+
+    def chunk_rows(self, ids: Iterable[str]) -> dict[str, ChunkRow]:
+        out: dict[str, ChunkRow] = {}
+        idl = list(dict.fromkeys(ids))
+        for i in range(0, len(idl), 500):
+            part = idl[i : i + 500]
+            rows = self.db.execute(
+                "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.hash, c.text,"
+                " COALESCE(f.mtime, 0) FROM chunks c LEFT JOIN files f ON f.path = c.path"
+                f" WHERE c.id IN ({','.join('?' * len(part))})", part)
+            for r in rows:
+                out[r[0]] = ChunkRow(*r)
+        return out
+
+    def chunks_for_path(self, path: str) -> list[ChunkRow]:
+        rows = self.db.execute(
+            "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.hash, c.text,"
+            " COALESCE(f.mtime, 0) FROM chunks c LEFT JOIN files f ON f.path = c.path"
+            " WHERE c.path = ? ORDER BY c.start_line, c.end_line", (path,))
+        return [ChunkRow(*r) for r in rows]
+
+    def all_chunks(self) -> list[ChunkRow]:
+        rows = self.db.execute(
+            "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.hash, c.text,"
+            " COALESCE(f.mtime, 0) FROM chunks c LEFT JOIN files f ON f.path = c.path"
+            " ORDER BY c.path, c.start_line, c.end_line")
+        return [ChunkRow(*r) for r in rows]
+
+    def embeddings(self, sources: Sequence[str] | None = None) -> tuple[list[str], np.ndarray]:
+        """Every chunk id with a vector, and the matrix of vectors (rows in the same order)."""
+        clause, params = _in_clause("source", sources)
+        version = self.db.execute("PRAGMA data_version").fetchone()[0]
+        key = hash((version, tuple(sources or ()), self.chunk_count()))
+        if self._matrix_cache and self._matrix_cache[0] == key:
+            return self._matrix_cache[1], self._matrix_cache[2]
+        ids: list[str] = []
+        vecs: list[np.ndarray] = []
+        for cid, b in self.db.execute(
+            f"SELECT id, embedding FROM chunks WHERE embedding IS NOT NULL{clause}"
+            " ORDER BY rowid", params):
+            v = _vec(b)
+            if v is not None and v.size:
+                ids.append(cid)
+                vecs.append(v)
+        mat = np.vstack(vecs) if vecs else np.zeros((0, 0), dtype=np.float32)
+        self._matrix_cache = (key, ids, mat)
+        return ids, mat
+
+    # ------------------------------------------------------------------ search legs
+
+    def keyword_search(self, match: str | None, like_terms: Sequence[str], limit: int,
+                       *, table: str = "chunks_fts", sources: Sequence[str] | None = None
+                       ) -> list[tuple[str, float]]:
+        """FTS5 rows matching ``match`` (and every LIKE term), best BM25 first.
+
+        Returns ``(id, rank)`` pairs, where ``rank`` is FTS5's ``bm25()`` (negative, smaller is
+        better) or ``None``-free ``0.0`` for rows found without MATCH, as in the reference.
+        """
+        if not self.fts_available or limit <= 0:
+            return []
+        if table not in ("chunks_fts", "chunks_fts_bigram"):
+            raise ValueError(table)
+        clause, params = _in_clause("source", sources)
+        likes = "".join(" AND text LIKE ? ESCAPE '\\'" for _ in like_terms)
+        like_params = [f"%{_escape_like(t)}%" for t in like_terms]
+        if match:
+            try:
+                rows = self.db.execute(
+                    f"SELECT id, bm25({table}) AS rank FROM {table} WHERE {table} MATCH ?"
+                    f"{likes}{clause} ORDER BY rank ASC LIMIT ?",
+                    [match, *like_params, *params, limit]).fetchall()
+                return [(r[0], float(r[1])) for r in rows]
+            except OperationalError:
+                pass  # the reference falls back to LIKE over every term (rank 0)
+        if not like_terms:
+            return []
+        rows = self.db.execute(
+            f"SELECT id, 0.0 FROM {table} WHERE 1=1{likes}{clause} LIMIT ?",
+            [*like_params, *params, limit]).fetchall()
+        return [(r[0], 0.0) for r in rows]
+
+    def vector_search(self, query: np.ndarray, limit: int,
+                      sources: Sequence[str] | None = None, *, use_numpy: bool = False
+                      ) -> list[tuple[str, float]]:
+        """The ``limit`` chunks closest to ``query`` by cosine, as ``(id, 1 - distance)``."""
+        if limit <= 0:
+            return []
+        q = np.asarray(query, dtype=np.float32)
+        if self.vec_available and self._vec_dims and not use_numpy:
+            if self._vec_dims != q.size:
+                raise StoreError(f"query has {q.size} dims, the index {self._vec_dims}")
+            total = int(self.db.execute("SELECT count(*) FROM chunks_vec").fetchone()[0])
+            k = min(total, limit * 8)
+            while True:
+                rows = self.db.execute(
+                    "SELECT v.id, v.distance, c.source FROM chunks_vec v JOIN chunks c"
+                    " ON c.id = v.id WHERE v.embedding MATCH ? AND k = ? ORDER BY v.distance",
+                    (q.tobytes(), k)).fetchall()
+                hits = [(r[0], 1.0 - float(r[1])) for r in rows if not sources or r[2] in sources]
+                if len(hits) >= limit or k >= total:
+                    return hits[:limit]
+                k = total
+        ids, mat = self.embeddings(sources)
+        if not ids:
+            return []
+        if mat.shape[1] != q.size:
+            raise StoreError(f"query has {q.size} dims, the index {mat.shape[1]}")
+        norms = np.linalg.norm(mat, axis=1) * max(float(np.linalg.norm(q)), 1e-30)
+        sims = (mat @ q) / np.where(norms == 0, 1.0, norms)
+        sims = np.where(norms == 0, 0.0, sims)
+        top = np.argsort(-sims, kind="stable")[:limit]
+        return [(ids[i], float(sims[i])) for i in top]
+
+    @property
+    def vector_dims(self) -> int | None:
+        return self._vec_dims
+
+
+def _escape_like(term: str) -> str:
+    return term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -1,0 +1,390 @@
+"""Sync: bring the index in line with the workspace files.
+
+Incremental by default: a file whose mtime and size are unchanged is not even read (the
+reference re-hashes every file on every sync); one whose content hash is unchanged is only
+re-stamped; changed files are re-chunked, embedded through the cache and replaced in one
+transaction each; files that disappeared are removed.
+
+When the index identity changes (provider, model, chunking, tokenizer, sources), or there is no
+index yet, the whole index is rebuilt *aside* in a temporary file, seeded with the old embedding
+cache, and swapped in with an atomic rename: a crash at any point leaves the old index usable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import __version__
+from .chunking import Chunk, chunk_markdown, remap_chunk_lines, sha256_hex
+from .config import MemoryConfig, fingerprint
+from .embeddings import EmbeddingProvider, ProviderChoice
+from .sources import SourceDoc, SourceError, SourceFile, list_files, load
+from .store import FileRow, Store, StoredChunk, StoreError
+from .text import cjk_bigrams
+
+#: Called with (stage, done, total); stages are "scan", "embed" and "write".
+SyncProgress = Callable[[str, int, int], None]
+CHUNKING_VERSION = 1
+BIGRAM_VERSION = 1
+_GROUP_CHUNKS = 256
+
+
+@dataclass
+class SyncReport:
+    """What a sync did, counted. A second sync of an unchanged workspace reports zeros."""
+
+    full: bool = False
+    reason: str = ""
+    files_seen: int = 0
+    files_indexed: int = 0
+    files_unchanged: int = 0
+    files_touched: int = 0
+    files_deleted: int = 0
+    files_failed: int = 0
+    chunks_written: int = 0
+    embedded: int = 0
+    cache_hits: int = 0
+    warnings: list[str] = field(default_factory=list)
+    duration_ms: float = 0.0
+
+    @property
+    def wrote_anything(self) -> bool:
+        return bool(self.files_indexed or self.files_touched or self.files_deleted
+                    or self.chunks_written)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["wrote_anything"] = self.wrote_anything
+        return d
+
+
+def index_identity(config: MemoryConfig, workspace: Path, choice: ProviderChoice) -> dict[str, Any]:
+    """What the index's contents depend on; any change means a full rebuild."""
+    s = config.sources
+    scope = {
+        "extraPaths": sorted(os.path.expanduser(e.path) + "|" + e.pattern for e in s.extra_paths),
+        "sessionsDir": s.sessions_dir,
+        "followSymlinks": s.follow_symlinks,
+    }
+    return {
+        "provider": choice.id,
+        "model": choice.model,
+        "providerKey": choice.key,
+        "sources": sorted(s.sources),
+        "scopeHash": fingerprint(scope),
+        "chunkTokens": config.chunking.tokens,
+        "chunkOverlap": config.chunking.overlap,
+        "chunkMode": config.chunking.mode,
+        "chunkingVersion": CHUNKING_VERSION,
+        "ftsTokenizer": "unicode61",
+        "bigramVersion": BIGRAM_VERSION,
+    }
+
+
+def identity_diff(old: dict[str, Any] | None, new: dict[str, Any]) -> str | None:
+    """Why ``old`` cannot serve ``new`` (``None`` if it can)."""
+    if not old:
+        return "no index yet"
+    for key, value in new.items():
+        if old.get(key) != value:
+            return f"{key} changed ({old.get(key)!r} → {value!r})"
+    return None
+
+
+def chunk_id(source: str, path: str, c: Chunk, model: str) -> str:
+    return hashlib.sha256(
+        f"{source}:{path}:{c.start_line}:{c.end_line}:{c.hash}:{model}".encode()).hexdigest()
+
+
+def split_utf8(text: str, limit: int) -> list[str]:
+    """Cut ``text`` into pieces of at most ``limit`` UTF-8 bytes, never inside a character."""
+    pieces, cur, size = [], [], 0
+    for ch in text:
+        n = len(ch.encode("utf-8", "replace"))
+        if size + n > limit and cur:
+            pieces.append("".join(cur))
+            cur, size = [], 0
+        cur.append(ch)
+        size += n
+    if cur:
+        pieces.append("".join(cur))
+    return pieces
+
+
+def chunks_for(doc: SourceDoc, config: MemoryConfig,
+               provider: EmbeddingProvider | None) -> list[Chunk]:
+    """Chunk a document the way the index stores it (blank chunks dropped, inputs bounded)."""
+    c = config.chunking
+    chunks = chunk_markdown(doc.text, c.tokens, c.overlap, c.mode)
+    if doc.line_map is not None:
+        chunks = remap_chunk_lines(chunks, doc.line_map)
+    chunks = [ch for ch in chunks if ch.text.strip()]
+    if provider is None:
+        return chunks
+    limit = min(provider.max_input_tokens, 8000)
+    out: list[Chunk] = []
+    for ch in chunks:
+        if len(ch.text.encode("utf-8", "replace")) <= limit:
+            out.append(ch)
+            continue
+        for piece in split_utf8(ch.text, limit):
+            out.append(Chunk(ch.start_line, ch.end_line, piece, sha256_hex(piece)))
+    return out
+
+
+@dataclass
+class _Pending:
+    doc: SourceDoc
+    chunks: list[Chunk]
+
+
+class Indexer:
+    """Writes one workspace into one store with one provider."""
+
+    def __init__(self, workspace: Path, config: MemoryConfig, choice: ProviderChoice,
+                 progress: SyncProgress | None = None):
+        self.workspace = workspace
+        self.config = config
+        self.choice = choice
+        self.provider = choice.provider
+        self.progress = progress or (lambda stage, done, total: None)
+
+    # --------------------------------------------------------------- embedding
+
+    def _embed(self, store: Store, pending: list[_Pending], report: SyncReport,
+               done_before: int, total: int) -> dict[str, np.ndarray]:
+        if self.provider is None:
+            return {}
+        p = self.provider
+        hashes = [c.hash for item in pending for c in item.chunks]
+        vectors: dict[str, np.ndarray] = {}
+        if self.config.store.cache_enabled:
+            vectors = store.cache_get(p.id, p.model, p.provider_key, hashes)
+        report.cache_hits += sum(1 for h in hashes if h in vectors)
+        missing: dict[str, str] = {}
+        for item in pending:
+            for c in item.chunks:
+                if c.hash not in vectors:
+                    missing.setdefault(c.hash, c.text)
+        if missing:
+            texts = list(missing.values())
+            mat = p.embed_documents(
+                texts, lambda d, t: self.progress("embed", done_before + d, total))
+            fresh = {h: mat[i] for i, h in enumerate(missing)}
+            report.embedded += len(fresh)
+            vectors.update(fresh)
+            if self.config.store.cache_enabled:
+                store.cache_put(p.id, p.model, p.provider_key, fresh.items())
+        return vectors
+
+    def _write(self, store: Store, pending: list[_Pending], vectors: dict[str, np.ndarray],
+               report: SyncReport) -> None:
+        model = self.choice.model
+        for item in pending:
+            doc = item.doc
+            stored = [
+                StoredChunk(chunk_id(doc.source, doc.path, c, model), doc.path, doc.source,
+                            c.start_line, c.end_line, c.hash, model, c.text, vectors.get(c.hash))
+                for c in item.chunks
+            ]
+            row = FileRow(doc.path, doc.source, doc.hash, doc.mtime_ms, doc.size, doc.bad_lines,
+                          "\n".join(doc.warnings) or None)
+            store.replace_file(row, stored, [cjk_bigrams(c.text) for c in item.chunks])
+            report.files_indexed += 1
+            report.chunks_written += len(stored)
+
+    def _flush(self, store: Store, pending: list[_Pending], report: SyncReport,
+               progress_state: list[int], total_chunks: int) -> None:
+        if not pending:
+            return
+        vectors = self._embed(store, pending, report, progress_state[0], total_chunks)
+        store.begin()
+        try:
+            self._write(store, pending, vectors, report)
+            store.commit()
+        except BaseException:
+            store.rollback()
+            raise
+        progress_state[0] += sum(len(p.chunks) for p in pending)
+        self.progress("write", progress_state[0], total_chunks)
+        pending.clear()
+
+    # --------------------------------------------------------------- passes
+
+    def index_files(self, store: Store, files: list[SourceFile], report: SyncReport,
+                    known: dict[str, FileRow] | None) -> None:
+        """Index ``files`` into ``store``; with ``known`` rows, skip what has not changed."""
+        to_do: list[_Pending] = []
+        for i, f in enumerate(files):
+            self.progress("scan", i + 1, len(files))
+            row = known.get(f.path) if known else None
+            if row is not None:
+                try:
+                    st = f.abs_path.stat()
+                except OSError as e:
+                    report.warnings.append(f"{f.path}: cannot stat ({e.strerror or e})")
+                    continue
+                if row.mtime == int(st.st_mtime * 1000) and row.size == st.st_size:
+                    report.files_unchanged += 1
+                    continue
+            try:
+                doc = load(f)
+            except SourceError as e:
+                report.files_failed += 1
+                report.warnings.append(str(e))
+                continue
+            report.warnings.extend(doc.warnings)
+            if doc.bad_lines:
+                report.warnings.append(f"{f.path}: {doc.bad_lines} malformed JSONL line(s) skipped")
+            if row is not None and row.hash == doc.hash:
+                store.touch_file(f.path, doc.mtime_ms, doc.size)
+                report.files_touched += 1
+                continue
+            to_do.append(_Pending(doc, chunks_for(doc, self.config, self.provider)))
+        total_chunks = sum(len(p.chunks) for p in to_do)
+        state = [0]
+        group: list[_Pending] = []
+        size = 0
+        for item in to_do:
+            group.append(item)
+            size += len(item.chunks)
+            if size >= _GROUP_CHUNKS:
+                self._flush(store, group, report, state, total_chunks)
+                size = 0
+        self._flush(store, group, report, state, total_chunks)
+
+    def meta(self, store: Store) -> dict[str, Any]:
+        ident = index_identity(self.config, self.workspace, self.choice)
+        dims = self.provider.dims if self.provider else None
+        return {**ident, "vectorDims": dims or None, "builtAt": int(time.time() * 1000),
+                "engine": f"memory_core {__version__}"}
+
+    def sync(self, store_path: Path, *, force: bool = False) -> SyncReport:
+        """Sync the workspace into the index at ``store_path`` (created or rebuilt as needed)."""
+        t0 = time.perf_counter()
+        report = SyncReport()
+        listing = list_files(self.workspace, self.config)
+        report.warnings.extend(listing.warnings)
+        report.files_seen = len(listing.files)
+        reason = "forced" if force else None
+        old: Store | None = None
+        if store_path.exists():
+            try:
+                old = Store(store_path, self.config.store.busy_timeout_ms)
+            except StoreError as e:
+                if "locked" in str(e):
+                    raise
+                reason = reason or f"index unreadable, rebuilding ({e})"
+        if reason is None and old is not None:
+            reason = identity_diff(old.get_meta(),
+                                   index_identity(self.config, self.workspace, self.choice))
+        elif reason is None:
+            reason = "no index yet"
+        if reason is None and old is not None:
+            try:
+                self._incremental(old, listing.files, report)
+            finally:
+                old.close()
+        else:
+            report.full, report.reason = True, reason
+            self._rebuild(store_path, old, listing.files, report)
+        report.duration_ms = (time.perf_counter() - t0) * 1000
+        return report
+
+    def _incremental(self, store: Store, files: list[SourceFile], report: SyncReport) -> None:
+        known = store.files()
+        self.index_files(store, files, report, known)
+        present = {f.path for f in files}
+        gone = [p for p in known if p not in present]
+        if gone:
+            store.begin()
+            try:
+                for path in gone:
+                    store.delete_file(path)
+                store.commit()
+            except BaseException:
+                store.rollback()
+                raise
+            report.files_deleted = len(gone)
+        if report.wrote_anything:
+            store.begin()
+            store.set_meta({**(store.get_meta() or {}), **self.meta(store)})
+            store.commit()
+
+    def _rebuild(self, target: Path, old: Store | None, files: list[SourceFile],
+                 report: SyncReport) -> None:
+        tmp = target.with_name(f"{target.name}.tmp-{uuid.uuid4().hex[:12]}")
+        new = Store(tmp, self.config.store.busy_timeout_ms)
+        try:
+            if old is not None:
+                old.close()
+                new.seed_cache_from(target)
+            self.index_files(new, files, report, None)
+            new.begin()
+            new.set_meta(self.meta(new))
+            new.cache_prune(self.config.store.cache_max_entries)
+            new.commit()
+            new.checkpoint()
+        except BaseException:
+            new.close()
+            _remove_db(tmp)
+            raise
+        new.close()
+        _swap(tmp, target)
+
+
+def _remove_db(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            os.remove(f"{path}{suffix}")
+        except FileNotFoundError:
+            pass
+
+
+def _swap(tmp: Path, target: Path) -> None:
+    """Replace ``target`` with ``tmp`` atomically; the old WAL must not outlive its database."""
+    if target.exists():
+        try:
+            s = Store(target)
+            s.checkpoint()
+            s.close()
+        except StoreError:
+            pass  # corrupt: nothing worth keeping
+    for suffix in ("-wal", "-shm"):
+        try:
+            os.remove(f"{target}{suffix}")
+        except FileNotFoundError:
+            pass
+    _remove_db_sidecars(tmp)
+    os.replace(tmp, target)
+
+
+def _remove_db_sidecars(path: Path) -> None:
+    for suffix in ("-wal", "-shm"):
+        try:
+            os.remove(f"{path}{suffix}")
+        except FileNotFoundError:
+            pass
+
+
+def cleanup_stale_temp(target: Path, max_age_s: float = 3600) -> int:
+    """Delete leftovers of rebuilds that were killed (``<db>.tmp-*``) older than ``max_age_s``."""
+    n = 0
+    now = time.time()
+    for p in target.parent.glob(target.name + ".tmp-*"):
+        try:
+            if now - p.stat().st_mtime > max_age_s:
+                p.unlink()
+                n += 1
+        except OSError:
+            pass
+    return n

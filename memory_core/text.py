@@ -1,0 +1,125 @@
+"""Text measures shared by chunking, snippets and keyword search.
+
+The reference engine is JavaScript: its string lengths are UTF-16 code units, not Python code
+points, and it weighs CJK characters 4× when it estimates tokens. Reproducing its chunk boundaries
+and snippets exactly therefore needs these helpers; everything else in the package uses plain
+Python strings.
+"""
+
+from __future__ import annotations
+
+import re
+
+CHARS_PER_TOKEN = 4
+
+# The reference's "non-Latin" class (spec §1.1), in code points.
+_CJK_CLASS = "\u2e80-\u9fff\ua000-\ua4ff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f"
+CJK_CHAR_RE = re.compile(f"[{_CJK_CLASS}]")
+_ASTRAL_RE = re.compile("[\U00010000-\U0010ffff]")
+_HIGH = range(0xD800, 0xDC00)
+_LOW = range(0xDC00, 0xE000)
+
+
+def has_astral(text: str) -> bool:
+    """True when ``text`` holds a character outside the BMP (two UTF-16 units)."""
+    return _ASTRAL_RE.search(text) is not None
+
+
+def to_units(text: str) -> str:
+    """Return ``text`` with each astral character replaced by its two surrogate code points.
+
+    Python can hold lone surrogates in a ``str``, so the result indexes exactly like a JavaScript
+    string: ``len(to_units(s))`` is the JS ``s.length`` and slicing cuts where JS would.
+    """
+    if not has_astral(text):
+        return text
+    out: list[str] = []
+    for ch in text:
+        cp = ord(ch)
+        if cp < 0x10000:
+            out.append(ch)
+        else:
+            cp -= 0x10000
+            out.append(chr(0xD800 + (cp >> 10)))
+            out.append(chr(0xDC00 + (cp & 0x3FF)))
+    return "".join(out)
+
+
+def from_units(units: str) -> str:
+    """Inverse of :func:`to_units`; a lone surrogate becomes U+FFFD, as Node's encoder does."""
+    if not any(0xD800 <= ord(c) < 0xE000 for c in units):
+        return units
+    return units.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def utf16_len(text: str) -> int:
+    """Length of ``text`` in UTF-16 code units (JavaScript's ``length``)."""
+    return len(text) + len(_ASTRAL_RE.findall(text))
+
+
+def estimate_units_chars(units: str) -> int:
+    """The reference's ``estimateStringChars`` over a UTF-16 unit string (see :func:`to_units`)."""
+    n = 0
+    pairs_cjk = 0
+    i = 0
+    length = len(units)
+    # Fast path: no surrogates at all.
+    if not any(0xD800 <= ord(c) < 0xE000 for c in units):
+        n = len(CJK_CHAR_RE.findall(units))
+        return length + n * (CHARS_PER_TOKEN - 1)
+    while i < length:
+        c = ord(units[i])
+        if c in _HIGH and i + 1 < length and ord(units[i + 1]) in _LOW:
+            cp = 0x10000 + ((c - 0xD800) << 10) + (ord(units[i + 1]) - 0xDC00)
+            if 0x20000 <= cp <= 0x2FA1F:
+                n += 1
+            if 0xD840 <= c <= 0xD87E:
+                pairs_cjk += 1
+            i += 2
+            continue
+        if CJK_CHAR_RE.match(units[i]):
+            n += 1
+        i += 1
+    if n > 0:
+        length -= pairs_cjk
+    return length + n * (CHARS_PER_TOKEN - 1)
+
+
+def estimate_chars(text: str) -> int:
+    """``estimateStringChars`` for an ordinary Python string: CJK weighs 4, astral symbols 2."""
+    return estimate_units_chars(to_units(text))
+
+
+def estimate_tokens(text: str) -> int:
+    """Rough token count the reference uses: ``ceil(weighted chars / 4)``."""
+    return -(-max(0, estimate_chars(text)) // CHARS_PER_TOKEN)
+
+
+def truncate_utf16(text: str, max_units: int) -> str:
+    """Cut ``text`` to at most ``max_units`` UTF-16 units without splitting a surrogate pair."""
+    if utf16_len(text) <= max_units:
+        return text
+    units = to_units(text)[:max_units]
+    if units and 0xD800 <= ord(units[-1]) < 0xDC00:
+        units = units[:-1]
+    return from_units(units)
+
+
+CJK_RUN_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+
+
+def cjk_bigrams(text: str) -> str:
+    """Rewrite every CJK run as space-separated overlapping bigrams (a lone character stays).
+
+    ``unicode61`` treats a whole run of Chinese characters as one token, so a keyword inside a
+    sentence can never match. Indexing (and querying) the bigrams makes each two-character window
+    a token, which is how Lucene's CJK analyzer works, with no dictionary to ship.
+    """
+
+    def split(m: re.Match[str]) -> str:
+        run = m.group(0)
+        if len(run) == 1:
+            return f" {run} "
+        return " " + " ".join(run[i : i + 2] for i in range(len(run) - 1)) + " "
+
+    return CJK_RUN_RE.sub(split, text)
