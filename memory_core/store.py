@@ -171,7 +171,11 @@ class Store:
     # ------------------------------------------------------------------ transactions
 
     def begin(self) -> None:
-        self.db.execute("BEGIN IMMEDIATE")
+        """Start a write transaction; a lock held too long by another process is a StoreError."""
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except OperationalError as e:
+            raise StoreError(self._explain(e)) from e
 
     def commit(self) -> None:
         self.db.execute("COMMIT")
@@ -459,6 +463,156 @@ class Store:
     @property
     def vector_dims(self) -> int | None:
         return self._vec_dims
+
+    # --- recall signals (promotion)
+    # Rows of recall_entries travel as dicts keyed by column name, with the JSON list columns
+    # decoded; memory_core.promotion owns their meaning (spec §6.2).
+
+    RECALL_COLUMNS = (
+        "key", "path", "start_line", "end_line", "source", "snippet", "recall_count",
+        "daily_count", "grounded_count", "total_score", "max_score", "first_recalled_at",
+        "last_recalled_at", "query_hashes", "recall_days", "concept_tags", "claim_hash",
+        "promoted_at",
+    )
+    _RECALL_JSON = ("query_hashes", "recall_days", "concept_tags")
+
+    def _recall_row(self, row: Sequence[Any]) -> dict[str, Any]:
+        d = dict(zip(self.RECALL_COLUMNS, row, strict=True))
+        for k in self._RECALL_JSON:
+            d[k] = json.loads(d[k] or "[]")
+        return d
+
+    def recall_entry(self, key: str) -> dict[str, Any] | None:
+        """One recall entry by key, or ``None``."""
+        row = self.db.execute(
+            f"SELECT {', '.join(self.RECALL_COLUMNS)} FROM recall_entries WHERE key = ?",
+            (key,)).fetchone()
+        return self._recall_row(row) if row else None
+
+    def recall_entries(self, *, include_promoted: bool = True) -> list[dict[str, Any]]:
+        """Every recall entry (optionally without the promoted ones), ordered by key."""
+        where = "" if include_promoted else " WHERE promoted_at IS NULL"
+        rows = self.db.execute(
+            f"SELECT {', '.join(self.RECALL_COLUMNS)} FROM recall_entries{where} ORDER BY key")
+        return [self._recall_row(r) for r in rows]
+
+    def recall_put(self, entry: dict[str, Any]) -> None:
+        """Insert or replace a recall entry (call inside a transaction)."""
+        values = [json.dumps(entry[c], ensure_ascii=False) if c in self._RECALL_JSON
+                  else entry.get(c) for c in self.RECALL_COLUMNS]
+        self.db.execute(
+            f"INSERT OR REPLACE INTO recall_entries({', '.join(self.RECALL_COLUMNS)})"
+            f" VALUES ({','.join('?' * len(self.RECALL_COLUMNS))})", values)
+
+    def recall_delete(self, key: str) -> None:
+        """Forget one entry and its events."""
+        self.db.execute("DELETE FROM recall_entries WHERE key = ?", (key,))
+        self.db.execute("DELETE FROM recall_events WHERE key = ?", (key,))
+
+    def recall_event_add(self, key: str, kind: str, query_hash: str, query: str | None,
+                         day: str, score: float, at: int, *, keep: int = 64) -> None:
+        """Log one signal for ``key``, keeping only its newest ``keep`` events."""
+        self.db.execute(
+            "INSERT INTO recall_events(key, kind, query_hash, query, day, score, at)"
+            " VALUES (?,?,?,?,?,?,?)", (key, kind, query_hash, query, day, score, at))
+        self.db.execute(
+            "DELETE FROM recall_events WHERE key = ? AND id NOT IN (SELECT id FROM recall_events"
+            " WHERE key = ? ORDER BY at DESC, id DESC LIMIT ?)", (key, key, keep))
+
+    def recall_event_seen(self, key: str, query_hash: str, day: str) -> bool:
+        """Whether ``key`` already has a signal for ``query_hash`` on ``day`` (per-day dedupe)."""
+        return self.db.execute(
+            "SELECT 1 FROM recall_events WHERE key = ? AND query_hash = ? AND day = ? LIMIT 1",
+            (key, query_hash, day)).fetchone() is not None
+
+    def recall_events(self, key: str, limit: int = 50) -> list[dict[str, Any]]:
+        """The newest events of ``key``, newest first."""
+        rows = self.db.execute(
+            "SELECT kind, query_hash, query, day, score, at FROM recall_events WHERE key = ?"
+            " ORDER BY at DESC, id DESC LIMIT ?", (key, limit))
+        cols = ("kind", "query_hash", "query", "day", "score", "at")
+        return [dict(zip(cols, r, strict=True)) for r in rows]
+
+    def recall_clear(self) -> None:
+        """Forget every recall signal and the daily-ingestion state (history is kept)."""
+        self.db.execute("DELETE FROM recall_entries")
+        self.db.execute("DELETE FROM recall_events")
+        self.db.execute("DELETE FROM daily_ingestion")
+
+    def daily_ingestion_state(self, path: str) -> tuple[int, int, str] | None:
+        """``(mtime, size, day)`` of the last daily-note ingestion of ``path``."""
+        row = self.db.execute(
+            "SELECT mtime, size, day FROM daily_ingestion WHERE path = ?", (path,)).fetchone()
+        return (int(row[0]), int(row[1]), str(row[2])) if row else None
+
+    def daily_ingestion_set(self, path: str, mtime: int, size: int, day: str) -> None:
+        self.db.execute(
+            "INSERT INTO daily_ingestion(path, mtime, size, day) VALUES (?,?,?,?)"
+            " ON CONFLICT(path) DO UPDATE SET mtime=excluded.mtime, size=excluded.size,"
+            " day=excluded.day", (path, mtime, size, day))
+
+    _HISTORY_COLUMNS = ("id", "applied_at", "memory_path", "backup_path", "before_sha256",
+                        "after_sha256", "keys", "entries_before", "undone_at")
+
+    def _history_row(self, row: Sequence[Any]) -> dict[str, Any]:
+        d = dict(zip(self._HISTORY_COLUMNS, row, strict=True))
+        d["keys"] = json.loads(d["keys"])
+        d["entries_before"] = json.loads(d["entries_before"])
+        return d
+
+    def promotion_add(self, applied_at: int, memory_path: str, backup_path: str | None,
+                      before_sha256: str | None, after_sha256: str, keys: Sequence[str],
+                      entries_before: Sequence[dict[str, Any]]) -> int:
+        """Record an applied promotion (call inside the transaction that marks the entries)."""
+        cur = self.db.execute(
+            "INSERT INTO promotion_history(applied_at, memory_path, backup_path, before_sha256,"
+            " after_sha256, keys, entries_before) VALUES (?,?,?,?,?,?,?)",
+            (applied_at, memory_path, backup_path, before_sha256, after_sha256,
+             json.dumps(list(keys)), json.dumps(list(entries_before), ensure_ascii=False)))
+        return int(cur.lastrowid)
+
+    def promotion_last(self) -> dict[str, Any] | None:
+        """The newest promotion not undone yet (what ``undo`` reverts)."""
+        row = self.db.execute(
+            f"SELECT {', '.join(self._HISTORY_COLUMNS)} FROM promotion_history"
+            " WHERE undone_at IS NULL ORDER BY id DESC LIMIT 1").fetchone()
+        return self._history_row(row) if row else None
+
+    def promotion_history(self, limit: int = 50) -> list[dict[str, Any]]:
+        rows = self.db.execute(
+            f"SELECT {', '.join(self._HISTORY_COLUMNS)} FROM promotion_history"
+            " ORDER BY id DESC LIMIT ?", (limit,))
+        return [self._history_row(r) for r in rows]
+
+    def promotion_mark_undone(self, history_id: int, at: int) -> None:
+        self.db.execute("UPDATE promotion_history SET undone_at = ? WHERE id = ?",
+                        (at, history_id))
+
+    def copy_recalls_from(self, other: Path) -> int:
+        """Copy another index's recall signals and promotion history into this one.
+
+        A full rebuild builds a new database aside (see ``sync._rebuild``); without this the
+        signals that promotion needs would be lost with the old file. Returns entries copied.
+        """
+        if not other.exists():
+            return 0
+        try:
+            self.db.execute("ATTACH DATABASE ? AS old", (str(other),))
+        except DatabaseError:
+            return 0
+        try:
+            n = 0
+            for table in ("recall_entries", "recall_events", "daily_ingestion",
+                          "promotion_history"):
+                try:
+                    self.db.execute(f"INSERT OR IGNORE INTO main.{table} SELECT * FROM old.{table}")
+                except DatabaseError:
+                    continue  # an old index from before migration 4 has no such table
+                if table == "recall_entries":
+                    n = int(self.db.execute("SELECT changes()").fetchone()[0])
+            return n
+        finally:
+            self.db.execute("DETACH DATABASE old")
 
 
 def _escape_like(term: str) -> str:

@@ -191,14 +191,17 @@ class Indexer:
         model = self.choice.model
         for item in pending:
             doc = item.doc
+            # Identical pieces of one line share an id (as in the reference): keep one row each,
+            # or FTS would hold duplicates pointing at a single chunk.
+            unique = {chunk_id(doc.source, doc.path, c, model): c for c in reversed(item.chunks)}
             stored = [
-                StoredChunk(chunk_id(doc.source, doc.path, c, model), doc.path, doc.source,
-                            c.start_line, c.end_line, c.hash, model, c.text, vectors.get(c.hash))
-                for c in item.chunks
+                StoredChunk(cid, doc.path, doc.source, c.start_line, c.end_line, c.hash, model,
+                            c.text, vectors.get(c.hash))
+                for cid, c in reversed(unique.items())
             ]
             row = FileRow(doc.path, doc.source, doc.hash, doc.mtime_ms, doc.size, doc.bad_lines,
                           "\n".join(doc.warnings) or None)
-            store.replace_file(row, stored, [cjk_bigrams(c.text) for c in item.chunks])
+            store.replace_file(row, stored, [cjk_bigrams(c.text) for c in stored])
             report.files_indexed += 1
             report.chunks_written += len(stored)
 

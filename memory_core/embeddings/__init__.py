@@ -89,9 +89,9 @@ def build_provider(name: str, cfg: ProviderConfig) -> EmbeddingProvider | None:
 
 
 def _default_remote_model(name: str) -> str:
-    from .openai import DEFAULT_MODELS
+    from .openai import DEFAULT_MODEL, PRESET_MODELS
 
-    return DEFAULT_MODELS.get(name, "text-embedding-3-small")
+    return PRESET_MODELS.get(name, DEFAULT_MODEL)
 
 
 def create_provider(cfg: ProviderConfig, skip: set[str] | None = None) -> ProviderChoice:

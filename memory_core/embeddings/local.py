@@ -67,7 +67,8 @@ class LocalEmbeddingProvider:
 
     @property
     def dims(self) -> int:
-        get = getattr(self._st, "get_sentence_embedding_dimension", None)
+        get = getattr(self._st, "get_embedding_dimension", None) or getattr(
+            self._st, "get_sentence_embedding_dimension", None)
         return int(get()) if get else 0
 
     @property

@@ -1,0 +1,192 @@
+"""Sync: incremental updates, atomic rebuilds, and an index that survives crashes and bad input."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from memory_core import MemoryIndex
+from memory_core.store import Store, StoreError
+
+from .conftest import ROOT
+
+
+def _chunks(idx: MemoryIndex) -> list[tuple[str, int, int, str]]:
+    return [(c.path, c.start_line, c.end_line, c.hash) for c in idx.chunks()]
+
+
+def test_first_sync_indexes_memory_notes_and_sessions(demo_ws: Path) -> None:
+    with MemoryIndex.open(demo_ws, provider="none") as idx:
+        report = idx.sync()
+        assert report.full and report.reason == "no index yet"
+        paths = {f.path for f in idx.files()}
+        assert "MEMORY.md" in paths and "memory/2026-11-03.md" in paths
+        assert "notes/runbooks/restore-backup.md" in paths  # extra path, glob **/*.md
+        assert "notes/diagram.txt" not in paths
+        assert any(p.startswith("sessions/") for p in paths)
+        st = idx.status()
+        assert st["badJsonlLines"] == 1  # the demo's deliberately malformed transcript line
+        assert {s["source"] for s in st["sourceCounts"]} == {"memory", "sessions"}
+
+
+def test_second_sync_writes_nothing(demo_ws: Path) -> None:
+    with MemoryIndex.open(demo_ws, provider="none") as idx:
+        idx.sync()
+        before = idx.store_path.stat().st_mtime_ns
+        report = idx.sync()
+    assert not report.full
+    assert (report.files_indexed, report.files_touched, report.files_deleted,
+            report.chunks_written, report.embedded) == (0, 0, 0, 0, 0)
+    assert report.files_unchanged == report.files_seen > 0
+    assert not report.wrote_anything
+    assert idx.store_path.stat().st_mtime_ns == before
+
+
+def test_rebuilding_from_scratch_gives_identical_chunks(demo_ws: Path) -> None:
+    with MemoryIndex.open(demo_ws, provider="none") as idx:
+        idx.sync()
+        first = _chunks(idx)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{idx.store_path}{suffix}").unlink(missing_ok=True)
+    with MemoryIndex.open(demo_ws, provider="none") as idx:
+        idx.sync()
+        assert _chunks(idx) == first
+
+
+def test_edit_touch_and_delete_are_incremental(demo_ws: Path) -> None:
+    with MemoryIndex.open(demo_ws, provider="none") as idx:
+        idx.sync()
+        diary = demo_ws / "memory" / "2026-11-03.md"
+        diary.write_text(diary.read_text() + "\n- appended fact: ZEBRA_TOKEN_42\n")
+        os.utime(demo_ws / "MEMORY.md")  # mtime changes, content does not
+        (demo_ws / "memory" / "2026-10-20.md").unlink()
+        time.sleep(0.01)
+        report = idx.sync()
+        assert not report.full
+        assert report.files_indexed == 1 and report.files_touched == 1
+        assert report.files_deleted == 1
+        assert "memory/2026-10-20.md" not in {f.path for f in idx.files()}
+        hits = idx.search("ZEBRA_TOKEN_42").hits
+        assert hits and hits[0].path == "memory/2026-11-03.md"
+        assert idx.search("ZEBRA_TOKEN_42").hits[0].end_line >= 34
+
+
+def test_identity_change_rebuilds_aside(demo_ws: Path) -> None:
+    with MemoryIndex.open(demo_ws, provider="none") as idx:
+        idx.sync()
+        n = len(idx.chunks())
+    overrides = {"chunking": {"tokens": 120, "overlap": 20}}
+    with MemoryIndex.open(demo_ws, provider="none", overrides=overrides) as idx2:
+        assert idx2.store_path == idx.store_path
+        report = idx2.sync()
+        assert report.full and "chunkTokens" in report.reason
+        assert len(idx2.chunks()) > n
+    assert not list(idx.store_path.parent.glob("*.tmp-*"))
+
+
+def test_huge_single_line_and_bad_files_do_not_stop_indexing(demo_ws: Path) -> None:
+    mem = demo_ws / "memory"
+    (mem / "2026-11-29.md").write_text("# big\n" + "x" * (5 * 1024 * 1024) + " NEEDLE_HUGE\n")
+    (mem / "binary.md").write_bytes(b"\x00\x01\x02 binary")
+    (mem / "latin1.md").write_bytes("caf\xe9 ACCENT_MARK\n".encode("latin-1"))
+    locked = mem / "locked.md"
+    locked.write_text("secret\n")
+    locked.chmod(0)
+    with MemoryIndex.open(demo_ws, provider="none") as idx:
+        report = idx.sync()
+        warnings = "\n".join(report.warnings)
+        assert "binary.md: looks binary" in warnings
+        assert "latin1.md: invalid UTF-8" in warnings
+        if os.geteuid() != 0:  # root reads anything
+            assert "locked.md: cannot read" in warnings
+        assert report.files_failed >= 1
+        assert idx.search("ACCENT_MARK").hits
+        big = idx.chunks("memory/2026-11-29.md")
+        assert all(len(c.text) <= 1600 for c in big)
+        assert any("NEEDLE_HUGE" in c.text for c in big)
+        assert len({c.id for c in big}) == len(big)  # identical pieces stored once
+        assert idx.search("NEEDLE_HUGE").hits[0].path == "memory/2026-11-29.md"
+
+
+def test_missing_workspace_is_a_clear_error(tmp_path: Path) -> None:
+    from memory_core import WorkspaceError
+
+    with pytest.raises(WorkspaceError, match="does not exist"):
+        MemoryIndex.open(tmp_path / "nope")
+
+
+def test_corrupt_index_is_rebuilt_and_markdown_untouched(demo_ws: Path) -> None:
+    with MemoryIndex.open(demo_ws, provider="none") as idx:
+        idx.sync()
+        n = len(idx.chunks())
+    before = {p: p.read_bytes() for p in demo_ws.rglob("*.md")}
+    for suffix in ("-wal", "-shm"):
+        Path(f"{idx.store_path}{suffix}").unlink(missing_ok=True)
+    idx.store_path.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError, match="corrupt"):
+        Store(idx.store_path)
+    with MemoryIndex.open(demo_ws, provider="none") as idx:
+        report = idx.sync()
+        assert report.full and "unreadable" in report.reason
+        assert len(idx.chunks()) == n
+    assert {p: p.read_bytes() for p in demo_ws.rglob("*.md")} == before
+
+
+def test_locked_index_gives_a_clear_error(demo_ws: Path) -> None:
+    with MemoryIndex.open(demo_ws, provider="none") as idx:
+        idx.sync()
+        path = idx.store_path
+    # Another process holds the write lock (POSIX locks do not conflict within one process).
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sqlite3, sys, time; db = sqlite3.connect(sys.argv[1], "
+         "isolation_level=None); db.execute('BEGIN EXCLUSIVE'); print('LOCKED', flush=True); "
+         "time.sleep(30)", str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "LOCKED"
+        with pytest.raises(StoreError, match="locked by another process"):
+            Store(path, busy_timeout_ms=200).begin()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+_KILL_SCRIPT = textwrap.dedent("""
+    import sys, time
+    from memory_core import MemoryIndex
+    ws = sys.argv[1]
+    with MemoryIndex.open(ws, provider="none", overrides={"chunking": {"tokens": 60}}) as idx:
+        def progress(stage, done, total):
+            if stage == "write" and done > 0:
+                print("WRITING", flush=True)
+                time.sleep(30)
+        idx.sync(progress=progress)
+""")
+
+
+def test_reindex_killed_midway_leaves_a_usable_index(demo_ws: Path) -> None:
+    with MemoryIndex.open(demo_ws, provider="none") as idx:
+        idx.sync()
+        expected = idx.search("COOKIE_EXPIRED").hits[0].path
+    # lots of files so that the rebuild writes several groups
+    for i in range(40):
+        (demo_ws / "memory" / f"2026-09-{i % 28 + 1:02d}-{i}.md").write_text(
+            f"# note {i}\n" + "filler text line\n" * 200)
+    proc = subprocess.Popen([sys.executable, "-c", _KILL_SCRIPT, str(demo_ws)],
+                            stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "WRITING"  # a rebuild is in progress
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert list(idx.store_path.parent.glob("*.tmp-*"))  # the half-built index was aside
+    with MemoryIndex.open(demo_ws, provider="none") as idx:
+        hits = idx.candidates("COOKIE_EXPIRED", auto_sync=False)
+        assert hits.keyword and hits.chunks[hits.keyword[0].id].path == expected
+        report = idx.sync()  # and the next sync completes
+        assert report.files_indexed > 0
