@@ -34,7 +34,7 @@ MEMORY_GET_SCHEMA: dict[str, Any] = {
 }
 
 
-def memory_search(index: MemoryIndex, query: str, maxResults: int | None = None,  # noqa: N803
+def memory_search(index: MemoryIndex, query: str, maxResults: int | None = None,
                   minScore: float | None = None, corpus: str | None = None) -> dict[str, Any]:
     """Search; results re-sorted by score (ties by path) as the reference's tool does."""
     sources = None if corpus in (None, "all") else [corpus]

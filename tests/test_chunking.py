@@ -1,7 +1,8 @@
-"""Chunking: the reference's exact boundaries (goldens from the real engine) and the bounded mode."""
+"""Chunking: the reference's exact boundaries (goldens from the real engine), bounded mode."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 
@@ -20,7 +21,7 @@ def _lines(chunks: list[Chunk]) -> list[tuple[int, int]]:
 # --------------------------------------------------------------------------- §1.4 worked examples
 
 def test_sixty_ascii_lines_reference() -> None:
-    text = "".join(("line %02d " % n + "x" * 51)[:59] + "\n" for n in range(1, 61))
+    text = "".join((f"line {n:02d} " + "x" * 51)[:59] + "\n" for n in range(1, 61))
     assert _lines(chunk_markdown(text.rstrip("\n"), mode="reference")) == [
         (1, 26), (21, 46), (41, 60)]
     assert _lines(chunk_markdown(text, mode="reference")) == [(1, 26), (21, 46), (41, 61)]
@@ -77,8 +78,8 @@ def test_goldens_are_present() -> None:
 # --------------------------------------------------------------------------- bounded mode
 
 def _random_text(rng: random.Random) -> str:
-    pieces = ["word", "中文字符", "🙂", "x" * rng.randint(1, 3000), "数据库连接池" * rng.randint(1, 300),
-              "", "- bullet item", "## heading", "\r"]
+    pieces = ["word", "中文字符", "🙂", "x" * rng.randint(1, 3000),
+              "数据库连接池" * rng.randint(1, 300), "", "- bullet item", "## heading", "\r"]
     return "\n".join("".join(rng.choice(pieces) for _ in range(rng.randint(0, 6)))
                      for _ in range(rng.randint(1, 60)))
 
@@ -113,7 +114,7 @@ def test_bounded_carries_overlap_between_short_lines() -> None:
     text = "\n".join(f"line {i:03d} " + "y" * 50 for i in range(100))
     chunks = chunk_markdown(text, mode="bounded")
     assert len(chunks) > 2
-    for a, b in zip(chunks, chunks[1:], strict=False):
+    for a, b in itertools.pairwise(chunks):
         assert b.start_line <= a.end_line  # overlapping ranges
         assert a.text.split("\n")[-1] in b.text
 
