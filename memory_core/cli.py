@@ -137,6 +137,7 @@ def _print_hits(res: FusionResult, explain: bool) -> None:
 def cmd_search(args: argparse.Namespace) -> int:
     sources = args.sources.split(",") if args.sources else None
     with _open(args) as idx:
+        idx.record_recalls = not args.no_record
         if args.batch:
             return _search_batch(idx, args, sources)
         if not args.query:
@@ -266,6 +267,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sources", help="comma-separated: memory,sessions")
     p.add_argument("--explain", action="store_true", help="show each leg's score and rank")
     p.add_argument("--numpy", action="store_true", help="vector search in numpy (not sqlite-vec)")
+    p.add_argument("--no-record", action="store_true",
+                   help="do not record diary hits as recalls for promotion")
     p.set_defaults(func=cmd_search)
 
     p = sub.add_parser("get", help="memory_get: read lines of a memory file")

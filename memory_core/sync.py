@@ -331,6 +331,7 @@ class Indexer:
             if old is not None:
                 old.close()
                 new.seed_cache_from(target)
+                new.copy_recalls_from(target)  # promotion signals outlive rebuilds
             self.index_files(new, files, report, None)
             new.begin()
             new.set_meta(self.meta(new))

@@ -35,9 +35,14 @@ MEMORY_GET_SCHEMA: dict[str, Any] = {
 
 
 def memory_search(index: MemoryIndex, query: str, maxResults: int | None = None,
-                  minScore: float | None = None, corpus: str | None = None) -> dict[str, Any]:
-    """Search; results re-sorted by score (ties by path) as the reference's tool does."""
+                  minScore: float | None = None, corpus: str | None = None,
+                  record: bool = True) -> dict[str, Any]:
+    """Search; results re-sorted by score (ties by path) as the reference's tool does.
+
+    Hits on dated diaries are recorded as recalls for promotion unless ``record`` is False.
+    """
     sources = None if corpus in (None, "all") else [corpus]
+    index.record_recalls = record
     try:
         res = index.search(query, max_results=maxResults, min_score=minScore, sources=sources)
     except (EmbeddingError, StoreError) as e:

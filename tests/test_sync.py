@@ -190,3 +190,14 @@ def test_reindex_killed_midway_leaves_a_usable_index(demo_ws: Path) -> None:
         assert hits.keyword and hits.chunks[hits.keyword[0].id].path == expected
         report = idx.sync()  # and the next sync completes
         assert report.files_indexed > 0
+
+
+def test_recall_signals_survive_a_full_rebuild(demo_ws: Path) -> None:
+    with MemoryIndex.open(demo_ws, provider="none") as idx:
+        idx.sync()
+        idx.record_recalls = True
+        assert idx.search("COOKIE_EXPIRED").hits
+        before = idx.store.recall_entries()
+        assert before and all(e["path"].startswith("memory/2026-") for e in before)
+        assert idx.sync(force=True).full
+        assert idx.store.recall_entries() == before
