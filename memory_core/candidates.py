@@ -55,4 +55,5 @@ class Candidates:
     keyword_query: str | None = None
     keyword_table: str = "chunks_fts"
     keyword_fallback: tuple[tuple[LegHit, ...], ...] = ()
+    keyword_fallback_terms: tuple[str, ...] = ()  # the keyword each fallback list searched
     timings_ms: dict[str, float] = field(default_factory=dict)

@@ -214,13 +214,15 @@ def _sort(hits: list[Hit]) -> list[Hit]:
 def _fts_only(cands: Candidates, s: SearchSettings) -> FusionResult:
     n = s.candidate_count()
     scored: dict[str, Hit] = {}
-    lists = [cands.keyword[:n]]
+    lists = [(cands.query, cands.keyword[:n])]
     if not cands.keyword and cands.keyword_fallback:
-        lists = [lst[:n] for lst in cands.keyword_fallback]
-    for lst in lists:
+        # each per-keyword search is boosted against its own keyword, as the reference does
+        lists = [(term, lst[:n]) for term, lst in
+                 zip(cands.keyword_fallback_terms, cands.keyword_fallback, strict=True)]
+    for term, lst in lists:
         for k in lst:
             info = cands.chunks[k.id]
-            score = lexical_boost_score(cands.query, info, k.score) if s.lexical_boost else k.score
+            score = lexical_boost_score(term, info, k.score) if s.lexical_boost else k.score
             prev = scored.get(k.id)
             if prev is None or score > prev.score:
                 h = _make_hit(info)

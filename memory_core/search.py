@@ -68,12 +68,14 @@ def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: st
     keyword: list[LegHit] = []
     match, table = None, "chunks_fts"
     fallback: list[list[LegHit]] = []
+    terms: list[str] = []
     if mode != "vector-only":
         keyword, match, table = keyword_leg(store, q, settings, pool, sources)
         if mode == "fts-only" and not keyword and settings.keyword_query == "and":
             for kw in extract_keywords(q) or [q]:
                 hits, _, _ = keyword_leg(store, kw, settings, pool, sources)
                 fallback.append(hits)
+                terms.append(kw)
     timings["keyword_ms"] = (time.perf_counter() - t0) * 1000
     vector: list[LegHit] = []
     if provider is not None:
@@ -94,4 +96,4 @@ def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: st
     keyword = [h for h in keyword if h.id in chunks]
     fb = tuple(tuple(h for h in lst if h.id in chunks) for lst in fallback)
     return Candidates(q, mode, tuple(vector), tuple(keyword), chunks, pool, match, table, fb,
-                      timings)
+                      tuple(terms), timings)
