@@ -28,7 +28,7 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp) / "ws"
-        shutil.copytree(DEMO, ws)
+        shutil.copytree(DEMO, ws, ignore=shutil.ignore_patterns(".memory"))
         for i in range(1, args.copies):
             for f in sorted((DEMO / "memory").glob("*.md")):
                 # distinct text per copy, so the cache cannot help
@@ -41,7 +41,8 @@ def main() -> None:
             t0 = time.perf_counter()
             report = idx.sync()
             pipeline_s = time.perf_counter() - t0
-            texts = [c.text for c in idx.chunks()]
+            # the pipeline embeds each distinct text once; the bare run gets the same texts
+            texts = list(dict.fromkeys(c.text for c in idx.chunks()))
         t1 = time.perf_counter()
         provider.embed_documents(texts)
         bare_s = time.perf_counter() - t1
@@ -50,8 +51,7 @@ def main() -> None:
             again = idx.sync(force=True)
             cached_s = time.perf_counter() - t2
     n = report.embedded
-    assert n == len(texts), "every chunk text should be distinct"
-    print(f"chunks: {len(texts)}, all embedded by the sync")
+    print(f"distinct chunk texts: {len(texts)}; embedded by the sync: {n}")
     print(f"bare model encode:  {len(texts) / bare_s:8.1f} chunks/s ({bare_s:.2f} s)")
     print(f"pipeline (sync):    {n / pipeline_s:8.1f} chunks/s ({pipeline_s:.2f} s)")
     print(f"overhead ratio:     {pipeline_s / bare_s:8.2f}x the bare encode time")
