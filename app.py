@@ -1,38 +1,164 @@
-"""Memory Workbench: the home page. Run with `make run` (or `streamlit run app.py`)."""
+"""Memory Workbench: the home page and the navigation. Run with `make run`.
+
+(`streamlit run app.py` also works.) The sidebar picks the workspace for every page; the home page
+shows the index at a glance and indexes on demand. The other pages live in ``pages/``; each is a
+thin view over :class:`memory_core.MemoryIndex`.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pandas as pd
 import streamlit as st
 
-from workbench.state import current_index, workspace_picker
+from workbench import projection, state
 
-st.set_page_config(page_title="Memory Workbench", page_icon="🧠", layout="wide")
-st.title("Memory Workbench")
-idx = workspace_picker()
-status = idx.status()
-c1, c2, c3, c4 = st.columns(4)
-c1.metric("Files", status.get("files", 0))
-c2.metric("Chunks", status.get("chunks", 0))
-c3.metric("Provider", f"{status.get('provider') or status['requestedProvider']}")
-c4.metric("Dirty", "yes" if status.get("dirty") else "no")
-if st.button("Index now", type="primary"):
-    bar = st.progress(0.0, text="indexing…")
+PAGES_INFO = [
+    ("pages/search.py", "Search & tune", ":material/manage_search:", "search",
+     "Type a query, move the sliders: the cached candidates are re-fused at once. Gated hits "
+     "stay visible, greyed; A/B comparison; export to OpenClaw's config."),
+    ("pages/chunks.py", "Chunks", ":material/segment:", "chunks",
+     "Files by source, their chunks with line ranges, token estimates and overlaps; the source "
+     "with the chunk highlighted; what memory_get returns."),
+    ("pages/embedding_map.py", "Embedding map", ":material/scatter_plot:", "map",
+     "UMAP or PCA of every chunk embedding; the query projected with its hits; box or lasso "
+     "selection lists the chunks."),
+    ("pages/evaluate.py", "Evaluate", ":material/query_stats:", "evaluate",
+     "Labelled query sets: Recall, Success, MRR, nDCG per leg and hybrid; sweep heatmap; "
+     "per-query wins and losses."),
+    ("pages/promotion.py", "Promotion", ":material/upgrade:", "promotion",
+     "Candidates for MEMORY.md with their score components, the diff, apply and undo."),
+]
 
-    def progress(stage: str, done: int, total: int) -> None:
-        bar.progress(min(1.0, done / max(1, total)), text=f"{stage}: {done}/{total}")
 
-    report = current_index().sync(progress=progress)
-    bar.progress(1.0, text="done")
-    st.success(f"{report.files_indexed} files indexed, {report.chunks_written} chunks written, "
-               f"{report.embedded} embedded, {report.cache_hits} cache hits")
+def _yes(flag: Any) -> str:
+    return ":green[:material/check_circle: available]" if flag else (
+        ":red[:material/cancel: unavailable]")
+
+
+def _truncation(key: state.IndexKey) -> dict[str, Any]:
+    """The share of chunks the model truncates, measured once per index generation."""
+    cache = st.session_state.setdefault("wb_truncation", {})
+    ck = (key, state.generation(key))
+    if ck not in cache:
+        with st.spinner("Measuring chunk lengths in model tokens…"):
+            cache[ck] = state.open_index(key).truncation()
+    return cache[ck]
+
+
+def home() -> None:
+    """The home page: the workspace's index at a glance, and "Index now"."""
+    key = state.current_key()
+    idx = state.open_index(key)
+    st.title("Memory Workbench")
+    st.caption(f"Workspace `{idx.workspace}` · index `{idx.store_path}`")
+    projection.warm_up()  # start compiling UMAP in the background (~45 s the first time)
+
+    c_btn, c_force, _ = st.columns([1, 1.4, 4])
+    force = c_force.checkbox("Full rebuild", key="home_force",
+                             help="Re-chunk and re-embed everything (the embedding cache "
+                                  "still saves the model's work).")
+    if c_btn.button("Index now", type="primary", key="home_index"):
+        bar, progress = state.progress_bar("Indexing")
+        try:
+            report = state.sync_index(key, force=force, progress=progress)
+        except Exception as e:  # the engine's message says why (locked, unreadable…)
+            bar.empty()
+            st.error(f"Indexing failed: {e}")
+        else:
+            bar.progress(1.0, text="Indexing: done")
+            st.success(
+                f"{report.files_indexed} files indexed ({report.files_unchanged} unchanged, "
+                f"{report.files_deleted} deleted), {report.chunks_written} chunks written, "
+                f"{report.embedded} embedded, {report.cache_hits} from the embedding cache, "
+                f"in {report.duration_ms / 1000:.1f} s"
+                + (f" — full rebuild: {report.reason}" if report.full and report.reason else ""))
+            for w in report.warnings:
+                st.warning(w)
+
     status = idx.status()
-query = st.text_input("Search the memory", key="home_query")
-if query:
-    res = idx.search(query)
-    for h in res.hits:
-        st.markdown(f"**{h.score:.3f}** `{h.citation}` · {h.source}")
-        st.code(h.snippet, language="markdown")
-    if not res.hits:
-        st.info("No results.")
-with st.expander("Full status"):
-    st.json(status)
+    if not status.get("indexed"):
+        st.info("This workspace is not indexed yet: press **Index now** (the other pages also "
+                "index it on first use).")
+    provider = status.get("provider") or "—"
+    model = status.get("model") or ""
+    c = st.columns(5)
+    c[0].metric("Files", status.get("files", 0))
+    c[1].metric("Chunks", status.get("chunks", 0))
+    c[2].metric("Provider", provider, help=f"model: {model or '—'}; requested: "
+                f"{status.get('requestedProvider')}")
+    c[3].metric("Search mode", (status.get("custom") or {}).get("searchMode", "—"))
+    c[4].metric("Up to date", "no" if status.get("dirty") else "yes",
+                help="Files changed since the last sync (mtime or size differ)."
+                if status.get("dirty") else "Files and index agree.")
+    if model:
+        st.caption(f"Model: `{model}` · profile `{status.get('profile')}` · chunking "
+                   f"{status['chunking']['mode']} {status['chunking']['tokens']} tokens, "
+                   f"overlap {status['chunking']['overlap']}")
+
+    fb = status.get("fallback")
+    if fb:
+        st.warning(f"Embedding provider fell back from **{fb.get('from')}**: {fb.get('reason')}")
+    ident = status.get("identity") or {}
+    if ident.get("status") == "mismatch":
+        st.warning(f"The index was built with other settings ({ident.get('reason')}): "
+                   "Index now rebuilds it.")
+
+    left, right = st.columns(2)
+    with left:
+        st.subheader("Sources")
+        counts = status.get("sourceCounts") or []
+        if counts:
+            st.dataframe(pd.DataFrame(counts), hide_index=True, width="stretch")
+        else:
+            st.caption("Nothing indexed yet.")
+        extra = status.get("extraPaths") or []
+        st.caption(f"Configured sources: {', '.join(status.get('sources', []))}"
+                   + (f"; extra paths: {', '.join(extra)}" if extra else ""))
+    with right:
+        st.subheader("Search legs")
+        fts = status.get("fts") or {}
+        vec = status.get("vector") or {}
+        st.markdown(
+            f"- Keyword (FTS5): {_yes(fts.get('available'))}"
+            + (f" — {fts.get('error')}" if fts.get("error") else "") + "\n"
+            f"- Vector: {_yes(vec.get('enabled'))} "
+            + (f"({vec.get('dims')} dims, search via {vec.get('search')})"
+               if vec.get("enabled") else "(no embedding provider: keyword only)")
+            + (f" — sqlite-vec: {vec.get('loadError')}" if vec.get("loadError") else ""))
+        if status.get("indexed") and provider not in ("none", "—"):
+            tr = _truncation(key)
+            if tr.get("available"):
+                st.metric("Chunks the model truncates", f"{tr['share']:.0%}",
+                          help=f"{tr['truncated']} of {tr['chunks']} chunks are longer than "
+                               f"the model reads ({tr['maxSeqLength']} tokens; mean "
+                               f"{tr['meanTokens']:.0f}). It silently ignores the rest.")
+    warnings = list(status.get("warnings") or [])
+    warnings += [f"{p}: {w}" for p, w in (status.get("fileWarnings") or {}).items()]
+    if status.get("badJsonlLines"):
+        warnings.append(f"{status['badJsonlLines']} malformed transcript line(s) skipped")
+    if warnings:
+        with st.expander(f"Warnings ({len(warnings)})"):
+            for w in warnings:
+                st.markdown(f"- {w}")
+
+    st.subheader("Pages")
+    cols = st.columns(len(PAGES_INFO))
+    for col, (path, title, icon, _, desc) in zip(cols, PAGES_INFO, strict=True):
+        with col:
+            st.page_link(path, label=title, icon=icon)
+            st.caption(desc)
+    with st.expander("Full status"):
+        st.json(status)
+
+
+st.set_option("client.toolbarMode", "viewer")  # no "Deploy" button: this is a local tool
+st.set_page_config(page_title="Memory Workbench", page_icon=":material/psychology:",
+                   layout="wide")
+nav = st.navigation(
+    [st.Page(home, title="Home", icon=":material/home:", default=True)]
+    + [st.Page(path, title=title, icon=icon, url_path=url) for path, title, icon, url, _
+       in PAGES_INFO])
+state.workspace_picker()
+nav.run()

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from .candidates import Candidates, ChunkInfo, LegHit
 from .config import SearchSettings
-from .query import lexical_tokens, tokens
+from .query import date_closeness, date_hints, lexical_tokens, path_date, tokens
 from .text import truncate_utf16
 
 SNIPPET_MAX_CHARS = 700
@@ -174,16 +174,21 @@ def mmr_rerank(hits: list[Hit], lam: float) -> list[Hit]:
     toks = [_mmr_tokens(h.snippet) for h in hits]
     remaining = list(range(len(hits)))
     chosen: list[int] = []
+    # Running max similarity to the chosen set: each pick updates it once, O(n²) overall.
+    max_sim = [0.0] * len(hits)
     while remaining:
         best, best_val = None, -math.inf
         for i in remaining:
-            sim = max((_jaccard(toks[i], toks[j]) for j in chosen), default=0.0)
-            val = lam * rel[i] - (1 - lam) * sim
+            val = lam * rel[i] - (1 - lam) * max_sim[i]
             if best is None or val > best_val or (val == best_val and scores[i] > scores[best]):
                 best, best_val = i, val
         assert best is not None
         chosen.append(best)
         remaining.remove(best)
+        for i in remaining:
+            sim = _jaccard(toks[i], toks[best])
+            if sim > max_sim[i]:
+                max_sim[i] = sim
     return [hits[i] for i in chosen]
 
 
@@ -336,6 +341,7 @@ def _rrf(cands: Candidates, s: SearchSettings) -> FusionResult:
         ct = wt * (k + 1) / (k + h.text_rank) if h.text_rank else 0.0
         h.components = {"vector": cv, "text": ct}
         h.score = cv + ct
+    _date_hint(merged, cands, s)
     _apply_decay(merged, cands, s)
     merged = _sort(merged)
     if s.mmr_enabled:
@@ -344,19 +350,68 @@ def _rrf(cands: Candidates, s: SearchSettings) -> FusionResult:
     return _finish(chosen, merged, s, cands.mode)
 
 
+def _date_hint(hits: list[Hit], cands: Candidates, s: SearchSettings) -> None:
+    """Add ``date_hint × closeness`` to hits in files named by a date the query names.
+
+    A question such as "what did we decide on 12 November 2026?" is about the diary of that day;
+    neither leg knows it (the date is rarely written in the diary's text). Off when the setting
+    is 0 or the query names no absolute date.
+    """
+    if s.date_hint <= 0:
+        return
+    spans = date_hints(cands.query)
+    if not spans:
+        return
+    for h in hits:
+        day = path_date(h.path)
+        if day is None:
+            continue
+        bonus = s.date_hint * date_closeness(spans, day)
+        if bonus > 0:
+            h.components["date"] = bonus
+            h.score += bonus
+
+
 def _normalized(cands: Candidates, s: SearchSettings) -> FusionResult:
-    """Per-leg normalisation: BM25 divided by the query's best BM25, cosine as it is."""
+    """Each leg on a scale that does not drift with corpus size, then a weighted sum.
+
+    * vector: the cosine as it is (an absolute scale for a given model);
+    * keyword: BM25 divided by the query's best BM25, so the strongest keyword match scores 1
+      whether the index holds 50 chunks or 50,000 (the reference's ``r/(1+r)`` is near 0 on
+      small indexes and near 1 on large ones);
+    * a candidate is any chunk in either leg's top ``maxResults × candidateMultiplier``, and its
+      score on the *other* leg is looked up in that leg's whole fetched pool: a chunk missing
+      from a cut list is not evidence that the leg found nothing;
+    * plus the date hint, then decay, MMR, the minScore gate and keyword-only filling as
+      configured.
+
+    With weights 0.4/0.6 the best keyword match scores at least 0.6, so a weak vector hit
+    (score ≤ 0.4 × cosine) can never push it out, and minScore means the same on any corpus.
+    """
     vector, keyword = _leg_maps(cands, s)
     wv, wt = s.normalized_weights()
-    if cands.mode == "fts-only" or not vector:
+    if cands.mode == "fts-only" or not cands.vector:
         wv, wt = 0.0, 1.0
-    best = max((-k.raw for k in keyword), default=0.0)
+    elif not keyword:
+        wv, wt = 1.0, 0.0
+    pool_v = {h.id: h for h in cands.vector}
+    pool_k = {h.id: h for h in cands.keyword} if keyword else {}
+    best = max((-k.raw for k in pool_k.values()), default=0.0)
     merged = _merge(cands, vector, keyword)
-    raw = {k.id: -k.raw for k in keyword}
     for h in merged:
-        t = (raw[h.id] / best) if (h.id in raw and best > 0) else (1.0 if h.id in raw else 0.0)
+        v = pool_v.get(h.id)
+        if v is not None and h.vector_rank is None:
+            h.vector_score, h.vector_rank = v.score, v.rank
+        k = pool_k.get(h.id)
+        if k is not None and h.text_rank is None:
+            h.text_score, h.text_rank = k.score, k.rank
+        if k is None:
+            t = 0.0
+        else:
+            t = (-k.raw / best) if best > 0 else 1.0
         h.components = {"vector": wv * max(0.0, h.vector_score), "text": wt * t}
         h.score = h.components["vector"] + h.components["text"]
+    _date_hint(merged, cands, s)
     _apply_decay(merged, cands, s)
     merged = _sort(merged)
     if s.mmr_enabled:

@@ -9,6 +9,8 @@ rewrites CJK runs as bigrams so that Chinese keywords can match inside sentences
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from datetime import date, timedelta
 
 from .text import CJK_RUN_RE, cjk_bigrams
 
@@ -85,3 +87,105 @@ def extract_keywords(query: str) -> list[str]:
 def lexical_tokens(text: str) -> set[str]:
     """Unique lower-cased ``[\\p{L}\\p{N}_]+`` tokens, for the FTS-only lexical boost."""
     return {t.lower() for t in TOKEN_RE.findall(text)}
+
+
+# --------------------------------------------------------------------------- date hints
+
+_MONTHS = {m: i + 1 for i, m in enumerate(
+    "january february march april may june july august september october november december"
+    .split())}
+_MONTHS.update({m[:3]: i for m, i in list(_MONTHS.items())})
+_MONTHS["sept"] = 9
+_MON = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_DATE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b"), "ymd"),
+    (re.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月\s*(\d{1,2})\s*[日号]"), "ymd"),
+    (re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MON})\.?,?\s+(\d{{4}})\b", re.I),
+     "dmy"),
+    (re.compile(rf"\b({_MON})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I), "mdy"),
+    (re.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月"), "ym"),
+    (re.compile(rf"\b({_MON})\.?,?\s+(?:of\s+)?(\d{{4}})\b", re.I), "my"),
+    (re.compile(rf"\b(?:in|during|early|late|mid|since)\s+({_MON})\b(?!\s*\d)", re.I), "m"),
+)
+_PATH_DATE_RE = re.compile(r"(?:^|/)(\d{4})-(\d{2})-(\d{2})[^/]*$")
+#: A diary this many days outside the asked span still gets half the hint.
+DATE_HINT_HALF_DAYS = 7.0
+
+
+@dataclass(frozen=True)
+class DateSpan:
+    """A date range a query names (first and last day), or a month of any year (``month``)."""
+
+    start: date | None = None
+    end: date | None = None
+    month: int | None = None
+
+
+def _month_end(y: int, m: int) -> date:
+    return (date(y + 1, 1, 1) if m == 12 else date(y, m + 1, 1)) - timedelta(days=1)
+
+
+def date_hints(query: str) -> list[DateSpan]:
+    """The absolute dates a question names: "on 7 May 2023", "May 7, 2023", "2023-05-07",
+    "in May 2023", "2023年5月7日", or a bare month ("in June"). Relative dates are ignored.
+
+    Used by the default profile to prefer diaries named by the asked date (``memory/2023-05-08.md``
+    is where an agent writes what happened that day); an invalid date is skipped.
+    """
+    spans: list[DateSpan] = []
+    taken: list[tuple[int, int]] = []
+    for rx, kind in _DATE_PATTERNS:
+        for m in rx.finditer(query):
+            if any(a < m.end() and m.start() < b for a, b in taken):
+                continue
+            g = m.groups()
+            try:
+                if kind == "ymd":
+                    d = date(int(g[0]), int(g[1]), int(g[2]))
+                    span = DateSpan(d, d)
+                elif kind == "dmy":
+                    d = date(int(g[2]), _MONTHS[g[1].lower()], int(g[0]))
+                    span = DateSpan(d, d)
+                elif kind == "mdy":
+                    d = date(int(g[2]), _MONTHS[g[0].lower()], int(g[1]))
+                    span = DateSpan(d, d)
+                elif kind in ("ym", "my"):
+                    y, mo = (int(g[0]), int(g[1])) if kind == "ym" else (
+                        int(g[1]), _MONTHS[g[0].lower()])
+                    span = DateSpan(date(y, mo, 1), _month_end(y, mo))
+                else:
+                    span = DateSpan(month=_MONTHS[g[0].lower()])
+            except (ValueError, KeyError):
+                continue
+            taken.append((m.start(), m.end()))
+            spans.append(span)
+    return spans
+
+
+def path_date(path: str) -> date | None:
+    """The date a file is named by (``memory/2023-05-08.md``, ``sessions/2023-05-08.jsonl``)."""
+    m = _PATH_DATE_RE.search(path)
+    if not m:
+        return None
+    try:
+        return date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    except ValueError:
+        return None
+
+
+def date_closeness(spans: list[DateSpan], day: date) -> float:
+    """1 inside a named span, halving every :data:`DATE_HINT_HALF_DAYS` days outside it."""
+    best = 0.0
+    for s in spans:
+        if s.month is not None:
+            c = 1.0 if day.month == s.month else 0.0
+        elif s.start is not None and s.end is not None:
+            if s.start <= day <= s.end:
+                c = 1.0
+            else:
+                gap = (s.start - day).days if day < s.start else (day - s.end).days
+                c = 2.0 ** (-gap / DATE_HINT_HALF_DAYS)
+        else:
+            c = 0.0
+        best = max(best, c)
+    return best

@@ -16,6 +16,7 @@ CHARS_PER_TOKEN = 4
 _CJK_CLASS = "\u2e80-\u9fff\ua000-\ua4ff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f"
 CJK_CHAR_RE = re.compile(f"[{_CJK_CLASS}]")
 _ASTRAL_RE = re.compile("[\U00010000-\U0010ffff]")
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
 _HIGH = range(0xD800, 0xDC00)
 _LOW = range(0xDC00, 0xE000)
 
@@ -47,7 +48,7 @@ def to_units(text: str) -> str:
 
 def from_units(units: str) -> str:
     """Inverse of :func:`to_units`; a lone surrogate becomes U+FFFD, as Node's encoder does."""
-    if not any(0xD800 <= ord(c) < 0xE000 for c in units):
+    if not _SURROGATE_RE.search(units):
         return units
     return units.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
@@ -64,7 +65,7 @@ def estimate_units_chars(units: str) -> int:
     i = 0
     length = len(units)
     # Fast path: no surrogates at all.
-    if not any(0xD800 <= ord(c) < 0xE000 for c in units):
+    if not _SURROGATE_RE.search(units):
         n = len(CJK_CHAR_RE.findall(units))
         return length + n * (CHARS_PER_TOKEN - 1)
     while i < length:
@@ -97,6 +98,8 @@ def estimate_tokens(text: str) -> int:
 
 def truncate_utf16(text: str, max_units: int) -> str:
     """Cut ``text`` to at most ``max_units`` UTF-16 units without splitting a surrogate pair."""
+    if not has_astral(text):  # one unit per character: a plain slice
+        return text[:max_units]
     if utf16_len(text) <= max_units:
         return text
     units = to_units(text)[:max_units]

@@ -1,37 +1,359 @@
-"""The workbench's shared state: which workspace is open, and its cached MemoryIndex."""
+"""The workbench's shared state: which workspace is open, its cached index, cached candidates.
+
+Everything here is plumbing between Streamlit and :class:`memory_core.MemoryIndex`: no SQL and no
+ranking. One :class:`MemoryIndex` is kept per (workspace, profile, provider) for the whole server
+(``st.cache_resource``); a query's :class:`memory_core.Candidates` are fetched once and kept in
+the session, so that moving a slider only re-fuses them.
+
+Environment variables (used by the tests and the browser test):
+
+* ``MEMORY_WORKBENCH_WORKSPACE``: the default workspace (else the demo workspace);
+* ``MEMORY_WORKBENCH_PROVIDER``: the default embedding provider (else the workspace's config);
+* ``MEMORY_WORKBENCH_CACHE``: the cache folder (else ``~/.cache/memory-workbench``), where
+  indexes of read-only workspaces and embedding-map coordinates live;
+* ``MEMORY_WORKBENCH_DATASETS``: the evaluation data (else ``../shared/datasets``).
+"""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
-from memory_core import MemoryIndex
+from memory_core import Candidates, MemoryIndex, SearchSettings, WorkspaceError
+from memory_core.sync import SyncReport
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "examples" / "demo-workspace"
+PROFILES: tuple[str, ...] = ("default", "reference")
+#: Provider choices offered in the sidebar; "" means "what the workspace's config says".
+PROVIDERS: tuple[str, ...] = ("", "local", "e5", "none")
+PROVIDER_LABELS = {"": "config", "local": "local", "e5": "e5", "none": "none"}
+WS_MODES: tuple[str, ...] = ("default", "dataset", "folder")
+WS_MODE_LABELS = {"default": "Default workspace", "dataset": "Dataset workspace",
+                  "folder": "Any folder"}
+_TUNED_FIELDS: tuple[str, ...] = (
+    "max_results", "min_score", "vector_weight", "text_weight", "candidate_multiplier", "hybrid",
+    "fusion", "rrf_k", "keyword_query", "cjk_bigrams", "keyword_only_fill", "mmr_enabled",
+    "mmr_lambda", "decay_enabled", "half_life_days", "now_ms", "date_hint",
+)
+#: The SearchSettings fields the Search & tune page edits (the rest stay the profile's); only
+#: those this version of the engine has.
+TUNABLE: tuple[str, ...] = tuple(
+    f for f in _TUNED_FIELDS if f in {x.name for x in fields(SearchSettings)})
+_CANDIDATE_CACHE_SIZE = 48
 
 
-@st.cache_resource(show_spinner="Opening the index…")
-def _open(workspace: str, profile: str) -> MemoryIndex:
-    idx = MemoryIndex.open(workspace, profile=profile)
-    idx.ensure_synced()
-    return idx
+# --------------------------------------------------------------------------- locations
 
 
-def workspace_picker() -> MemoryIndex:
-    """Sidebar: choose the workspace and profile; returns the open (synced) index."""
-    default = os.environ.get("MEMORY_WORKBENCH_WORKSPACE", str(DEMO))
-    ws = st.sidebar.text_input("Workspace", value=st.session_state.get("workspace", default))
-    profile = st.sidebar.selectbox("Profile", ["default", "reference"],
-                                   index=["default", "reference"].index(
-                                       st.session_state.get("profile", "default")))
-    st.session_state["workspace"] = ws
-    st.session_state["profile"] = profile
-    return _open(ws, profile)
+def cache_root() -> Path:
+    """The workbench's cache folder (``$MEMORY_WORKBENCH_CACHE`` or ``~/.cache/...``)."""
+    env = os.environ.get("MEMORY_WORKBENCH_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "memory-workbench"
+
+
+def datasets_root() -> Path:
+    """The evaluation data beside the project (``$MEMORY_WORKBENCH_DATASETS`` overrides)."""
+    env = os.environ.get("MEMORY_WORKBENCH_DATASETS")
+    return Path(env) if env else (ROOT / ".." / "shared" / "datasets").resolve()
+
+
+def default_workspace() -> str:
+    """``$MEMORY_WORKBENCH_WORKSPACE`` or the demo workspace."""
+    return os.environ.get("MEMORY_WORKBENCH_WORKSPACE") or str(DEMO)
+
+
+def default_provider() -> str:
+    """``$MEMORY_WORKBENCH_PROVIDER`` or "" (the workspace config's provider)."""
+    p = os.environ.get("MEMORY_WORKBENCH_PROVIDER", "")
+    return p if p in PROVIDERS else ""
+
+
+def dataset_workspaces(root: Path | None = None) -> dict[str, str]:
+    """Workspaces found in the evaluation data: ``{label: folder}``, empty when it is absent.
+
+    A folder counts when it holds Markdown under ``memory/`` or transcripts in ``sessions/``, up
+    to three levels down (LoCoMo's ``locomo-dev/markdown/conv-26``). Generated BEIR workspaces in
+    the evaluation cache are listed too.
+    """
+    root = root or datasets_root()
+    out: dict[str, str] = {}
+    if root.is_dir():
+        for depth in ("*", "*/*", "*/*/*"):
+            for d in sorted(root.glob(depth)):
+                if d.is_dir() and _looks_like_workspace(d):
+                    out[str(d.relative_to(root))] = str(d)
+    gen = cache_root() / "eval" / "workspaces"
+    if gen.is_dir():
+        for d in sorted(gen.iterdir()):
+            if (d / "memory").is_dir():
+                out[f"generated: {d.name}"] = str(d)
+    return out
+
+
+def _looks_like_workspace(d: Path) -> bool:
+    mem, ses = d / "memory", d / "sessions"
+    return ((mem.is_dir() and next(mem.glob("*.md"), None) is not None)
+            or (ses.is_dir() and next(ses.glob("*.jsonl"), None) is not None))
+
+
+def _is_under(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def store_overrides(workspace: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """Index store outside ``workspace`` when it is evaluation data or not writable.
+
+    The shared datasets are licensed for evaluation and must never gain files, even when the
+    process could write there (it often runs as root), so their indexes live in the cache.
+    """
+    ws = Path(os.path.expanduser(str(workspace))).resolve()
+    if not _is_under(ws, datasets_root()) and os.access(ws, os.W_OK):
+        return None
+    slug = hashlib.sha256(str(ws).encode()).hexdigest()[:10]
+    folder = cache_root() / "stores" / f"{ws.name}-{slug}"
+    return {"store": {"path": str(folder / "{chunking}-{provider}.sqlite")}}
+
+
+# --------------------------------------------------------------------------- the open index
+
+
+@dataclass(frozen=True)
+class IndexKey:
+    """Identifies one open index: the workspace folder, the profile, the provider override."""
+
+    workspace: str
+    profile: str = "default"
+    provider: str = ""
+
+    def label(self) -> str:
+        prov = self.provider or "config"
+        return f"{Path(self.workspace).name} · {self.profile} · {prov}"
+
+
+class _IndexState:
+    """Process-wide facts about an open index: synced once, and a generation per sync."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.synced = False
+        self.generation = 0
+
+
+@st.cache_resource(show_spinner=False)
+def _open(workspace: str, profile: str, provider: str) -> tuple[MemoryIndex, _IndexState]:
+    idx = MemoryIndex.open(workspace, profile=profile, provider=provider or None,
+                           overrides=store_overrides(workspace))
+    return idx, _IndexState()
+
+
+def open_index(key: IndexKey) -> MemoryIndex:
+    """The (cached, not necessarily synced) index for ``key``."""
+    return _open(key.workspace, key.profile, key.provider)[0]
+
+
+def _state(key: IndexKey) -> _IndexState:
+    return _open(key.workspace, key.profile, key.provider)[1]
+
+
+def generation(key: IndexKey) -> int:
+    """Bumped by every sync the workbench runs: cached candidates of older ones are stale."""
+    return _state(key).generation
+
+
+def current_key() -> IndexKey:
+    """The index chosen in the sidebar (the defaults before the sidebar has run)."""
+    ss = st.session_state
+    return ss.get("wb_key") or IndexKey(str(Path(default_workspace()).resolve()), "default",
+                                        default_provider())
 
 
 def current_index() -> MemoryIndex:
-    return _open(st.session_state.get("workspace", str(DEMO)),
-                 st.session_state.get("profile", "default"))
+    """The open index of the workspace chosen in the sidebar."""
+    return open_index(current_key())
+
+
+def workspace_picker() -> IndexKey:
+    """Sidebar: workspace (default, a dataset one, any folder), profile and provider.
+
+    Stores the chosen :class:`IndexKey` in ``st.session_state["wb_key"]`` and returns it; shows
+    an error and stops the page when the folder does not exist.
+    """
+    sb = st.sidebar
+    sb.subheader("Workspace")
+    datasets = dataset_workspaces()
+    modes = [m for m in WS_MODES if m != "dataset" or datasets]
+    mode = sb.radio("Open", modes, format_func=WS_MODE_LABELS.__getitem__, key="wb_ws_mode",
+                    label_visibility="collapsed")
+    if mode == "dataset":
+        label = sb.selectbox("Dataset workspace", list(datasets), key="wb_ws_dataset")
+        ws = datasets[label]
+    elif mode == "folder":
+        ws = sb.text_input("Folder", value=default_workspace(), key="wb_ws_folder",
+                           help="Any folder laid out as an agent workspace (MEMORY.md, "
+                                "memory/, sessions/).")
+    else:
+        ws = default_workspace()
+        sb.caption(f"`{_short(ws)}`")
+    c1, c2 = sb.columns(2)
+    profile = c1.selectbox("Profile", PROFILES, key="wb_profile",
+                           help="default: this project's tuned ranking; reference: OpenClaw "
+                                "2026.5.20 to the constant.")
+    if "wb_provider" not in st.session_state:
+        st.session_state["wb_provider"] = default_provider()
+    provider = c2.selectbox("Embeddings", PROVIDERS, key="wb_provider",
+                            format_func=PROVIDER_LABELS.__getitem__,
+                            help="config: the workspace's setting; local: all-MiniLM-L6-v2 "
+                                 "in-process; e5: multilingual-e5-small; none: keyword only. "
+                                 "Each choice has its own index.")
+    path = Path(os.path.expanduser(ws.strip() or "."))
+    if not path.is_dir():
+        st.error(f"Workspace `{ws}` is not a folder.")
+        st.stop()
+    key = IndexKey(str(path.resolve()), profile, provider)
+    try:
+        idx = open_index(key)
+    except (WorkspaceError, ValueError) as e:
+        st.error(f"Cannot open `{ws}`: {e}")
+        st.stop()
+    if store_overrides(key.workspace):
+        sb.caption(f"Read-only data: its index lives in `{_short(str(idx.store_path))}`.")
+    st.session_state["wb_key"] = key
+    return key
+
+
+def _short(path: str) -> str:
+    home = str(Path.home())
+    return "~" + path[len(home):] if path.startswith(home) else path
+
+
+# --------------------------------------------------------------------------- syncing
+
+
+ProgressFn = Callable[[str, int, int], None]
+
+
+def sync_index(key: IndexKey, *, force: bool = False, progress: ProgressFn | None = None
+               ) -> SyncReport:
+    """Sync the index of ``key`` (bumping its generation, so cached candidates are refetched)."""
+    idx = open_index(key)
+    state = _state(key)
+    with state.lock:
+        report = idx.sync(force=force, progress=progress)
+        state.synced = True
+        state.generation += 1
+    return report
+
+
+def bump_generation(key: IndexKey) -> None:
+    """Mark the index changed by someone else (e.g. a promotion re-synced it)."""
+    st_ = _state(key)
+    with st_.lock:
+        st_.generation += 1
+
+
+def progress_bar(label: str = "Indexing") -> tuple[Any, ProgressFn]:
+    """A Streamlit progress bar and a ``progress(stage, done, total)`` callback that fills it."""
+    bar = st.progress(0.0, text=f"{label}…")
+
+    def progress(stage: str, done: int, total: int) -> None:
+        frac = min(1.0, done / total) if total else 0.0
+        bar.progress(frac, text=f"{label}: {stage} {done}/{total}")
+
+    return bar, progress
+
+
+def ensure_indexed(key: IndexKey | None = None) -> MemoryIndex:
+    """Sync once per server process (cheap when nothing changed), with a progress bar."""
+    key = key or current_key()
+    idx = open_index(key)
+    if not _state(key).synced:
+        bar, progress = progress_bar("Indexing")
+        sync_index(key, progress=progress)
+        bar.empty()
+    return idx
+
+
+# --------------------------------------------------------------------------- candidates
+
+
+def get_candidates(key: IndexKey, query: str, settings: SearchSettings,
+                   sources: Sequence[str] | None = None) -> Candidates:
+    """Both legs' candidates for ``query``: fetched once, then served from the session.
+
+    The cache key holds what the fetch depends on: the index and its generation, the query, the
+    source filter, and the keyword-query options (AND/OR, CJK bigrams). Fusion settings are not
+    in it: changing them only re-fuses.
+    """
+    cache: OrderedDict[tuple[Any, ...], Candidates] = st.session_state.setdefault(
+        "wb_candidates", OrderedDict())
+    ck = (key, generation(key), query.strip(), tuple(sorted(sources or ())),
+          settings.keyword_query, settings.cjk_bigrams)
+    hit = cache.get(ck)
+    if hit is not None:
+        cache.move_to_end(ck)
+        return hit
+    idx = ensure_indexed(key)
+    cands = idx.candidates(query, sources=list(sources) if sources else None, settings=settings,
+                           auto_sync=False)
+    cache[ck] = cands
+    while len(cache) > _CANDIDATE_CACHE_SIZE:
+        cache.popitem(last=False)
+    return cands
+
+
+# --------------------------------------------------------------------------- tuned settings
+
+
+def tuned_values(key: IndexKey) -> dict[str, Any]:
+    """The values the user tuned for this profile (a copy; empty when untouched)."""
+    return dict(st.session_state.get("wb_tuned", {}).get(key.profile, {}))
+
+
+def set_tuned_values(key: IndexKey, values: dict[str, Any]) -> None:
+    """Remember the tuned values (they outlive the page's widgets)."""
+    st.session_state.setdefault("wb_tuned", {})[key.profile] = {
+        k: v for k, v in values.items() if k in TUNABLE}
+
+
+def clear_tuned_values(key: IndexKey) -> None:
+    st.session_state.setdefault("wb_tuned", {}).pop(key.profile, None)
+
+
+def tuned_settings(key: IndexKey) -> SearchSettings:
+    """The profile's settings with the tuned values applied (what Search & tune shows)."""
+    base = open_index(key).settings()
+    return apply_values(base, tuned_values(key))
+
+
+def apply_values(base: SearchSettings, values: dict[str, Any]) -> SearchSettings:
+    """``base`` with the known fields of ``values`` replaced (``now_ms=None`` is kept)."""
+    names = {f.name for f in fields(SearchSettings)}
+    return replace(base, **{k: v for k, v in values.items() if k in names})
+
+
+def settings_values(s: SearchSettings) -> dict[str, Any]:
+    """The tunable fields of ``s`` as a plain dict."""
+    d = asdict(s)
+    return {k: d[k] for k in TUNABLE}
+
+
+def shared_query() -> str:
+    """The query typed last on any page (Search & tune and the map share it)."""
+    return str(st.session_state.get("wb_query", ""))
+
+
+def set_shared_query(q: str) -> None:
+    st.session_state["wb_query"] = q

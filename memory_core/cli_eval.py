@@ -1,0 +1,219 @@
+"""``memory-core eval``: measure retrieval on labelled queries (see :mod:`memory_core.evaluation`).
+
+Examples::
+
+    memory-core eval --queries demo --legs
+    memory-core eval --queries locomo-markdown:all --legs --compare-profile reference \\
+        --markdown /tmp/locomo.md --out /tmp/locomo.json
+    memory-core eval --queries xquad-zh --sweep --vector-weights 0,0.3,0.5,0.7,1
+    memory-core eval --queries my-queries.jsonl --workspace ~/agent
+
+Named sets read ``../shared/datasets`` beside the project; where it is absent the command says so
+and exits with code 2. Indexes for shared data are built in ``~/.cache/memory-workbench/eval``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from .config import PROFILES, SearchSettings, profile_settings
+from .evaluation import (
+    DEFAULT_GRID,
+    DatasetMissing,
+    EvalConfig,
+    EvalReport,
+    available_query_sets,
+    compare,
+    compare_markdown,
+    leg_configs,
+    load_query_set,
+    run_eval,
+    sweep,
+    sweep_markdown,
+)
+
+EXIT_USAGE = 2
+
+
+def _floats(text: str) -> list[float]:
+    return [float(x) for x in text.split(",") if x.strip()]
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x.strip()]
+
+
+def _coerce(field: str, raw: str) -> Any:
+    """``raw`` as the type of :class:`SearchSettings`' ``field`` (bool, int, float or str)."""
+    from .cli import CliError
+
+    defaults = SearchSettings()
+    if not hasattr(defaults, field):
+        raise CliError(f"unknown search setting {field!r}")
+    current = getattr(defaults, field)
+    try:
+        if isinstance(current, bool):
+            if raw.lower() not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+                raise ValueError(raw)
+            return raw.lower() in ("1", "true", "yes", "on")
+        if isinstance(current, int) and field != "now_ms":
+            return int(raw)
+        if isinstance(current, float):
+            return float(raw)
+    except ValueError as e:
+        raise CliError(f"{field}={raw}: not a {type(current).__name__}") from e
+    return raw
+
+
+def _pairs(items: list[str], many: bool) -> dict[str, Any]:
+    from .cli import CliError
+
+    out: dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            raise CliError(f"{item!r}: expected FIELD=VALUE")
+        field, raw = (x.strip() for x in item.split("=", 1))
+        out[field] = ([_coerce(field, v) for v in raw.split(",") if v.strip()] if many
+                      else _coerce(field, raw))
+    return out
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``eval`` sub-command to the ``memory-core`` parser."""
+    p = subparsers.add_parser(
+        "eval", help="measure retrieval on labelled queries (Recall@k, Success@k, MRR, nDCG)",
+        description=__doc__.split("\n")[0])
+    p.add_argument("--queries", "-q", help="a query set name (see --list), a LoCoMo-style .jsonl "
+                   "file (with --workspace) or a BEIR folder")
+    p.add_argument("--list", action="store_true", help="list the query sets available here")
+    p.add_argument("--workspace", "-w", help="workspace the .jsonl queries are judged against "
+                   "(named sets bring their own)")
+    p.add_argument("--profile", choices=PROFILES, help="ranking profile (default: default)")
+    p.add_argument("--provider", help="embedding provider (default: the workspace's, local)")
+    p.add_argument("--legs", action="store_true", help="also each leg alone (vector, keyword)")
+    p.add_argument("--compare-profile", choices=PROFILES,
+                   help="also run this profile (on its own index) and list wins and losses")
+    p.add_argument("--sweep", action="store_true",
+                   help="fuse the cached candidates over a grid (vector weight × minScore, …)")
+    p.add_argument("--vector-weights", type=_floats, help="sweep values, e.g. 0,0.3,0.5,0.7,1")
+    p.add_argument("--min-scores", type=_floats, help="sweep values, e.g. 0,0.1,0.2,0.35")
+    p.add_argument("--multipliers", type=_ints, help="sweep candidate multipliers, e.g. 1,4,8")
+    p.add_argument("--fusions", help="sweep fusion modes, comma-separated")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                   help="override a search setting of the evaluated profile, e.g. "
+                   "--set mmr_enabled=true --set vector_weight=0.5 (repeatable)")
+    p.add_argument("--grid", action="append", default=[], metavar="FIELD=V1,V2,…",
+                   help="with --sweep: sweep any search setting, e.g. --grid rrf_k=10,60 "
+                   "(repeatable; replaces the default vector weight × minScore axes)")
+    p.add_argument("--metric", default="success@5", help="metric of the sweep table and of the "
+                   "win/loss list (default success@5)")
+    p.add_argument("--max-results", type=int, help="override maxResults")
+    p.add_argument("--chunk-tokens", type=int, help="chunk budget of the evaluation index "
+                   "(named sets only; default 400)")
+    p.add_argument("--limit", type=int, help="only the first N queries of each workspace")
+    p.add_argument("--json", action="store_true", help="print the JSON report instead of tables")
+    p.add_argument("--out", help="write the JSON report (with per-query rows) to this file")
+    p.add_argument("--markdown", help="write the Markdown tables to this file")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_eval)
+
+
+def _progress(enabled: bool) -> Any:
+    from .cli import _progress_bar
+
+    return _progress_bar(enabled and sys.stderr.isatty())
+
+
+def _target(args: argparse.Namespace) -> str | None:
+    return args.workspace if args.workspace else None
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    """Run the evaluation the flags ask for; print tables (or JSON) and write the files."""
+    from .cli import CliError
+
+    if args.list:
+        names = available_query_sets()
+        print("\n".join(names) if names else "No query sets found (../shared/datasets absent).")
+        return 0
+    if not args.queries:
+        raise CliError("eval needs --queries SET_OR_FILE (or --list)")
+    try:
+        qs = load_query_set(args.queries, args.workspace)
+    except DatasetMissing as e:
+        print(f"memory-core eval: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    if qs.workspaces.get("") is None and len(qs.workspaces) == 1 and not args.workspace:
+        raise CliError(f"{args.queries}: a query file needs --workspace")
+    target = _target(args) if args.workspace and Path(args.queries).suffix == ".jsonl" else None
+    profile = args.profile or "default"
+    progress = _progress(not args.no_progress)
+    md: list[str] = []
+    out: dict[str, Any] = {}
+
+    overrides = _pairs(args.set, many=False)
+
+    def settings_for(p: str, own: bool = True) -> Any:
+        s = profile_settings(p)
+        if args.max_results:
+            s = replace(s, max_results=args.max_results)
+        return replace(s, **overrides) if own and overrides else s
+
+    if args.sweep:
+        grid: dict[str, list[Any]] = {}
+        extra = _pairs(args.grid, many=True)
+        if args.vector_weights or not extra:
+            grid["vector_weight"] = args.vector_weights or DEFAULT_GRID["vector_weight"]
+        if args.min_scores or not extra:
+            grid["min_score"] = args.min_scores or DEFAULT_GRID["min_score"]
+        if args.multipliers:
+            grid["candidate_multiplier"] = args.multipliers
+        if args.fusions:
+            grid["fusion"] = [f.strip() for f in args.fusions.split(",") if f.strip()]
+        grid.update(extra)
+        rows = sweep(target, qs, settings_for(profile), grid, progress, profile=profile,
+                     provider=args.provider, limit=args.limit, chunk_tokens=args.chunk_tokens)
+        out["sweep"] = rows
+        md += [f"### Sweep of {qs.name} ({profile} profile)", "", sweep_markdown(rows, args.metric)]
+    else:
+        label = profile + (" (" + ", ".join(f"{k}={v}" for k, v in overrides.items()) + ")"
+                           if overrides else "")
+        configs = [EvalConfig(label, settings_for(profile))]
+        if args.legs:
+            configs += leg_configs(configs[0].settings)
+        rep = run_eval(target, qs, configs, progress, profile=profile, provider=args.provider,
+                       limit=args.limit, chunk_tokens=args.chunk_tokens)
+        reports: list[EvalReport] = [rep]
+        if args.compare_profile and args.compare_profile != profile:
+            other = args.compare_profile
+            oconfigs = [EvalConfig(other, settings_for(other, own=False))]
+            if args.legs:
+                oconfigs += leg_configs(oconfigs[0].settings, prefix=f"{other}: ")
+            orep = run_eval(target, qs, oconfigs, progress, profile=other,
+                            provider=args.provider, limit=args.limit,
+                            chunk_tokens=args.chunk_tokens)
+            reports.append(orep)
+        md.append(rep.to_markdown())
+        out["reports"] = [r.to_dict() for r in reports]
+        if len(reports) > 1:
+            orep = reports[1]
+            md.append(orep.to_markdown())
+            rows = compare(orep, rep, args.metric)
+            out["compare"] = rows
+            md += [f"### Per-query {args.metric}: {orep.runs[0].label} (a) vs "
+                   f"{rep.runs[0].label} (b)", "", compare_markdown(rows)]
+    text = "\n".join(md)
+    if args.out:
+        Path(args.out).write_text(json.dumps(out, ensure_ascii=False, indent=1), encoding="utf-8")
+    if args.markdown:
+        Path(args.markdown).write_text(text, encoding="utf-8")
+    if args.json:
+        sys.stdout.write(json.dumps(out, ensure_ascii=False, indent=1) + "\n")
+    else:
+        sys.stdout.write(text)
+    return 0

@@ -1,0 +1,187 @@
+"""Embedding map: every chunk embedding in 2-D (or 3-D), the query and its hits on top, and the
+chunks of a box or lasso selection listed below."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from memory_core import MemoryIndex
+from workbench import charts, projection, state
+
+key = state.current_key()
+st.title("Embedding map")
+idx = state.ensure_indexed(key)
+st.caption(key.label())
+
+ids, matrix = idx.embeddings()
+if len(ids) == 0:
+    st.info("This index has no embeddings (keyword-only, provider “none”). Pick an embedding "
+            "provider in the sidebar to see the map.")
+    st.stop()
+rows = {c.id: c for c in idx.chunks()}
+keep = [i for i, cid in enumerate(ids) if cid in rows]
+ids = [ids[i] for i in keep]
+matrix = np.asarray(matrix[keep], dtype=np.float32)
+fp = projection.fingerprint(ids, int(matrix.shape[1]))
+
+c1, c2, c3, c4, c5 = st.columns([1.2, 0.6, 1.1, 1.3, 1.3])
+method = c1.radio("Projection", ["UMAP", "PCA"], key="map_method", horizontal=True,
+                  help="UMAP keeps neighbourhoods; PCA is instant and linear.")
+dims = 3 if c2.toggle("3-D", key="map_3d") else 2
+colour = c3.selectbox("Colour by", ["file", "source", "date", "cluster"], key="map_colour")
+n_clusters = 6
+if colour == "cluster":
+    n_clusters = c4.slider("Clusters (k-means)", 2, 16, 6, key="map_k")
+n_neighbors = 15
+if method == "UMAP":
+    n_neighbors = c5.slider("UMAP neighbours", 2, 50, 15, key="map_nn",
+                            help="Smaller: local detail; larger: global shape.")
+
+# ----------------------------------------------------------------------------- coordinates
+
+pca_coords, pca_model = projection.pca_cached(matrix, fp, dims)
+coords, used = pca_coords, "PCA"
+if method == "UMAP":
+    status = projection.umap_coords(matrix, fp, dims, n_neighbors)
+    if status.coords is not None:
+        coords, used = status.coords, "UMAP"
+    elif status.state in ("warming", "fitting"):
+
+        @st.fragment(run_every=1.5)
+        def _wait() -> None:
+            s = projection.umap_coords(matrix, fp, dims, n_neighbors)
+            if s.coords is not None:
+                st.rerun()
+            what = ("compiling UMAP in the background (first run only)" if s.state == "warming"
+                    else f"fitting UMAP on {len(ids)} chunks")
+            st.progress(min(0.97, s.elapsed / max(1.0, s.expected)),
+                        text=f"{what}: {s.elapsed:.0f} s of ~{s.expected:.0f} s — showing "
+                             "PCA meanwhile")
+
+        _wait()
+    elif status.state == "disabled":
+        st.caption(f"{status.error}: showing PCA.")
+    else:
+        st.warning(f"UMAP unavailable ({status.error}); showing PCA.")
+
+# ----------------------------------------------------------------------------- query and hits
+
+query = st.text_input("Query to project", value=state.shared_query(), key="map_query",
+                      placeholder="e.g. why did our hosting spend increase?")
+state.set_shared_query(query)
+hits: list[Any] = []
+qpoint = None
+if query.strip():
+    settings = state.tuned_settings(key)
+    cands = state.get_candidates(key, query, settings)
+    hits = MemoryIndex.fuse(cands, settings).hits
+    qvec = idx.embed_query(query)
+    if qvec is not None:
+        if used == "PCA":
+            qpoint = pca_model.transform(np.asarray(qvec))[0]
+        else:
+            qpoint = projection.place_query(qvec, matrix, coords)
+
+# ----------------------------------------------------------------------------- the figure
+
+pos = {cid: i for i, cid in enumerate(ids)}
+info = pd.DataFrame([{
+    "id": cid, "path": rows[cid].path, "source": rows[cid].source,
+    "lines": f"L{rows[cid].start_line}–L{rows[cid].end_line}",
+    "date": projection.chunk_date(rows[cid].path, rows[cid].mtime_ms),
+    "snippet": rows[cid].text,
+} for cid in ids])
+if colour == "cluster":
+    info["cluster"] = [f"cluster {c + 1}" for c in projection.kmeans_labels(matrix, n_clusters)]
+column = {"file": "path"}.get(colour, colour)
+groups = sorted(info[column].unique())
+palette = (["#4C78A8", "#F58518", "#E45756", "#72B7B2", "#54A24B", "#EECA3B", "#B279A2",
+            "#FF9DA6", "#9D755D", "#BAB0AC"] * 20)
+fig = go.Figure()
+Scatter = go.Scatter3d if dims == 3 else go.Scatter
+for gi, g in enumerate(groups):
+    sel = info.index[info[column] == g].to_numpy()
+    xyz = {"x": coords[sel, 0], "y": coords[sel, 1]}
+    if dims == 3:
+        xyz["z"] = coords[sel, 2]
+    fig.add_trace(Scatter(
+        **xyz, mode="markers", name=str(g)[:40],
+        marker={"size": 6 if dims == 3 else 9, "color": palette[gi], "opacity": 0.8},
+        customdata=[[info.at[i, "id"], f"{info.at[i, 'path']}#{info.at[i, 'lines']}",
+                     charts.wrap(info.at[i, "snippet"], 60, 6)] for i in sel],
+        hovertemplate="<b>%{customdata[1]}</b><br>%{customdata[2]}<extra></extra>"))
+LEG_SYMBOL = {"both": "star", "vector": "diamond", "keyword": "square"}
+LEG_LABEL = {"both": "hit: both legs", "vector": "hit: vector leg", "keyword": "hit: keyword leg"}
+for via in ("both", "vector", "keyword"):
+    hs = [(r, h) for r, h in enumerate(hits, 1) if h.via == via and h.id in pos]
+    if not hs:
+        continue
+    p = np.array([pos[h.id] for _, h in hs])
+    xyz = {"x": coords[p, 0], "y": coords[p, 1]}
+    if dims == 3:
+        xyz["z"] = coords[p, 2]
+    fig.add_trace(Scatter(
+        **xyz, mode="markers+text", name=LEG_LABEL[via], text=[f"{r}" for r, _ in hs],
+        textposition="top center",
+        marker={"symbol": LEG_SYMBOL[via] if dims == 2 else "diamond", "size": 18 if dims == 2
+                else 8, "color": "rgba(0,0,0,0)", "line": {"color": "#111", "width": 2}},
+        customdata=[[h.id, h.citation, charts.wrap(h.snippet, 60, 6)] for _, h in hs],
+        hovertemplate="<b>hit %{text}: %{customdata[1]}</b><br>%{customdata[2]}<extra></extra>"))
+if qpoint is not None:
+    xyz = {"x": [qpoint[0]], "y": [qpoint[1]]}
+    if dims == 3:
+        xyz["z"] = [qpoint[2]]
+    fig.add_trace(Scatter(
+        **xyz, mode="markers+text", name="query", text=["query"], textposition="bottom center",
+        marker={"symbol": "x", "size": 16 if dims == 2 else 8, "color": "#d62728"},
+        hovertemplate=f"<b>query</b><br>{charts.wrap(query, 60, 3)}<extra></extra>"))
+fig.update_layout(
+    height=640, font={"family": charts.FONT}, dragmode="lasso" if dims == 2 else "orbit",
+    legend={"itemsizing": "constant"}, margin={"l": 10, "r": 10, "t": 40, "b": 10},
+    title=f"{used} of {len(ids)} chunk embeddings ({matrix.shape[1]} dims), coloured by "
+          f"{colour}")
+if dims == 2:
+    fig.update_xaxes(showticklabels=False, title=None)
+    fig.update_yaxes(showticklabels=False, title=None)
+    event = st.plotly_chart(fig, key="map_chart", on_select="rerun",
+                            selection_mode=("box", "lasso", "points"))
+else:
+    st.plotly_chart(fig, key="map_chart3d")
+    event = None
+    st.caption("Selection works on the 2-D map (plotly has no box or lasso in 3-D).")
+if used == "UMAP" and qpoint is not None:
+    st.caption("The query sits at the similarity-weighted mean of its 5 nearest chunks (UMAP "
+               "has no exact inverse for a new point).")
+
+# ----------------------------------------------------------------------------- selection
+
+
+def selected_ids(ev: Any) -> list[str]:
+    """Chunk ids of the selected points (every trace carries the chunk id as customdata[0])."""
+    if not ev:
+        return []
+    sel = ev.get("selection") if isinstance(ev, dict) else getattr(ev, "selection", None)
+    points = (sel or {}).get("points", []) if sel is not None else []
+    out: list[str] = []
+    for p in points:
+        cd = p.get("customdata")
+        cid = cd[0] if isinstance(cd, list | tuple) and cd else None
+        if cid in pos and cid not in out:
+            out.append(cid)
+    return out
+
+
+chosen = selected_ids(event)
+if chosen:
+    st.subheader(f"{len(chosen)} selected chunk(s)")
+    sel_df = info.set_index("id").loc[chosen, ["path", "lines", "source", "date", "snippet"]]
+    sel_df["snippet"] = sel_df["snippet"].map(lambda t: " ".join(t.split())[:160])
+    st.dataframe(sel_df.reset_index(drop=True), hide_index=True, width="stretch",
+                 key="map_selected")
+else:
+    st.caption("Drag a box or a lasso on the map (or click a point) to list chunks here.")

@@ -1,0 +1,218 @@
+"""Evaluate: a labelled query set → Recall@k, Success@k, MRR, nDCG per leg and for the hybrid;
+a sweep heatmap; the queries one setting wins and the other loses. A view over
+``memory_core.evaluation``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from memory_core import profile_settings
+from workbench import charts, optional, state, tuning
+
+key = state.current_key()
+idx = state.open_index(key)
+st.title("Evaluate")
+ev, why = optional.evaluation()
+if ev is None:
+    st.warning(f"The evaluation API is not available yet: {why} This page will work once "
+               "`memory_core.evaluation` provides it.")
+    st.stop()
+
+sets = ev.available_query_sets()
+if not sets:
+    st.info("No labelled query set is available on this machine (the demo's queries or "
+            "`../shared/datasets`).")
+    st.stop()
+
+top = st.columns([1.6, 1.4, 1])
+name = top[0].selectbox("Query set", sets, key="eval_set")
+try:
+    qs = ev.load_query_set(name)
+except Exception as e:  # DatasetMissing, a malformed file…
+    st.error(f"Cannot load {name}: {e}")
+    st.stop()
+workspaces = {k: Path(p) for k, p in qs.workspaces.items() if p is not None}
+skipped = ", ".join(f"{v} {k}" for k, v in qs.skipped.items()) or "none"
+st.caption(f"{qs.description or qs.name} · {len(qs.queries)} queries · judged at "
+           f"{qs.level} level · skipped: {skipped}")
+
+
+def _files_of(ws: Path) -> list[str]:
+    return sorted([*(p.name for p in ws.glob("memory/*.md")),
+                   *(p.name for p in ws.glob("sessions/*.jsonl"))])
+
+
+def _same_workspace(a: Path, b: Path) -> bool:
+    """The same folder, or a copy of it (same name, same memory and transcript files)."""
+    return a.resolve() == b.resolve() or (a.name == b.name and _files_of(a) == _files_of(b))
+
+
+single = next(iter(workspaces.values())) if len(workspaces) == 1 else None
+matches = single is not None and _same_workspace(single, idx.workspace)
+targets = (["open"] if not workspaces else ["open", "own"] if single is not None else ["own"])
+target_labels = {"open": f"the open index ({idx.workspace.name})",
+                 "own": "the query set's own workspace(s)"}
+default_target = "open" if (matches or not workspaces) else "own"
+per_ws = max(len([q for q in qs.queries if q.workspace == w]) for w in
+             {q.workspace for q in qs.queries}) if qs.queries else 0
+if st.session_state.get("eval_for") != (name, str(idx.workspace)):
+    # a new query set or workspace: start from its sensible defaults
+    st.session_state["eval_for"] = (name, str(idx.workspace))
+    st.session_state["eval_target"] = default_target
+    st.session_state["eval_limit"] = 0 if per_ws <= 60 else 50
+if st.session_state.get("eval_target") not in targets:
+    st.session_state["eval_target"] = default_target
+target = top[1].radio("Evaluate against", targets, key="eval_target",
+                      format_func=target_labels.__getitem__)
+if target == "open" and single is not None and not matches:
+    st.warning(f"This query set is labelled against `{single}`, but the open workspace is "
+               f"`{idx.workspace}`: the labels only make sense on a copy of it.")
+limit = top[2].number_input("Queries per workspace (0 = all)", 0, max(per_ws, 1), step=10,
+                            key="eval_limit")
+
+a_settings = state.tuned_settings(key)
+pinned = st.session_state.get("wb_pinned_b")
+b_options = (["pinned"] if pinned else []) + ["reference", "default"]
+b_labels = {"pinned": "pinned settings", "reference": "reference profile",
+            "default": "default profile"}
+c1, c2, c3 = st.columns([1.6, 1.4, 1])
+b_choice = c1.radio("Compare A (the tuned settings of Search & tune) with B =", b_options,
+                    key="eval_b", format_func=b_labels.__getitem__, horizontal=True)
+b_settings = (state.apply_values(idx.settings(), pinned) if b_choice == "pinned"
+              else profile_settings(b_choice))
+legs = c2.toggle("Also each leg alone", value=True, key="eval_legs",
+                 help="The vector leg and the keyword leg of A, each ranked alone (no gate).")
+level = c3.radio("Level", ["chunk", "file"], key="eval_level", horizontal=True,
+                 help="file: chunks collapsed to their files (compares chunkers fairly).")
+
+label_a, label_b = "A: tuned", f"B: {b_labels[b_choice]}"
+run_target: Any = idx if target == "open" else None
+run_id = (name, target, key, int(limit), legs, repr(a_settings), repr(b_settings))
+
+
+def _progress_cb() -> Any:
+    bar = st.progress(0.0, text="Evaluating…")
+
+    def progress(stage: str, done: int, total: int) -> None:
+        bar.progress(min(1.0, done / total) if total else 0.0, text=f"{stage} {done}/{total}")
+
+    return bar, progress
+
+
+if st.button("Run evaluation", type="primary", key="eval_run"):
+    bar, progress = _progress_cb()
+    if run_target is not None:
+        state.sync_index(key)
+    try:
+        report = ev.run_eval(run_target, qs, {label_a: a_settings, label_b: b_settings},
+                             progress, profile=key.profile, provider=key.provider or None,
+                             legs=legs, limit=int(limit) or None)
+    except Exception as e:
+        bar.empty()
+        st.error(f"Evaluation failed: {e}")
+        st.stop()
+    bar.empty()
+    st.session_state["eval_report"] = (run_id, report)
+
+stored = st.session_state.get("eval_report")
+if not stored:
+    st.info("Press **Run evaluation**: A and B are measured on the same fetched candidates "
+            "(one embedding and one keyword query per query).")
+    st.stop()
+stored_id, report = stored
+if stored_id != run_id:
+    st.caption("The report below was made with other choices; run again to refresh it.")
+
+METRICS = [f"{m}@{k}" for m in ("recall", "success") for k in (1, 3, 5, 10)] + ["mrr@10",
+                                                                               "ndcg@10"]
+table = pd.DataFrame({r.label: {m: r.metrics[level][m] for m in METRICS} for r in report.runs}).T
+table["zero results"] = [r.metrics["zero_result_rate"] for r in report.runs]
+table["p50 ms"] = [r.metrics.get("latency_ms", {}).get("p50", float("nan")) for r in report.runs]
+st.subheader(f"Metrics ({level} level, {report.runs[0].metrics['n_queries']} queries)")
+st.dataframe(table.style.format("{:.3f}", subset=[*METRICS, "zero results"])
+             .format("{:.0f}", subset=["p50 ms"])
+             .highlight_max(subset=METRICS, color="#d3f9d8"), width="stretch",
+             key="eval_metrics")
+st.plotly_chart(charts.metrics_bar_figure(table, ["success@1", "success@5", "recall@5",
+                                                  "recall@10", "mrr@10", "ndcg@10"]),
+                key="eval_bars")
+
+cats = report.runs[0].metrics.get("by_category") or {}
+if len(cats) > 1:
+    with st.expander("By category (Success@5 / Recall@5)"):
+        rows = []
+        for r in report.runs:
+            bc = r.metrics.get("by_category", {})
+            rows.append({"run": r.label, **{
+                f"{c} ({bc[c]['n_queries']})": f"{bc[c][level]['success@5']:.3f} / "
+                                               f"{bc[c][level]['recall@5']:.3f}"
+                for c in cats if c in bc}})
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+if report.audit:
+    with st.expander(f"Leg audit of {report.audit['config']} (pool {report.audit['pool']})"):
+        st.dataframe(pd.DataFrame([report.audit["summary"]]), hide_index=True, width="stretch")
+        st.caption("Which leg found a gold chunk within the pool fusion sees, and how often the "
+                   "minScore gate or the maxResults cut removed one.")
+
+# ----------------------------------------------------------------------------- wins and losses
+
+st.subheader("Wins and losses (A vs B)")
+metric = st.selectbox("Per-query metric", ["ndcg@10", "mrr@10", "success@5", "recall@5"],
+                      key="eval_cmp_metric")
+try:
+    run_a, run_b = report.run(label_a), report.run(label_b)
+except KeyError:
+    run_a, run_b = report.runs[0], report.runs[1] if len(report.runs) > 1 else report.runs[0]
+diffs = ev.compare(run_a, run_b, metric)
+wins_a = sum(1 for d in diffs if d["winner"] == run_a.label)
+wins_b = len(diffs) - wins_a
+m1, m2, m3 = st.columns(3)
+m1.metric(f"{run_a.label} wins", wins_a)
+m2.metric(f"{run_b.label} wins", wins_b)
+m3.metric("Ties", report.runs[0].metrics["n_queries"] - len(diffs))
+if diffs:
+    df = pd.DataFrame(diffs)
+    cols = [c for c in ["qid", "category", "query", "a", "b", "delta", "a_first_rank",
+                        "b_first_rank", "winner"] if c in df.columns]
+    df = tuning.blank_ranks(df, [c for c in ("a_first_rank", "b_first_rank") if c in df])
+    st.dataframe(df[cols].rename(columns={"a": f"{metric} A", "b": f"{metric} B",
+                                          "a_first_rank": "first gold A",
+                                          "b_first_rank": "first gold B"}),
+                 hide_index=True, width="stretch", key="eval_diffs")
+else:
+    st.caption("No query differs on this metric.")
+st.download_button("Download the report (Markdown)", report.to_markdown(),
+                   file_name=f"eval-{name.replace(':', '-')}.md", key="eval_md")
+
+# ----------------------------------------------------------------------------- sweep
+
+st.subheader("Sweep: vector weight × minScore")
+st.caption("Every combination re-fuses the same cached candidates of A's keyword options "
+           "(text weight = 1 − vector weight).")
+if st.button("Run sweep", key="eval_sweep"):
+    bar, progress = _progress_cb()
+    try:
+        rows = ev.sweep(run_target, qs, a_settings, None, progress, profile=key.profile,
+                        provider=key.provider or None, limit=int(limit) or None)
+    except Exception as e:
+        bar.empty()
+        st.error(f"Sweep failed: {e}")
+        st.stop()
+    bar.empty()
+    st.session_state["eval_sweep_rows"] = (run_id, rows)
+sweep_state = st.session_state.get("eval_sweep_rows")
+if sweep_state:
+    rows = sweep_state[1]
+    metric_cols = [k for k in rows[0] if k not in ("vector_weight", "min_score")] if rows else []
+    hm_metric = st.selectbox("Heatmap metric", metric_cols, key="eval_hm_metric",
+                             index=metric_cols.index("success@5") if "success@5" in metric_cols
+                             else 0)
+    st.plotly_chart(charts.heatmap_figure(rows, "vector_weight", "min_score", hm_metric),
+                    key="eval_heatmap")
+    best = max(rows, key=lambda r: r[hm_metric])
+    st.caption(f"Best {hm_metric}: {best[hm_metric]:.3f} at vector weight "
+               f"{best['vector_weight']}, minScore {best['min_score']}.")

@@ -1,0 +1,191 @@
+"""Promotion: the diary facts the agent keeps recalling, scored for ``MEMORY.md`` with their
+components; the diff applying them would make; apply and undo. A view over
+``memory_core.promotion`` (spec §6)."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, date, datetime
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from workbench import charts, optional, state
+
+key = state.current_key()
+st.title("Promotion")
+pr, why = optional.promotion()
+if pr is None:
+    st.warning(f"The promotion API is not available yet: {why} This page will work once "
+               "`memory_core.promotion` provides it.")
+    st.stop()
+idx = state.ensure_indexed(key)
+st.caption(f"{key.label()} — short-term memories (dated diaries) that searches keep recalling "
+           "become candidates for the long-term `MEMORY.md`.")
+read_only = state.store_overrides(key.workspace) is not None
+if read_only:
+    st.info("This workspace is read-only evaluation data: candidates can be inspected, but "
+            "nothing is written to its `MEMORY.md`.")
+
+# ----------------------------------------------------------------------------- signals
+
+ev, _ = optional.evaluation()
+
+
+def _query_sources() -> list[str]:
+    """Labelled query sets whose queries can be replayed as a query log."""
+    if ev is None:
+        return []
+    return [n for n in ev.available_query_sets()
+            if n.startswith(("demo", "locomo")) and not n.endswith(":all")]
+
+
+with st.expander("Seed recall signals (replay a query log)", expanded=False):
+    st.caption("Runs each query through search and records its hits on dated diaries as "
+               "recalls, spread over simulated days ending today, with the nightly daily-note "
+               "ingestion after each day. Writes only to the index database.")
+    sources = _query_sources()
+    default_src = next((n for n in sources if n == "demo"
+                        and idx.workspace.name == "demo-workspace"), None)
+    options = [*sources, "typed queries"]
+    if st.session_state.get("promo_src") not in options:
+        st.session_state["promo_src"] = default_src or "typed queries"
+    src = st.selectbox("Queries", options, key="promo_src")
+    typed = ""
+    if src == "typed queries":
+        typed = st.text_area("One query a line", key="promo_typed", height=120)
+    r1, r2, r3 = st.columns(3)
+    days = r1.slider("Simulated days", 1, 30, 7, key="promo_days")
+    mode = r2.radio("Mode", ["repeat", "spread"], key="promo_mode", horizontal=True,
+                    help="repeat: the whole log every day; spread: the log once, cut into days.")
+    reset = r3.toggle("Forget earlier signals first", key="promo_reset")
+    if st.button("Replay", key="promo_replay"):
+        if src == "typed queries":
+            queries = [q for q in typed.splitlines() if q.strip()]
+        else:
+            assert ev is not None
+            queries = [q.query for q in ev.load_query_set(src).queries]
+        if not queries:
+            st.warning("No queries to replay.")
+        else:
+            bar = st.progress(0.0, text="Replaying…")
+
+            def _progress(done: int, total: int) -> None:
+                bar.progress(min(1.0, done / max(1, total)), text=f"search {done}/{total}")
+
+            rep = pr.replay(idx, queries, int(days), progress=_progress, mode=mode, reset=reset)
+            bar.empty()
+            st.success(f"{rep.searches} searches over {rep.days} days ({rep.first_day} → "
+                       f"{rep.last_day}): {rep.recalls_recorded} recalls and "
+                       f"{rep.daily_recorded} daily signals recorded; {rep.entries} tracked "
+                       f"entries, {rep.candidates} pass the default gates.")
+
+# ----------------------------------------------------------------------------- candidates
+
+st.subheader("Candidates")
+g = st.columns(6)
+min_score = g[0].slider("minScore", 0.0, 1.0, 0.80, 0.01, key="promo_min_score")
+min_recalls = g[1].number_input("minRecallCount", 0, 50, 3, key="promo_min_recalls")
+min_unique = g[2].number_input("minUniqueQueries", 0, 50, 3, key="promo_min_unique")
+max_age = g[3].number_input("maxAgeDays (−1: off)", -1, 365, 30, key="promo_max_age")
+limit = g[4].number_input("limit", 1, 100, 10, key="promo_limit")
+when = g[5].date_input("Now", value=None, key="promo_now", help="Empty: the clock.")
+now: Any = (datetime(when.year, when.month, when.day, 23, 59, tzinfo=UTC)
+            if isinstance(when, date) else None)
+
+cands = pr.list_candidates(idx, now=now, min_score=float(min_score),
+                           min_recall_count=int(min_recalls),
+                           min_unique_queries=int(min_unique), max_age_days=float(max_age),
+                           limit=int(limit))
+passed = [c for c in cands if c.passed]
+m = st.columns(3)
+m[0].metric("Tracked entries", len(cands))
+m[1].metric("Pass the gates", len(passed))
+m[2].metric("Likely duplicates of MEMORY.md",
+            sum(1 for c in passed if c.duplicate is not None and c.duplicate.likely))
+if not cands:
+    st.info("No recall signals yet. Search with “Record as recall” on Search & tune, or "
+            "replay a query log above.")
+    st.stop()
+
+show_all = st.toggle("Show gated entries too", value=False, key="promo_show_all")
+shown = cands if show_all else (passed or cands[:10])
+table = pd.DataFrame([{
+    "rank": c.rank, "passed": c.passed, "score": round(c.score, 3),
+    "where": f"{c.path}#L{c.start_line}-L{c.end_line}", "recalls": c.recall_count,
+    "daily": c.daily_count, "unique queries": c.unique_queries,
+    "days": len(c.recall_days), "age (days)": round(c.age_days, 1),
+    "duplicate?": ("" if c.duplicate is None else
+                   f"{'likely' if c.duplicate.likely else 'no'} (jaccard "
+                   f"{c.duplicate.jaccard:.2f}"
+                   + (f", cosine {c.duplicate.cosine:.2f}" if c.duplicate.cosine is not None
+                      else "") + ")"),
+    "why not": "; ".join(c.reasons),
+    "snippet": " ".join(c.snippet.split())[:140],
+} for c in shown])
+st.dataframe(table, hide_index=True, width="stretch", key="promo_table",
+             column_config={"snippet": st.column_config.TextColumn(width="large")})
+st.plotly_chart(charts.stacked_components_figure(
+    [f"{'✓' if c.passed else '·'} {c.path}#L{c.start_line}-L{c.end_line}"
+     + "\u200b" * i for i, c in enumerate(shown)],
+    [c.components for c in shown], [not c.passed for c in shown], float(min_score),
+    [charts.wrap(c.snippet, 70, 4) for c in shown]), key="promo_chart")
+st.caption("Weighted components (§6.4): 0.24 frequency + 0.30 relevance + 0.15 diversity + "
+           "0.15 recency (14-day half-life) + 0.10 consolidation + 0.06 conceptual.")
+
+# ----------------------------------------------------------------------------- apply / undo
+
+st.subheader("Apply to MEMORY.md")
+keys = [c.key for c in passed]
+# keyed by the candidate set: a new set of candidates starts fully selected
+sel_key = "promo_chosen_" + hashlib.sha1("\n".join(keys).encode()).hexdigest()[:10]
+chosen = st.multiselect("Candidates to promote", keys, default=keys, key=sel_key,
+                        format_func=lambda k: next(f"{c.path}#L{c.start_line}-L{c.end_line} "
+                                                   f"({c.score:.3f})" for c in passed
+                                                   if c.key == k))
+selected = [c for c in passed if c.key in chosen]
+plan = pr.preview_apply(idx, selected, now=now) if selected else None
+if plan is not None:
+    if plan.diff:
+        st.code(plan.diff, language="diff", wrap_lines=True)
+    else:
+        st.caption("Applying would change nothing.")
+    if plan.skipped:
+        st.warning("Skipped: " + "; ".join(f"`{k}`: {v}" for k, v in plan.skipped.items()))
+    if plan.dropped_sections:
+        st.info("To stay within the budget, these older promoted sections would be dropped: "
+                + ", ".join(plan.dropped_sections))
+    for w in plan.warnings:
+        st.warning(w)
+else:
+    st.caption("Nothing selected: no change to preview.")
+
+b1, b2, _ = st.columns([1, 1, 4])
+if b1.button("Apply", type="primary", key="promo_apply",
+             disabled=read_only or plan is None or not plan.changed):
+    try:
+        res = pr.apply(idx, plan)
+    except Exception as e:  # PromotionError: something changed since the preview
+        st.error(f"Not applied: {e}")
+    else:
+        state.bump_generation(key)
+        st.session_state["promo_last"] = (
+            f"Promoted {len(res.applied)} entr{'y' if len(res.applied) == 1 else 'ies'} into "
+            f"`{res.memory_path.name}`" + (f" (backup `{res.backup_path}`)"
+                                           if res.backup_path else "") + ".")
+        st.rerun()
+if b2.button("Undo last", key="promo_undo", disabled=read_only):
+    res_u = pr.undo(idx)
+    state.bump_generation(key)
+    st.session_state["promo_last"] = res_u.message if res_u.restored else (
+        f"Nothing undone: {res_u.message}")
+    st.rerun()
+if st.session_state.get("promo_last"):
+    st.success(st.session_state["promo_last"])
+
+with st.expander("MEMORY.md now"):
+    try:
+        st.code(idx.file_text("MEMORY.md"), language="markdown")
+    except FileNotFoundError:
+        st.caption("(no MEMORY.md)")

@@ -1,0 +1,220 @@
+"""Search & tune: one query, live sliders, the gate at work, score composition, A/B, export.
+
+Both legs' candidates are fetched once per query (``MemoryIndex.candidates``) and cached in the
+session; a slider change only re-fuses them with ``MemoryIndex.fuse`` (no embedding, no SQL).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, date, datetime
+from typing import Any
+
+import streamlit as st
+
+from memory_core import MemoryIndex, SearchSettings, profile_settings
+from workbench import charts, optional, state, tuning
+
+key = state.current_key()
+idx = state.open_index(key)
+st.title("Search & tune")
+st.caption(f"{key.label()} — candidates are fetched once per query; sliders only re-fuse them.")
+
+# ----------------------------------------------------------------------------- settings widgets
+
+W = "t_"  # widget-key prefix of the tuning controls
+FUSIONS = ["reference", "rrf", "normalized"]
+
+
+def _widget_value(field: str, v: Any) -> Any:
+    if field == "now_ms":
+        return None if v is None else datetime.fromtimestamp(v / 1000, UTC).date()
+    return v
+
+
+def _load_widgets(values: dict[str, Any], *, only_missing: bool = False) -> None:
+    for k, v in values.items():
+        if not only_missing or W + k not in st.session_state:
+            st.session_state[W + k] = _widget_value(k, v)
+
+
+def _reset() -> None:
+    state.clear_tuned_values(key)
+    _load_widgets(state.settings_values(idx.settings()))
+
+
+def _pin_b() -> None:
+    st.session_state["wb_pinned_b"] = state.tuned_values(key)
+
+
+tuned = state.settings_values(state.tuned_settings(key))
+if st.session_state.get(W + "_profile") != key.profile:
+    _load_widgets(tuned)
+    st.session_state[W + "_profile"] = key.profile
+else:  # widgets not drawn last run (e.g. MMR λ while MMR was off) lost their state
+    _load_widgets(tuned, only_missing=True)
+
+query = st.text_input("Query", value=state.shared_query(), key="search_query",
+                      placeholder="e.g. who is on call right now?  ·  连接池  ·  COOKIE_EXPIRED")
+state.set_shared_query(query)
+
+ctl, main = st.columns([1, 2.6], gap="large")
+with ctl:
+    st.markdown("**Weights and gate**")
+    st.slider("vectorWeight", 0.0, 1.0, step=0.05, key=W + "vector_weight",
+              help="Clamped to 0..1, then divided by the sum of both weights.")
+    st.slider("textWeight", 0.0, 1.0, step=0.05, key=W + "text_weight")
+    st.slider("minScore", 0.0, 1.0, step=0.01, key=W + "min_score",
+              help="Hits scoring below stay visible, greyed.")
+    st.slider("maxResults", 1, 30, step=1, key=W + "max_results")
+    st.slider("candidateMultiplier", 1, 20, step=1, key=W + "candidate_multiplier",
+              help="Each leg contributes its top maxResults × candidateMultiplier (≤ 200).")
+    st.selectbox("Fusion", FUSIONS, key=W + "fusion",
+                 help="reference: OpenClaw's weighted sum of leg scores; rrf: weighted "
+                      "reciprocal rank; normalized: BM25 divided by the query's best.")
+    if st.session_state[W + "fusion"] == "rrf":
+        st.slider("RRF k", 1, 200, step=1, key=W + "rrf_k")
+    st.toggle("Hybrid (both legs)", key=W + "hybrid")
+    st.markdown("**Diversity and recency**")
+    st.toggle("MMR", key=W + "mmr_enabled")
+    if st.session_state[W + "mmr_enabled"]:
+        st.slider("MMR λ", 0.0, 1.0, step=0.05, key=W + "mmr_lambda",
+                  help="1 = relevance only, 0 = diversity only.")
+    st.toggle("Temporal decay", key=W + "decay_enabled")
+    if st.session_state[W + "decay_enabled"]:
+        st.slider("Half-life (days)", 1.0, 365.0, step=1.0, key=W + "half_life_days")
+        st.date_input("'Now' for decay", key=W + "now_ms",
+                      help="Empty: the clock. Pin a date to replay a past moment.")
+    if "date_hint" in state.TUNABLE:
+        st.slider("Date hint", 0.0, 0.5, step=0.05, key=W + "date_hint",
+                  help="Bonus for diaries of a date the query names (“on 7 May 2023”), fading "
+                       "with distance; 0 = off, as in the reference.")
+    with st.expander("Keyword query (refetches)"):
+        st.radio("Terms", ["and", "or"], key=W + "keyword_query", horizontal=True,
+                 help="and: OpenClaw's query (every term); or: any term, BM25-ranked.")
+        st.toggle("CJK bigrams", key=W + "cjk_bigrams",
+                  help="Search Chinese/Japanese/Korean text by character pairs.")
+        st.toggle("Keyword-only hits fill free slots", key=W + "keyword_only_fill")
+    sources = st.multiselect("Sources", idx.config.sources.sources, key="search_sources",
+                             placeholder="all sources")
+    b1, b2 = st.columns(2)
+    b1.button("Reset", on_click=_reset, key="t_reset", help="Back to the profile's settings.")
+
+values: dict[str, Any] = {}
+for f in state.TUNABLE:
+    v = st.session_state.get(W + f, _widget_value(f, tuned[f]))
+    if f == "now_ms":
+        v = (int(datetime(v.year, v.month, v.day, 12, tzinfo=UTC).timestamp() * 1000)
+             if isinstance(v, date) else None)
+    values[f] = v
+current: SearchSettings = state.apply_values(idx.settings(), values)
+state.set_tuned_values(key, state.settings_values(current))
+b2.button("Pin as B", on_click=_pin_b, key="t_pin", help="Compare later settings against these.")
+
+# ----------------------------------------------------------------------------- results
+
+with main:
+    if not query.strip():
+        st.info("Type a query. Try `COOKIE_EXPIRED`, `which colleague is leaving the company?`, "
+                "`连接池` or `Who is on call right now?` on the demo workspace.")
+        st.stop()
+    try:
+        cands = state.get_candidates(key, query, current, sources)
+    except Exception as e:  # e.g. the provider failed to embed the query
+        st.error(f"Could not fetch candidates: {e}")
+        st.stop()
+    t0 = time.perf_counter()
+    result = MemoryIndex.fuse(cands, current)
+    fuse_ms = (time.perf_counter() - t0) * 1000
+    gated = sum(1 for h in result.below_gate if h.score < current.min_score)
+    m = st.columns(5)
+    m[0].metric("Returned", len(result.hits))
+    m[1].metric("Below minScore", gated)
+    m[2].metric("Past maxResults", len(result.below_gate) - gated)
+    m[3].metric("Candidates", f"{len(cands.vector)} + {len(cands.keyword)}",
+                help="vector + keyword hits fetched (the pool; fusion uses the top "
+                     f"{current.candidate_count()} of each)")
+    m[4].metric("Re-ranked in", f"{fuse_ms:.1f} ms",
+                help=f"mode {cands.mode}; fetch: " + ", ".join(
+                    f"{k} {v:.0f} ms" for k, v in cands.timings_ms.items()))
+    if fuse_ms > 50:
+        st.caption(f":orange[Re-ranking took {fuse_ms:.0f} ms (target 50 ms)"
+                   + (": MMR compares every pair of the merged hits, so it grows fast with "
+                      "maxResults × candidateMultiplier" if current.mmr_enabled else "")
+                   + ".]")
+    if cands.mode == "fts-only":
+        st.caption("Keyword-only index (no embeddings): the reference's FTS-only ranking "
+                   "applies; vector weight has no effect.")
+
+    tab_res, tab_ab, tab_export = st.tabs(["Results", "A/B compare", "Export settings"])
+    with tab_res:
+        show_cut = st.slider("Removed hits shown", 0, 50, 10, key="search_cut",
+                             help="Hits the gate or the cut removed, greyed below the results.")
+        df = tuning.hits_frame(result, cut_limit=show_cut)
+        config: dict[str, Any] = {"id": None,
+                                  "snippet": st.column_config.TextColumn(width="large")}
+        if not current.decay_enabled:
+            config["decay"] = None  # hidden: always 1 without temporal decay
+        st.dataframe(tuning.grey_removed(df), hide_index=True, width="stretch",
+                     column_config=config, key="search_table")
+        st.plotly_chart(charts.composition_figure(result, cut_limit=min(show_cut, 10)),
+                        key="search_composition")
+        rec_col, _ = st.columns([1, 2])
+        if rec_col.button("Record as recall", key="search_record",
+                          help="Record these hits on dated diaries as recalls (promotion "
+                               "signals, spec §6.2). The workbench never records on its own."):
+            ok, why = optional.promotion()
+            if ok is None:
+                st.warning(f"Promotion is not available yet: {why}")
+            else:
+                n = ok.record_search(idx, query, result.hits)
+                st.success(f"{n} recall(s) recorded (only hits on dated diaries count).")
+        with st.expander("Snippets of the returned hits"):
+            for i, h in enumerate(result.hits, 1):
+                st.markdown(f"**{i}. `{h.citation}`** · {h.source} · score {h.score:.3f} "
+                            f"(vector {h.vector_score:.3f} #{h.vector_rank or '–'}, "
+                            f"text {h.text_score:.3f} #{h.text_rank or '–'})")
+                st.text(h.snippet)
+
+    with tab_ab:
+        pinned = st.session_state.get("wb_pinned_b")
+        options = (["pinned"] if pinned else []) + ["reference", "default"]
+        labels = {"pinned": "B = pinned settings", "reference": "B = reference profile",
+                  "default": "B = default profile"}
+        choice = st.radio("Compare the current settings (A) with", options, key="ab_choice",
+                          format_func=labels.__getitem__, horizontal=True)
+        b_settings = (state.apply_values(idx.settings(), pinned) if choice == "pinned"
+                      else profile_settings(choice))
+        b_cands = state.get_candidates(key, query, b_settings, sources)
+        result_b = MemoryIndex.fuse(b_cands, b_settings)
+        mv = tuning.rank_movement(result, result_b)
+        st.metric("Rank movements (A → B)", mv.moved + mv.new + mv.dropped, help=mv.summary())
+        st.caption(mv.summary())
+        ca, cb = st.columns(2)
+        with ca:
+            st.markdown("**A — current settings**")
+            st.dataframe(tuning.hits_frame(result, cut_limit=0)[
+                ["rank", "citation", "score", "via"]], hide_index=True, width="stretch",
+                key="ab_table_a")
+        with cb:
+            st.markdown(f"**B — {labels[choice][4:]}**")
+            st.dataframe(tuning.blank_ranks(mv.rows, ["rank B", "rank A"]), hide_index=True,
+                         width="stretch", key="ab_table_b")
+        diff = {k: (getattr(current, k), getattr(b_settings, k)) for k in state.TUNABLE
+                if getattr(current, k) != getattr(b_settings, k)}
+        if diff:
+            st.caption("Settings that differ (A vs B): " + ", ".join(
+                f"{k} {a!r} → {b!r}" for k, (a, b) in diff.items()))
+
+    with tab_export:
+        text = tuning.openclaw_export_json(current)
+        st.markdown("The tuned values in OpenClaw's config shape (`memorySearch.query`, spec "
+                    "§4.1): paste under `agents.defaults` (or one agent's override).")
+        st.code(text, language="json")
+        st.download_button("Export settings", data=text, file_name="memorySearch.json",
+                           mime="application/json", key="export_download", type="primary")
+        extra = tuning.not_carried(current)
+        if extra:
+            st.warning("Not expressible in OpenClaw's config (this project's improvements): "
+                       + "; ".join(extra) + ". An agent using the exported block ranks as the "
+                       "reference does.")

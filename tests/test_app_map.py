@@ -1,0 +1,115 @@
+"""AppTest of the Embedding map: projection, colouring, the query and its hits, selection; and
+the UMAP worker that compiles in the background."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from workbench import projection
+from workbench.testing import APP, copy_demo, workbench_env
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return copy_demo(tmp_path_factory.mktemp("map"))
+
+
+def _open(demo: Path, monkeypatch: pytest.MonkeyPatch, provider: str) -> AppTest:
+    for k, v in workbench_env(demo, demo.parent / "cache", provider).items():
+        monkeypatch.setenv(k, v)
+    at = AppTest.from_file(str(APP), default_timeout=240).run()
+    at.switch_page("pages/embedding_map.py").run()
+    assert not at.exception
+    return at
+
+
+def _figure(at: AppTest) -> dict:
+    chart = next(c for c in at.get("plotly_chart") if c.key in ("map_chart", "map_chart3d"))
+    return json.loads(chart.proto.spec)
+
+
+def test_keyword_only_index_has_no_map(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = _open(demo, monkeypatch, "none")
+    assert any("no embeddings" in i.value for i in at.info)
+
+
+def test_map_projects_chunks_query_hits_and_lists_a_selection(
+        demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = _open(demo, monkeypatch, "local")
+    at.radio(key="map_method").set_value("PCA").run()
+    fig = _figure(at)
+    points = [p for t in fig["data"] for p in t["customdata"]]
+    assert len(points) == 40 and "PCA of 40 chunk embeddings" in fig["layout"]["title"]["text"]
+    assert {t["name"] for t in fig["data"]} >= {"MEMORY.md", "memory/2026-10-20.md"}
+    # colour by source: one trace per source
+    at.selectbox(key="map_colour").set_value("source").run()
+    assert {t["name"] for t in _figure(at)["data"]} == {"memory", "sessions"}
+    # colour by cluster: k traces
+    at.selectbox(key="map_colour").set_value("cluster").run()
+    at.slider(key="map_k").set_value(4).run()
+    assert {t["name"] for t in _figure(at)["data"]} == {f"cluster {i}" for i in range(1, 5)}
+    # a query is projected and its hits are marked by leg
+    at.text_input(key="map_query").input("who is on call right now?").run()
+    assert not at.exception
+    names = {t["name"] for t in _figure(at)["data"]}
+    assert "query" in names and names & {"hit: both legs", "hit: vector leg",
+                                          "hit: keyword leg"}
+    # a lasso/box selection (plotly's selection event) lists the chunks it holds
+    first = _figure(at)["data"][0]["customdata"][:2]
+    at.session_state["map_chart"] = {"selection": {
+        "points": [{"customdata": cd} for cd in first], "point_indices": [0, 1],
+        "box": [], "lasso": [{"x": [0, 1, 1], "y": [0, 0, 1]}]}}
+    at.run()
+    assert not at.exception
+    assert any(s.value == "2 selected chunk(s)" for s in at.subheader)
+    listed = next(d.value for d in at.dataframe if "snippet" in d.value.columns)
+    assert [f"{r.path}#{r.lines}" for r in listed.itertuples()] == [cd[1] for cd in first]
+    # 3-D
+    at.toggle(key="map_3d").set_value(True).run()
+    fig = _figure(at)
+    assert fig["data"][0]["type"] == "scatter3d" and "z" in fig["data"][0]
+
+
+def test_pca_coordinates_are_cached_per_fingerprint(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORY_WORKBENCH_CACHE", str(tmp_path))
+    rng = np.random.default_rng(1)
+    m = rng.normal(size=(30, 16)).astype(np.float32)
+    fp = projection.fingerprint([f"c{i}" for i in range(30)], 16)
+    coords, model = projection.pca_cached(m, fp, 2)
+    assert coords.shape == (30, 2)
+    assert np.allclose(model.transform(m[3])[0], coords[3], atol=1e-4)
+    again, _ = projection.pca_cached(m * 0, fp, 2)  # same fingerprint: read from disk
+    assert np.array_equal(again, coords)
+    assert projection.fingerprint([f"c{i}" for i in range(29)], 16) != fp
+    q = projection.place_query(m[5], m / np.linalg.norm(m, axis=1, keepdims=True), coords, k=1)
+    assert np.allclose(q, coords[5])
+
+
+@pytest.mark.slow
+def test_umap_worker_compiles_in_the_background_then_projects(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORY_WORKBENCH_CACHE", str(tmp_path))
+    monkeypatch.delenv("MEMORY_WORKBENCH_NO_UMAP", raising=False)
+    rng = np.random.default_rng(2)
+    m = rng.normal(size=(50, 24)).astype(np.float32)
+    fp = projection.fingerprint([f"u{i}" for i in range(50)], 24)
+    try:
+        first = projection.umap_coords(m, fp, 2, 10)
+        assert first.coords is None and first.state in ("warming", "fitting")  # never blocks
+        deadline = time.monotonic() + 420
+        status = first
+        while status.coords is None and time.monotonic() < deadline:
+            assert status.state in ("warming", "fitting"), status.error
+            time.sleep(2)
+            status = projection.umap_coords(m, fp, 2, 10)
+        assert status.coords is not None and status.coords.shape == (50, 2)
+        assert projection.umap_path(fp, 2, 10).is_file()  # cached on disk for next time
+    finally:
+        projection.worker().stop()

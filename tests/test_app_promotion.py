@@ -1,0 +1,90 @@
+"""AppTest of the Promotion page: replay signals, candidates with components, diff, apply, undo."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from workbench import optional
+from workbench.testing import APP, copy_demo, workbench_env
+
+
+@pytest.fixture
+def demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    ws = copy_demo(tmp_path)
+    for k, v in workbench_env(ws, tmp_path / "cache").items():
+        monkeypatch.setenv(k, v)
+    return ws
+
+
+def _open(page: str = "pages/promotion.py") -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=300).run()
+    at.switch_page(page).run()
+    assert not at.exception
+    return at
+
+
+def _metric(at: AppTest, label: str) -> int:
+    return int(next(m.value for m in at.metric if m.label == label))
+
+
+def test_replay_then_apply_then_undo(demo: Path) -> None:
+    original = (demo / "MEMORY.md").read_bytes()
+    at = _open()
+    assert _metric(at, "Tracked entries") == 0
+    assert at.selectbox(key="promo_src").value == "demo"
+    at.button(key="promo_replay").click().run()
+    assert not at.exception
+    assert any("searches over 7 days" in s.value for s in at.success)
+    passed = _metric(at, "Pass the gates")
+    assert passed > 0
+    table = next(d.value for d in at.dataframe if "why not" in d.value.columns)
+    assert table["passed"].all() and (table["score"] >= 0.8).all()
+    chart = json.loads(next(c for c in at.get("plotly_chart")
+                            if c.key == "promo_chart").proto.spec)
+    assert {t["name"] for t in chart["data"]} >= {"frequency", "relevance", "recency"}
+    diff = next(c.value for c in at.code if c.value.startswith("--- a/MEMORY.md"))
+    assert "+## Promoted From Short-Term Memory (" in diff
+    assert diff.count("+<!-- openclaw-memory-promotion:") == passed
+    # a stricter gate leaves none, and says why
+    at.number_input(key="promo_min_recalls").set_value(50).run()
+    assert _metric(at, "Pass the gates") == 0
+    assert any("No candidate passes" in c.value or "Nothing selected" in c.value
+               for c in at.caption)
+    at.number_input(key="promo_min_recalls").set_value(3).run()
+    assert _metric(at, "Pass the gates") == passed
+    # apply writes exactly the previewed section; undo restores the bytes
+    at.button(key="promo_apply").click().run()
+    assert not at.exception
+    assert any(s.value.startswith(f"Promoted {passed} entr") for s in at.success)
+    text = (demo / "MEMORY.md").read_text(encoding="utf-8")
+    assert "## Promoted From Short-Term Memory (" in text
+    assert text.count("<!-- openclaw-memory-promotion:") == passed
+    after = next(d.value for d in at.dataframe if "why not" in d.value.columns)
+    assert not set(after["where"]) & set(table["where"])  # never promoted twice
+    at.button(key="promo_undo").click().run()
+    assert not at.exception
+    assert (demo / "MEMORY.md").read_bytes() == original
+
+
+def test_search_page_records_a_recall_only_when_asked(demo: Path) -> None:
+    at = _open("pages/search.py")
+    at.text_input(key="search_query").input("COOKIE_EXPIRED").run()
+    at.switch_page("pages/promotion.py").run()
+    assert _metric(at, "Tracked entries") == 0  # searching alone records nothing
+    at.switch_page("pages/search.py").run()
+    at.button(key="search_record").click().run()
+    assert any("recall(s) recorded" in s.value for s in at.success)
+    at.switch_page("pages/promotion.py").run()
+    assert _metric(at, "Tracked entries") > 0
+
+
+def test_page_says_plainly_when_the_api_is_missing(demo: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(optional, "promotion",
+                        lambda: (None, "`memory_core.promotion` is not available yet."))
+    at = _open()
+    assert any("not available yet" in w.value for w in at.warning)

@@ -1,0 +1,145 @@
+"""AppTest of Search & tune: the gate, re-fusing cached candidates, A/B movement, export."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from workbench.testing import APP, copy_demo, workbench_env
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return copy_demo(tmp_path_factory.mktemp("search"))
+
+
+def _open(demo: Path, monkeypatch: pytest.MonkeyPatch, provider: str = "none") -> AppTest:
+    for k, v in workbench_env(demo, demo.parent / "cache", provider).items():
+        monkeypatch.setenv(k, v)
+    at = AppTest.from_file(str(APP), default_timeout=180).run()
+    at.switch_page("pages/search.py").run()
+    assert not at.exception
+    return at
+
+
+def _metric(at: AppTest, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def _frame(at: AppTest, column: str):  # the first table with that column (a DataFrame)
+    return next(d.value for d in at.dataframe if column in d.value.columns)
+
+
+def _results(at: AppTest):  # the results table
+    return _frame(at, "status")
+
+
+def _gate_between(df) -> float:  # a minScore that cuts the returned hits in two
+    scores = sorted(df[df["status"] == "returned"]["score"], reverse=True)
+    assert len(scores) >= 2 and scores[0] > scores[-1], scores
+    return round((scores[0] + scores[-1]) / 2, 2)
+
+
+def test_raising_min_score_reduces_the_hits_and_greys_the_rest(
+        demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = _open(demo, monkeypatch)
+    # keyword-only hits may otherwise fill free slots below the gate (OpenClaw 2026.9's rule)
+    at.toggle(key="t_keyword_only_fill").set_value(False).run()
+    at.text_input(key="search_query").input("PgBouncer port").run()
+    assert not at.exception
+    before = int(_metric(at, "Returned"))
+    assert before == at.slider(key="t_max_results").value  # maxResults hits
+    gate = _gate_between(_results(at))
+    at.slider(key="t_min_score").set_value(gate).run()
+    after = int(_metric(at, "Returned"))
+    assert 0 < after < before
+    df = _results(at)
+    assert (df["status"] == "returned").sum() == after
+    assert (df[df["status"] == "returned"]["score"] >= gate).all()
+    gated = df[df["status"] == "below minScore"]
+    assert len(gated) >= before - after  # the gated hits stay visible, below the results
+    assert (gated["score"] < gate).all() and (gated["rank"] == "–").all()
+    assert list(df[df["status"] == "returned"]["rank"]) == [str(i) for i in range(1, after + 1)]
+    # the composition chart is drawn
+    assert any(getattr(e, "key", None) == "search_composition"
+               for e in at.get("plotly_chart"))
+
+
+def test_sliders_refuse_cached_candidates_without_refetching(
+        demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = _open(demo, monkeypatch)
+    at.text_input(key="search_query").input("crawler concurrency").run()
+    fetched = len(at.session_state["wb_candidates"])  # A's candidates, and the A/B tab's B
+    assert fetched in (1, 2)
+    first = list(_results(at)["citation"])
+    at.slider(key="t_max_results").set_value(3).run()
+    at.slider(key="t_text_weight").set_value(0.9).run()
+    at.selectbox(key="t_fusion").set_value("reference").run()
+    assert not at.exception
+    assert len(at.session_state["wb_candidates"]) == fetched  # no new fetch: only re-fused
+    assert int(_metric(at, "Returned")) <= 3
+    assert list(_results(at)["citation"]) != first
+    # a keyword-query option changes what is fetched: one more cache entry
+    at.radio(key="t_keyword_query").set_value("and").run()
+    assert len(at.session_state["wb_candidates"]) == fetched + 1
+    # the tuned values survive a visit to another page
+    at.switch_page("pages/chunks.py").run()
+    at.switch_page("pages/search.py").run()
+    assert at.slider(key="t_max_results").value == 3
+    assert at.selectbox(key="t_fusion").value == "reference"
+
+
+def test_ab_view_reports_rank_movements(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = _open(demo, monkeypatch)
+    at.text_input(key="search_query").input("which port does PgBouncer listen on").run()
+    at.radio(key="ab_choice").set_value("reference").run()
+    assert not at.exception
+    assert int(_metric(at, "Rank movements (A → B)")) > 0
+    table_b = _frame(at, "movement")
+    labels = set(table_b["movement"])
+    assert labels - {"="}, labels
+    assert all(lbl in {"=", "new", "dropped"} or lbl[0] in "↑↓" for lbl in labels)
+    # pin the current settings as B: identical settings move nothing
+    at.button(key="t_pin").click().run()
+    at.radio(key="ab_choice").set_value("pinned").run()
+    assert int(_metric(at, "Rank movements (A → B)")) == 0
+
+
+def test_export_writes_openclaw_query_block(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = _open(demo, monkeypatch)
+    at.text_input(key="search_query").input("backup").run()
+    at.slider(key="t_min_score").set_value(0.42).run()
+    at.slider(key="t_max_results").set_value(8).run()
+    at.toggle(key="t_mmr_enabled").set_value(True).run()
+    at.slider(key="t_mmr_lambda").set_value(0.5).run()
+    code = next(c.value for c in at.code if '"memorySearch"' in c.value)
+    block = json.loads(code)["memorySearch"]["query"]
+    assert block["maxResults"] == 8 and block["minScore"] == 0.42
+    assert set(block["hybrid"]) == {"enabled", "vectorWeight", "textWeight",
+                                    "candidateMultiplier", "mmr", "temporalDecay"}
+    assert block["hybrid"]["mmr"] == {"enabled": True, "lambda": 0.5}
+    assert block["hybrid"]["temporalDecay"] == {"enabled": False, "halfLifeDays": 30.0}
+    # the default profile's own improvements cannot be carried over, and the page says so
+    assert any("fusion=" in w.value for w in at.warning)
+    assert at.get("download_button")
+
+
+def test_search_with_the_local_model_is_hybrid(demo: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    at = _open(demo, monkeypatch, provider="local")
+    at.toggle(key="t_keyword_only_fill").set_value(False).run()
+    at.text_input(key="search_query").input("why did our hosting spend increase?").run()
+    assert not at.exception
+    vec, _ = (int(x) for x in _metric(at, "Candidates").split(" + "))
+    assert vec == 40  # every chunk has a cosine
+    df = _results(at)
+    returned = df[df["status"] == "returned"]
+    by_vector = returned[returned["vector rank"] != "–"]
+    assert len(by_vector) > 0 and (by_vector["vectorScore"] > 0).all()
+    assert set(returned["via"]) <= {"both", "vector", "keyword"}
+    before = len(returned)
+    at.slider(key="t_min_score").set_value(_gate_between(df)).run()
+    assert 0 < int(_metric(at, "Returned")) < before

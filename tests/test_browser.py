@@ -1,0 +1,204 @@
+"""The workbench in a real browser: `streamlit run app.py` driven through Debian's chromium.
+
+Starts the server on a free port against a private copy of the demo workspace, visits every
+page through the sidebar (one browser session), does one thing on each, asserts that no
+exception box is shown, and saves a full-page screenshot of each page under
+``test-artifacts/screenshots/``. No browser is downloaded: Playwright drives /usr/bin/chromium.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from workbench.testing import APP, copy_demo, workbench_env
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = "/usr/bin/chromium"
+SHOTS = APP.parent / "test-artifacts" / "screenshots"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+playwright_sync = pytest.importorskip("playwright.sync_api")
+if not Path(CHROMIUM).exists():  # pragma: no cover - CI installs it (scripts/install-system-deps)
+    pytest.skip("Debian's chromium is not installed", allow_module_level=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen[bytes], timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.read().strip() == b"ok":
+                    return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise TimeoutError("streamlit did not become healthy")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    tmp = tmp_path_factory.mktemp("browser")
+    ws = copy_demo(tmp)
+    env = {**os.environ, **workbench_env(ws, tmp / "cache", "local", umap=True),
+           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    port = _free_port()
+    log = (tmp / "streamlit.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1",
+         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+        cwd=str(APP.parent), env=env, stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True)  # its own process group: the UMAP worker dies with it
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, proc)
+        yield url
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=15)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=15)
+        log.close()
+
+
+def _settle(page, timeout: float = 240.0) -> None:  # type: ignore[no-untyped-def]
+    """Wait until the script run is over: Streamlit's status widget (with its Stop button)
+    shows while a run lasts, and is gone for two checks in a row."""
+    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout * 1000)
+    running = '[data-testid="stStatusWidget"]:has-text("Stop")'
+    time.sleep(1.0)
+    deadline = time.monotonic() + timeout
+    quiet = 0
+    while time.monotonic() < deadline:
+        quiet = quiet + 1 if page.locator(running).count() == 0 else 0
+        if quiet >= 2:
+            return
+        time.sleep(0.5)
+    raise TimeoutError("the page kept running")
+
+
+def _no_exception(page, name: str) -> None:  # type: ignore[no-untyped-def]
+    boxes = page.locator('[data-testid="stException"]')
+    assert boxes.count() == 0, f"{name}: {boxes.first.inner_text()[:2000]}"
+
+
+def _shot(page, name: str) -> Path:  # type: ignore[no-untyped-def]
+    """Screenshot the whole page: Streamlit scrolls inside its main block, so the viewport is
+    stretched to the content's height first."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / f"{name}.png"
+    size = page.viewport_size
+    height = page.evaluate(
+        "() => { const m = document.querySelector('[data-testid=\"stMain\"]');"
+        " return m ? m.scrollHeight : document.body.scrollHeight; }")
+    page.set_viewport_size({"width": size["width"], "height": min(8000, max(size["height"],
+                                                                             int(height)))})
+    time.sleep(1.0)  # let plotly re-layout
+    page.screenshot(path=str(path), full_page=True)
+    page.set_viewport_size(size)
+    return path
+
+
+def _go(page, title: str) -> None:  # type: ignore[no-untyped-def]
+    page.locator('[data-testid="stSidebarNav"] a', has_text=title).first.click()
+    _settle(page)
+
+
+def test_every_page_in_chromium(server: str) -> None:
+    for old in SHOTS.glob("*.png") if SHOTS.is_dir() else []:
+        old.unlink()
+    with playwright_sync.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1440, "height": 1000})
+            page.goto(server, wait_until="domcontentloaded")
+            _settle(page)
+            page.get_by_role("button", name="Index now").click()
+            page.wait_for_selector("text=files indexed", timeout=240_000)
+            _settle(page)
+            _no_exception(page, "home")
+            assert page.locator("text=Chunks the model truncates").count() == 1
+            _shot(page, "1-home")
+
+            _go(page, "Search & tune")
+            box = page.get_by_label("Query")
+            box.fill("PgBouncer port")
+            box.press("Enter")
+            page.wait_for_selector("text=Re-ranked in", timeout=120_000)
+            _settle(page)
+            # move the minScore slider with the keyboard: the page re-ranks, the gate greys hits
+            thumb = page.locator('.st-key-t_min_score input[type="range"]')
+            thumb.focus()
+            for _ in range(60):
+                thumb.press("ArrowRight")
+            _settle(page)
+            _no_exception(page, "search")
+            assert page.locator("text=Below minScore").count() >= 1
+            _shot(page, "2-search")
+            page.get_by_role("tab", name="A/B compare").click()
+            page.get_by_text("B = reference profile").click()
+            _settle(page)
+            _no_exception(page, "search A/B")
+            _shot(page, "2b-search-ab")
+
+            _go(page, "Chunks")
+            page.get_by_label("Filter chunks by text").fill("连接池")
+            page.get_by_label("Filter chunks by text").press("Enter")
+            _settle(page)
+            _no_exception(page, "chunks")
+            assert page.locator("mark", has_text="连接池").count() >= 1
+            _shot(page, "3-chunks")
+
+            _go(page, "Embedding map")
+            # the UMAP worker started with the home page; wait for it (PCA is shown meanwhile)
+            deadline = time.monotonic() + 150
+            while time.monotonic() < deadline and page.locator(
+                    "text=/UMAP of \\d+ chunk embeddings/").count() == 0:
+                time.sleep(2)
+            _settle(page)
+            _no_exception(page, "map")
+            assert page.locator('[data-testid="stPlotlyChart"]').count() >= 1
+            _shot(page, "4-embedding-map")
+
+            _go(page, "Evaluate")
+            page.get_by_role("button", name="Run evaluation").click()
+            page.wait_for_selector("text=Wins and losses", timeout=240_000)
+            _settle(page)
+            page.get_by_role("button", name="Run sweep").click()
+            page.wait_for_selector("text=/Best success@5/", timeout=240_000)
+            _settle(page)
+            _no_exception(page, "evaluate")
+            _shot(page, "5-evaluate")
+
+            _go(page, "Promotion")
+            page.get_by_text("Seed recall signals").click()
+            page.get_by_role("button", name="Replay").click()
+            page.wait_for_selector("text=searches over", timeout=240_000)
+            _settle(page)
+            _no_exception(page, "promotion")
+            _shot(page, "6-promotion")
+        finally:
+            browser.close()
+    assert len(list(SHOTS.glob("*.png"))) == 7

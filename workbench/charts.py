@@ -1,0 +1,151 @@
+"""Plotly figures of the workbench (interactive in the browser; CJK text renders with the
+system's Noto CJK fonts)."""
+
+from __future__ import annotations
+
+import html
+import textwrap
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from memory_core import FusionResult, Hit
+
+from .tuning import GATED, RETURNED, hit_status
+
+#: Colour of each additive score component (``Hit.components`` keys).
+COMPONENT_COLOURS = {"vector": "#4C78A8", "text": "#F58518", "boost": "#54A24B",
+                     "date": "#B279A2"}
+DECAY_COLOUR = "#BAB0AC"
+FONT = "Noto Sans CJK SC, Noto Sans, sans-serif"
+
+
+def wrap(text: str, width: int = 60, lines: int = 6) -> str:
+    """Escape ``text`` and break it into ``<br>``-joined lines for a hover label."""
+    parts = textwrap.wrap(" ".join(text.split()), width, max_lines=lines, placeholder=" …",
+                          break_long_words=True)
+    return "<br>".join(html.escape(x) for x in parts)
+
+
+def _label(i: int, h: Hit, status: str) -> str:
+    tag = f"#{i}" if status == RETURNED else ("gated" if status == GATED else "cut")
+    return f"{tag} {h.citation}"
+
+
+def composition_figure(result: FusionResult, *, cut_limit: int = 10,
+                       height: int | None = None) -> go.Figure:
+    """Stacked horizontal bars: each hit's score split into its components.
+
+    Removed hits (gated or cut) are drawn faded below the returned ones; a dashed line marks
+    minScore, and the part temporal decay took away is shown hatched.
+    """
+    s = result.settings
+    shown = list(result.hits) + list(result.below_gate[:cut_limit])
+    labels, statuses = [], []
+    for i, h in enumerate(shown):
+        st_ = hit_status(h, s)
+        statuses.append(st_)
+        # Unique labels keep plotly from merging bars of two chunks with one citation.
+        labels.append(_label(i + 1, h, st_) + ("\u200b" * (i if st_ != RETURNED else 0)))
+    opacity = [1.0 if x == RETURNED else 0.35 for x in statuses]
+    keys: list[str] = []
+    for h in shown:
+        keys.extend(k for k in h.components if k not in keys)
+    fig = go.Figure()
+    hover = [wrap(h.snippet, 70, 5) for h in shown]
+    for k in keys:
+        fig.add_trace(go.Bar(
+            y=labels, x=[h.components.get(k, 0.0) for h in shown], name=k, orientation="h",
+            marker={"color": COMPONENT_COLOURS.get(k, "#72B7B2"), "opacity": opacity},
+            customdata=[[st_, f"{h.score:.3f}", hv] for st_, h, hv in
+                        zip(statuses, shown, hover, strict=True)],
+            hovertemplate=(f"<b>%{{y}}</b><br>{k}: %{{x:.3f}} · score %{{customdata[1]}}"
+                           "<br>%{customdata[0]}<br><br>%{customdata[2]}<extra></extra>")))
+    lost = [(h.score / h.decay - h.score) if 0 < h.decay < 1 else 0.0 for h in shown]
+    if any(v > 0 for v in lost):
+        fig.add_trace(go.Bar(
+            y=labels, x=lost, name="lost to decay", orientation="h",
+            marker={"color": "rgba(0,0,0,0)", "line": {"color": DECAY_COLOUR, "width": 1},
+                    "pattern": {"shape": "/", "fgcolor": DECAY_COLOUR}},
+            hovertemplate="<b>%{y}</b><br>lost to decay: %{x:.3f}<extra></extra>"))
+    fig.update_layout(
+        barmode="stack", height=height or max(220, 30 * len(shown) + 110),
+        margin={"l": 10, "r": 10, "t": 50, "b": 10}, font={"family": FONT},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
+        yaxis={"autorange": "reversed", "automargin": True, "tickfont": {"size": 11}},
+        xaxis={"title": "score", "rangemode": "tozero"})
+    if s.min_score > 0:
+        _gate_line(fig, s.min_score)
+    return fig
+
+
+def _gate_line(fig: go.Figure, x: float) -> None:
+    """A dashed vertical line at the gate, named in the legend."""
+    fig.add_vline(x=x, line_dash="dash", line_color="#d62728")
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=f"minScore {x:.2f}",
+                             line={"color": "#d62728", "dash": "dash"}, hoverinfo="skip"))
+
+
+def heatmap_figure(rows: Sequence[Mapping[str, Any]], x: str, y: str, metric: str,
+                   title: str | None = None) -> go.Figure:
+    """A heatmap of ``metric`` over two swept settings (best value where others vary too)."""
+    df = pd.DataFrame(list(rows))
+    pivot = df.pivot_table(index=y, columns=x, values=metric, aggfunc="max").sort_index()
+    fig = go.Figure(go.Heatmap(
+        z=pivot.values, x=[str(c) for c in pivot.columns], y=[str(i) for i in pivot.index],
+        colorscale="Viridis", colorbar={"title": metric},
+        text=[[f"{v:.3f}" for v in row] for row in pivot.values], texttemplate="%{text}",
+        hovertemplate=f"{x} %{{x}}<br>{y} %{{y}}<br>{metric} %{{z:.3f}}<extra></extra>"))
+    fig.update_layout(title=title or f"{metric} by {x} × {y}", height=460,
+                      xaxis_title=x, yaxis_title=y, font={"family": FONT},
+                      margin={"l": 10, "r": 10, "t": 50, "b": 10})
+    return fig
+
+
+def metrics_bar_figure(table: pd.DataFrame, metrics: Sequence[str]) -> go.Figure:
+    """Grouped bars: one group per metric, one bar per run (rows of ``table``, indexed by run)."""
+    fig = go.Figure()
+    for run, row in table.iterrows():
+        fig.add_trace(go.Bar(name=str(run), x=list(metrics),
+                             y=[float(row[m]) for m in metrics]))
+    fig.update_layout(barmode="group", height=360, yaxis={"range": [0, 1]},
+                      font={"family": FONT}, margin={"l": 10, "r": 10, "t": 30, "b": 10},
+                      legend={"orientation": "h", "y": 1.12})
+    return fig
+
+
+#: Colours of the promotion score components (spec §6.4).
+PROMOTION_COLOURS = {"frequency": "#4C78A8", "relevance": "#F58518", "diversity": "#54A24B",
+                     "recency": "#E45756", "consolidation": "#72B7B2", "conceptual": "#B279A2",
+                     "phaseBoost": "#9D755D"}
+
+
+def stacked_components_figure(labels: Sequence[str], components: Sequence[Mapping[str, float]],
+                              faded: Sequence[bool], threshold: float | None = None,
+                              hover: Sequence[str] | None = None) -> go.Figure:
+    """Stacked horizontal bars of additive components, one bar per label (faded ones greyed)."""
+    keys: list[str] = []
+    for c in components:
+        keys.extend(k for k in c if k not in keys and any(x.get(k) for x in components))
+    opacity = [0.35 if f else 1.0 for f in faded]
+    hv = list(hover) if hover is not None else [""] * len(labels)
+    fig = go.Figure()
+    for k in keys:
+        fig.add_trace(go.Bar(
+            y=list(labels), x=[c.get(k, 0.0) for c in components], name=k, orientation="h",
+            marker={"color": PROMOTION_COLOURS.get(k, COMPONENT_COLOURS.get(k, "#72B7B2")),
+                    "opacity": opacity},
+            customdata=[[h] for h in hv],
+            hovertemplate=f"<b>%{{y}}</b><br>{k}: %{{x:.3f}}<br>%{{customdata[0]}}"
+                          "<extra></extra>"))
+    fig.update_layout(
+        barmode="stack", height=max(220, 30 * len(labels) + 110), font={"family": FONT},
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
+        yaxis={"autorange": "reversed", "automargin": True, "tickfont": {"size": 11}},
+        xaxis={"title": "score", "rangemode": "tozero"})
+    if threshold is not None:
+        _gate_line(fig, threshold)
+    return fig

@@ -1,0 +1,120 @@
+"""Views for the Chunks page: chunk tables with overlaps, and the source with lines highlighted."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from memory_core import MemoryIndex
+from memory_core.store import ChunkRow
+from memory_core.text import estimate_tokens
+
+
+@dataclass
+class SourceLines:
+    """A file as the index reads it: its lines and each line's number in the file.
+
+    For Markdown, line *i* is number *i*. For transcripts the lines are the rendered
+    ``User:`` / ``Assistant:`` lines and the numbers are their JSONL lines, which is what chunk
+    line ranges refer to.
+    """
+
+    lines: list[str]
+    numbers: list[int]
+
+
+def source_lines(idx: MemoryIndex, path: str) -> SourceLines:
+    """The lines of ``path`` with their file line numbers (see :class:`SourceLines`)."""
+    from memory_core.sources import list_files, load
+
+    for f in list_files(idx.workspace, idx.config).files:
+        if f.path == path:
+            doc = load(f)
+            lines = doc.text.split("\n")
+            if doc.line_map is not None:
+                return SourceLines(lines, list(doc.line_map[: len(lines)]))
+            return SourceLines(lines, list(range(1, len(lines) + 1)))
+    text = idx.file_text(path)  # raises FileNotFoundError
+    lines = text.split("\n")
+    return SourceLines(lines, list(range(1, len(lines) + 1)))
+
+
+def overlap_lines(a_start: int, a_end: int, b_start: int, b_end: int) -> int:
+    """How many lines two inclusive line ranges share."""
+    return max(0, min(a_end, b_end) - max(a_start, b_start) + 1)
+
+
+def chunk_frame(chunks: Sequence[ChunkRow], needle: str = "") -> pd.DataFrame:
+    """One row per chunk, in line order: range, size, token estimate, overlap with neighbours."""
+    ordered = sorted(chunks, key=lambda c: (c.start_line, c.end_line))
+    rows = []
+    for i, c in enumerate(ordered):
+        prev = ordered[i - 1] if i > 0 else None
+        nxt = ordered[i + 1] if i + 1 < len(ordered) else None
+        rows.append({
+            "#": i + 1,
+            "lines": f"L{c.start_line}–L{c.end_line}",
+            "start": c.start_line,
+            "end": c.end_line,
+            "chars": len(c.text),
+            "tokens (est.)": estimate_tokens(c.text),
+            "overlap prev": overlap_lines(prev.start_line, prev.end_line, c.start_line,
+                                          c.end_line) if prev else 0,
+            "overlap next": overlap_lines(c.start_line, c.end_line, nxt.start_line,
+                                          nxt.end_line) if nxt else 0,
+            "match": bool(needle) and needle.casefold() in c.text.casefold(),
+            "preview": " ".join(c.text.split())[:100],
+            "id": c.id,
+        })
+    return pd.DataFrame(rows, columns=["#", "lines", "start", "end", "chars", "tokens (est.)",
+                                       "overlap prev", "overlap next", "match", "preview", "id"])
+
+
+def highlight_html(src: SourceLines, start: int, end: int, *, context: int | None = None,
+                   needle: str = "") -> str:
+    """The source as HTML: line numbers in a gutter, lines ``start..end`` highlighted.
+
+    ``context`` limits the view to that many lines around the chunk (``None``: whole file);
+    ``needle`` is marked wherever it occurs.
+    """
+    picked = [i for i, n in enumerate(src.numbers) if start <= n <= end]
+    lo, hi = 0, len(src.lines)
+    if context is not None and picked:
+        lo, hi = max(0, picked[0] - context), min(len(src.lines), picked[-1] + context + 1)
+    out = []
+    for i in range(lo, hi):
+        n = src.numbers[i] if i < len(src.numbers) else ""
+        text = html.escape(src.lines[i]) or "&nbsp;"
+        if needle:
+            text = _mark(text, html.escape(needle))
+        cls = "wb-hl" if start <= (n if isinstance(n, int) else -1) <= end else ""
+        out.append(f'<div class="wb-line {cls}"><span class="wb-no">{n}</span>'
+                   f'<span class="wb-tx">{text}</span></div>')
+    style = (
+        "<style>.wb-src{font-family:'Noto Sans Mono CJK SC','DejaVu Sans Mono',monospace;"
+        "font-size:12.5px;line-height:1.45;border:1px solid #e6e6e6;border-radius:6px;"
+        "max-height:560px;overflow:auto;padding:4px 0;background:#fcfcfc}"
+        ".wb-line{display:flex;white-space:pre-wrap;word-break:break-word}"
+        ".wb-no{flex:0 0 3.2em;text-align:right;padding-right:.8em;color:#9aa0a6;"
+        "user-select:none}.wb-tx{flex:1}"
+        ".wb-hl{background:#fff3bf}.wb-hl .wb-no{color:#b08900;font-weight:600}"
+        "mark{background:#ffd8a8;padding:0}</style>")
+    return style + '<div class="wb-src">' + "".join(out) + "</div>"
+
+
+def _mark(text: str, needle: str) -> str:
+    low, nl = text.casefold(), needle.casefold()
+    if not nl or nl not in low:
+        return text
+    out, i = [], 0
+    while True:
+        j = low.find(nl, i)
+        if j < 0:
+            out.append(text[i:])
+            break
+        out.append(text[i:j] + "<mark>" + text[j:j + len(needle)] + "</mark>")
+        i = j + len(needle)
+    return "".join(out)

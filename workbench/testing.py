@@ -1,0 +1,28 @@
+"""Helpers for the workbench's tests and notebooks: a private copy of the demo workspace and an
+AppTest of the app wired to it (never writing into the repository's examples)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from .state import DEMO, ROOT
+
+APP = ROOT / "app.py"
+
+
+def copy_demo(dest_dir: Path) -> Path:
+    """Copy the demo workspace (without any index) to ``dest_dir/demo-workspace``; return it."""
+    target = Path(dest_dir) / "demo-workspace"
+    shutil.copytree(DEMO, target, ignore=shutil.ignore_patterns(".memory"))
+    return target
+
+
+def workbench_env(workspace: Path, cache: Path, provider: str = "none", *,
+                  umap: bool = False) -> dict[str, str]:
+    """The environment variables that point the app at ``workspace`` and a private cache."""
+    env = {"MEMORY_WORKBENCH_WORKSPACE": str(workspace), "MEMORY_WORKBENCH_CACHE": str(cache),
+           "MEMORY_WORKBENCH_PROVIDER": provider}
+    if not umap:
+        env["MEMORY_WORKBENCH_NO_UMAP"] = "1"
+    return env
