@@ -52,7 +52,6 @@ from .candidates import Candidates
 from .config import PROFILES, SearchSettings, profile_settings
 from .fusion import fuse
 from .index import MemoryIndex
-from .search import fetch_candidates
 
 KS: tuple[int, ...] = (1, 3, 5, 10)
 #: Rank depth of every metric (MRR@10, nDCG@10) and of a leg evaluated alone.
@@ -632,7 +631,7 @@ def _collect(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
                 "chunks": st.get("chunks"), "files": st.get("files"),
                 "provider": idx.choice.id, "model": idx.choice.model,
                 "chunking": st.get("chunking"), "profile": idx.config.profile}
-            store, prov = idx.store, idx.choice.provider
+            prov = idx.choice.provider
             vectors, embed_ms = _embed_queries(prov, [q.query for q in queries])
             for q, qvec in zip(queries, vectors, strict=True):
                 cands: dict[tuple[Any, ...], Candidates] = {}
@@ -640,7 +639,8 @@ def _collect(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
                 for key in keys:
                     s = next(c.settings for c in configs if _leg_key(c.settings) == key)
                     t1 = time.perf_counter()
-                    cands[key] = fetch_candidates(store, prov, q.query, s, query_vector=qvec)
+                    cands[key] = idx.candidates(q.query, settings=s, auto_sync=False,
+                                                query_vector=qvec)
                     fetch_ms[key] = embed_ms + (time.perf_counter() - t1) * 1000
                 ic, ifl = ideal_counts(idx, q.relevant)
                 out.append(_Collected(q, cands, ic, ifl, fetch_ms))
@@ -695,6 +695,8 @@ def _evaluate(collected: Sequence[_Collected], config: EvalConfig) -> list[dict[
 def leg_audit(collected: Sequence[_Collected], config: EvalConfig) -> dict[str, Any]:
     """Per query: which leg found a gold chunk (within the pool fusion sees), and what the gate did.
 
+    The summary counts the main set only (like the metrics); per-query rows cover every query.
+
     ``vector_rank`` / ``keyword_rank``: rank of the first relevant chunk in each leg's candidate
     list (cut to ``max_results × candidate_multiplier``, as fusion cuts it). ``gated`` counts
     relevant chunks that fusion scored but the minScore gate removed; ``cut`` those that passed
@@ -718,19 +720,21 @@ def leg_audit(collected: Sequence[_Collected], config: EvalConfig) -> dict[str, 
         kr = next((h.rank for h in cands.keyword[:n] if is_rel(h.id)), None)
         found = ("both" if vr and kr else "vector only" if vr else "keyword only" if kr
                  else "neither")
-        summary[found] += 1
         res = fuse(cands, s)
         kept = [h for h in res.hits if is_rel(h.id)]
         gated = [h for h in res.below_gate if is_rel(h.id) and h.score < s.min_score]
         cut = [h for h in res.below_gate if is_rel(h.id) and h.score >= s.min_score]
-        if gated:
-            summary["gold gated (queries)"] += 1
-            summary["gold gated (chunks)"] += len(gated)
-            if not kept:
-                summary["all gold gated"] += 1
-        if cut and not kept:
-            summary["gold cut by maxResults (queries)"] += 1
-        rows.append({"qid": c.query.qid, "category": c.query.category, "found_by": found,
+        if not c.query.apart:  # the summary counts the main set, as the metrics do
+            summary[found] += 1
+            if gated:
+                summary["gold gated (queries)"] += 1
+                summary["gold gated (chunks)"] += len(gated)
+                if not kept:
+                    summary["all gold gated"] += 1
+            if cut and not kept:
+                summary["gold cut by maxResults (queries)"] += 1
+        rows.append({"qid": c.query.qid, "category": c.query.category, "apart": c.query.apart,
+                     "found_by": found,
                      "vector_rank": vr, "keyword_rank": kr, "kept": len(kept),
                      "gated": len(gated), "cut": len(cut),
                      "first_rank": next((i + 1 for i, h in enumerate(res.hits)

@@ -160,7 +160,8 @@ def _jaccard(a: set[str], b: set[str]) -> float:
         return 1.0
     if not a or not b:
         return 0.0
-    return len(a & b) / len(a | b)
+    inter = len(a & b) if len(a) < len(b) else len(b & a)
+    return inter / (len(a) + len(b) - inter)
 
 
 def mmr_rerank(hits: list[Hit], lam: float) -> list[Hit]:

@@ -165,15 +165,20 @@ class MemoryIndex:
 
     def candidates(self, query: str, sources: Sequence[str] | None = None,
                    settings: SearchSettings | None = None, *, use_numpy: bool = False,
-                   auto_sync: bool = True) -> Candidates:
-        """Fetch both legs for ``query`` once (the slow part: embedding and SQL)."""
+                   auto_sync: bool = True, query_vector: np.ndarray | None = None
+                   ) -> Candidates:
+        """Fetch both legs for ``query`` once (the slow part: embedding and SQL).
+
+        ``query_vector``: the query's embedding when the caller already has it (the evaluator
+        embeds its queries in batches, and fetches once per keyword-leg option).
+        """
         if auto_sync:
             self.ensure_synced()
         s = settings or self.settings()
         src = self._source_filter(sources)
         with self._lock:
             return fetch_candidates(self._open_store(), self.choice.provider, query, s, src,
-                                    use_numpy=use_numpy)
+                                    use_numpy=use_numpy, query_vector=query_vector)
 
     def _source_filter(self, sources: Sequence[str] | None) -> list[str] | None:
         if not sources:

@@ -3,8 +3,9 @@
 The reference profile must stay OpenClaw 2026.5.20 to the constant; the default profile must do
 what docs/retrieval.md claims: find natural-language and Chinese queries, never let weak vector
 hits drown a strong keyword hit, keep minScore's meaning across corpus sizes, stem English, and
-prefer the diary of a date the question names. Nothing here is mocked: the demo runs the real
-engine with the local model, the synthetic cases run the real fusion.
+prefer the diary of a date the question names. Nothing here is mocked: the demo (copies indexed once
+by conftest's fixtures) runs the real engine with the local model, the synthetic cases run the real
+fusion.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 from memory_core import MemoryIndex
 from memory_core.candidates import Candidates, ChunkInfo, LegHit
 from memory_core.config import SearchSettings, profile_settings
-from memory_core.evaluation import DEMO_WORKSPACE, load_query_set, run_eval
+from memory_core.evaluation import load_query_set, run_eval
 from memory_core.fusion import fuse
 from memory_core.query import DateSpan, date_closeness, date_hints, path_date
 
@@ -42,10 +43,11 @@ def test_default_profile_settings() -> None:
 
 
 @pytest.fixture(scope="module")
-def demo_reports() -> dict[str, object]:
+def demo_reports(indexed_demo: Path, indexed_demo_reference: Path) -> dict[str, object]:
+    """Both profiles on copies of the demo (conftest's shared indexes), real local model."""
     qs = load_query_set("demo")
-    return {p: run_eval(None, qs, profile_settings(p), profile=p, legs=True)
-            for p in ("default", "reference")}
+    return {p: run_eval(ws, qs, profile_settings(p), profile=p, legs=True)
+            for p, ws in (("default", indexed_demo), ("reference", indexed_demo_reference))}
 
 
 def test_default_beats_reference_on_the_demo_queries(demo_reports: dict[str, object]) -> None:
@@ -63,10 +65,9 @@ def test_default_beats_reference_on_the_demo_queries(demo_reports: dict[str, obj
         assert d["chunk"]["success@5"] >= runs[leg]["chunk"]["success@5"] - 0.01
 
 
-def test_cjk_keyword_found_by_the_default_keyword_leg_only() -> None:
+def test_cjk_keyword_found_by_the_default_keyword_leg_only(indexed_demo: Path) -> None:
     """连接池 sits inside a longer Chinese run: one unicode61 token that the AND query misses."""
-    with MemoryIndex.open(DEMO_WORKSPACE, profile="default") as idx:
-        idx.sync()
+    with MemoryIndex.open(indexed_demo, profile="default") as idx:
         gold = ("memory/2026-10-27.md", 16)
 
         def keyword_paths(settings: SearchSettings) -> list[tuple[str, int, int]]:
