@@ -609,6 +609,9 @@ def _collect(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
     by_ws: dict[str, list[EvalQuery]] = {}
     for q in query_set.queries:
         by_ws.setdefault(q.workspace, []).append(q)
+    if index_or_workspace is not None and len(by_ws) > 1:
+        raise ValueError(f"{query_set.name} is judged against {len(by_ws)} workspaces: evaluate "
+                         "it on its own workspaces (index_or_workspace=None)")
     out: list[_Collected] = []
     info: dict[str, Any] = {"indexes": {}}
     total = len(query_set.queries)
@@ -1029,13 +1032,3 @@ def compare_markdown(rows: Sequence[Mapping[str, Any]], limit: int = 30) -> str:
                        f"({r['a_first_rank'] or '–'}) | {r['b']:.2f} "
                        f"({r['b_first_rank'] or '–'}) | {r['winner']} |")
     return "\n".join(out) + "\n"
-
-
-def merge_reports(reports: Sequence[EvalReport], name: str) -> EvalReport:
-    """Combine reports of the same configurations on disjoint queries (e.g. two profiles'
-    indexes are separate runs; this stacks them side by side as runs of one report)."""
-    runs = [r for rep in reports for r in rep.runs]
-    skipped = dict(reports[0].skipped) if reports else {}
-    info = {"parts": [rep.info for rep in reports]}
-    audit = reports[0].audit if reports else None
-    return EvalReport(name, reports[0].level if reports else "lines", runs, skipped, info, audit)
