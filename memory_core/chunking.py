@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import Literal
 
 from .text import (
-    CJK_CHAR_RE,
+    REFERENCE_NON_LATIN_RE,
     estimate_chars,
     estimate_units_chars,
     from_units,
@@ -136,7 +136,7 @@ def _chunk_reference(content: str, tokens: int, overlap: int) -> list[Chunk]:
 
 
 def _char_weight(ch: str) -> int:
-    if CJK_CHAR_RE.match(ch):
+    if REFERENCE_NON_LATIN_RE.match(ch):
         return 4
     return 2 if ord(ch) > 0xFFFF else 1
 

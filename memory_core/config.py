@@ -16,11 +16,20 @@ import os
 import tomllib
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 CONFIG_FILE = "memory-workbench.toml"
-Profile = Literal["reference", "default"]
-PROFILES: tuple[str, ...] = ("reference", "default")
+#: A named set of search settings: ``reference`` (OpenClaw 2026.5.20) or ``default`` (measured).
+ProfileName = Literal["reference", "default"]
+#: How fusion combines the two legs: the reference's weighted sum, reciprocal ranks, or each leg
+#: on a corpus-size-free scale (see :mod:`memory_core.fusion`).
+FusionMode = Literal["reference", "rrf", "normalized"]
+#: How the keyword leg joins query terms: ``and`` (the reference's buildFtsQuery) or ``or``.
+KeywordQueryMode = Literal["and", "or"]
+#: ``reference`` reproduces the reference's chunk boundaries; ``bounded`` caps long lines.
+ChunkingMode = Literal["reference", "bounded"]
+PROFILES: tuple[ProfileName, ...] = get_args(ProfileName)
+FUSION_MODES: tuple[FusionMode, ...] = get_args(FusionMode)
 
 
 @dataclass
@@ -43,7 +52,7 @@ class SourcesConfig:
 class ChunkingConfig:
     tokens: int = 400
     overlap: int = 80
-    mode: Literal["reference", "bounded"] = "bounded"
+    mode: ChunkingMode = "bounded"
 
 
 @dataclass
@@ -89,9 +98,9 @@ class SearchSettings:
     text_weight: float = 0.3
     candidate_multiplier: int = 4
     hybrid: bool = True
-    fusion: str = "reference"  # "reference" (weighted sum), "rrf", "normalized"
+    fusion: FusionMode = "reference"
     rrf_k: int = 60
-    keyword_query: str = "and"  # "and" (reference) or "or"
+    keyword_query: KeywordQueryMode = "and"
     cjk_bigrams: bool = False
     keyword_only_fill: bool = False  # keyword-only hits may fill unused result slots
     relaxed_min_score: float = 0.0
@@ -119,7 +128,7 @@ class SearchSettings:
         return min(200, max(1, int(self.max_results * mult)))
 
 
-def profile_settings(profile: str) -> SearchSettings:
+def profile_settings(profile: ProfileName | str) -> SearchSettings:
     """The named set of search settings. ``reference`` is OpenClaw 2026.5.20, to the constant."""
     if profile == "reference":
         return SearchSettings()
@@ -145,7 +154,7 @@ def profile_settings(profile: str) -> SearchSettings:
 class MemoryConfig:
     """The whole configuration of one workspace index."""
 
-    profile: str = "default"
+    profile: ProfileName = "default"
     sources: SourcesConfig = field(default_factory=SourcesConfig)
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
     provider: ProviderConfig = field(default_factory=ProviderConfig)
@@ -156,11 +165,11 @@ class MemoryConfig:
         """Search settings in force: explicit ones, or the profile's."""
         return copy.deepcopy(self.search) if self.search else profile_settings(self.profile)
 
-    def with_profile(self, profile: str) -> MemoryConfig:
+    def with_profile(self, profile: ProfileName | str) -> MemoryConfig:
         """A copy for ``profile``; the reference profile also chunks as the reference does."""
         cfg = copy.deepcopy(self)
         profile_settings(profile)  # validates
-        cfg.profile = profile
+        cfg.profile = profile  # type: ignore[assignment]  # validated just above
         cfg.search = None
         if profile == "reference":
             cfg.chunking.mode = "reference"

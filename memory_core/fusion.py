@@ -11,17 +11,17 @@ from __future__ import annotations
 import itertools
 import math
 import re
-import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from .candidates import Candidates, ChunkInfo, LegHit
-from .config import SearchSettings
-from .query import date_closeness, date_hints, lexical_tokens, path_date, tokens
-from .text import truncate_utf16
+from .common.dates import DAY_MS, day_start_ms, diary_date, now_ms, path_date
+from .common.sets import jaccard
+from .config import FusionMode, SearchSettings
+from .query import date_closeness, date_hints, lexical_tokens, tokens
+from .text import REFERENCE_MMR_CJK_RE, truncate_utf16
 
 SNIPPET_MAX_CHARS = 700
-DAY_MS = 86_400_000
-_DATED_RE = re.compile(r"(?:^|/)memory/(\d{4})-(\d{2})-(\d{2})\.md$")
 
 
 @dataclass
@@ -115,53 +115,40 @@ def lexical_boost_score(query: str, info: ChunkInfo, text_score: float) -> float
 
 
 def _timestamp_ms(info: ChunkInfo) -> int | None:
-    m = _DATED_RE.search(info.path)
-    if m:
-        try:
-            y, mo, d = (int(g) for g in m.groups())
-            import datetime as _dt
-
-            return int(_dt.datetime(y, mo, d, tzinfo=_dt.UTC).timestamp() * 1000)
-        except ValueError:
-            pass
+    """A chunk's age reference (spec §4.6): a diary's date, evergreen memory, else the mtime."""
+    day = diary_date(info.path)
+    if day is not None:
+        return day_start_ms(day.isoformat())
     if info.source == "memory" and (info.path == "MEMORY.md" or info.path.startswith("memory/")):
         return None  # evergreen
     return info.mtime_ms or None
 
 
-def decay_multiplier(info: ChunkInfo, half_life_days: float, now_ms: int) -> float:
+def decay_multiplier(info: ChunkInfo, half_life_days: float, now: int) -> float:
+    """``exp(-ln 2 / halfLife · ageDays)``; 1 for evergreen chunks."""
     ts = _timestamp_ms(info)
     if ts is None:
         return 1.0
     half = max(1.0, math.floor(half_life_days))
-    age_days = max(0, now_ms - ts) / DAY_MS
+    age_days = max(0, now - ts) / DAY_MS
     return math.exp(-math.log(2) / half * age_days)
 
 
 # --------------------------------------------------------------------------- MMR
 
 _MMR_WORD = re.compile(r"[a-z0-9_]+")
-_MMR_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u1100-\u11ff]")
 
 
 def _mmr_tokens(text: str) -> set[str]:
+    """The reference MMR's similarity tokens: words, CJK-family unigrams, adjacent bigrams."""
     low = text.lower()
     out = set(_MMR_WORD.findall(low))
-    chars = [(i, c) for i, c in enumerate(low) if _MMR_CJK.match(c)]
+    chars = [(i, c) for i, c in enumerate(low) if REFERENCE_MMR_CJK_RE.match(c)]
     out.update(c for _, c in chars)
     for (i, a), (j, b) in itertools.pairwise(chars):
         if j == i + 1:
             out.add(a + b)
     return out
-
-
-def _jaccard(a: set[str], b: set[str]) -> float:
-    if not a and not b:
-        return 1.0
-    if not a or not b:
-        return 0.0
-    inter = len(a & b) if len(a) < len(b) else len(b & a)
-    return inter / (len(a) + len(b) - inter)
 
 
 def mmr_rerank(hits: list[Hit], lam: float) -> list[Hit]:
@@ -187,7 +174,7 @@ def mmr_rerank(hits: list[Hit], lam: float) -> list[Hit]:
         chosen.append(best)
         remaining.remove(best)
         for i in remaining:
-            sim = _jaccard(toks[i], toks[best])
+            sim = jaccard(toks[i], toks[best])
             if sim > max_sim[i]:
                 max_sim[i] = sim
     return [hits[i] for i in chosen]
@@ -204,7 +191,7 @@ def _make_hit(info: ChunkInfo) -> Hit:
 def _apply_decay(hits: list[Hit], cands: Candidates, s: SearchSettings) -> None:
     if not s.decay_enabled:
         return
-    now = s.now_ms if s.now_ms is not None else int(time.time() * 1000)
+    now = now_ms(s.now_ms)
     for h in hits:
         m = decay_multiplier(cands.chunks[h.id], s.half_life_days, now)
         if m != 1.0:
@@ -423,7 +410,8 @@ def _normalized(cands: Candidates, s: SearchSettings) -> FusionResult:
     return _finish(chosen, merged, s, cands.mode)
 
 
-FUSIONS = {"reference": _reference_hybrid, "rrf": _rrf, "normalized": _normalized}
+FUSIONS: dict[FusionMode, Callable[[Candidates, SearchSettings], FusionResult]] = {
+    "reference": _reference_hybrid, "rrf": _rrf, "normalized": _normalized}
 
 
 def fuse(cands: Candidates, settings: SearchSettings) -> FusionResult:

@@ -107,7 +107,6 @@ _DATE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(rf"\b({_MON})\.?,?\s+(?:of\s+)?(\d{{4}})\b", re.I), "my"),
     (re.compile(rf"\b(?:in|during|early|late|mid|since)\s+({_MON})\b(?!\s*\d)", re.I), "m"),
 )
-_PATH_DATE_RE = re.compile(r"(?:^|/)(\d{4})-(\d{2})-(\d{2})[^/]*$")
 #: A diary this many days outside the asked span still gets half the hint.
 DATE_HINT_HALF_DAYS = 7.0
 
@@ -160,17 +159,6 @@ def date_hints(query: str) -> list[DateSpan]:
             taken.append((m.start(), m.end()))
             spans.append(span)
     return spans
-
-
-def path_date(path: str) -> date | None:
-    """The date a file is named by (``memory/2023-05-08.md``, ``sessions/2023-05-08.jsonl``)."""
-    m = _PATH_DATE_RE.search(path)
-    if not m:
-        return None
-    try:
-        return date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
-    except ValueError:
-        return None
 
 
 def date_closeness(spans: list[DateSpan], day: date) -> float:

@@ -12,9 +12,34 @@ import re
 
 CHARS_PER_TOKEN = 4
 
-# The reference's "non-Latin" class (spec §1.1), in code points.
-_CJK_CLASS = "\u2e80-\u9fff\ua000-\ua4ff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f"
-CJK_CHAR_RE = re.compile(f"[{_CJK_CLASS}]")
+# Three character classes, each with one meaning; they differ on purpose, so never merge them.
+#
+# 1. REFERENCE_NON_LATIN_CLASS: the reference's token-*estimate* class (spec §1.1), characters
+#    that weigh 4 when it estimates tokens. It decides chunk boundaries, so it must stay exactly
+#    as the reference has it (the chunk goldens fail otherwise): CJK radicals to the end of the
+#    Unified block (U+2E80–U+9FFF, which also takes in kana and Hangul compatibility letters),
+#    Yi, Hangul syllables, compatibility ideographs and the astral Extension B+ ideographs.
+# 2. CJK_SCRIPT_CLASS: "scripts written without spaces between words" for this project's own
+#    tokenisers: kana, Han (Extension A, Unified, compatibility ideographs) and Hangul
+#    syllables. A run of these becomes bigrams for the keyword leg (:func:`cjk_bigrams`) and
+#    for promotion's concept tokens.
+# 3. REFERENCE_MMR_CJK_CLASS: the reference MMR's "CJK family" (spec §4.7), unigrams and
+#    adjacent bigrams in its similarity tokens: kana, Extension A, Unified, Hangul syllables and
+#    Hangul Jamo (no compatibility ideographs). Kept as the reference wrote it, for MMR parity.
+
+#: The reference's token-estimate "non-Latin" class (spec §1.1), in code points; see above.
+REFERENCE_NON_LATIN_CLASS = (
+    "\u2e80-\u9fff\ua000-\ua4ff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f")
+#: One character of :data:`REFERENCE_NON_LATIN_CLASS` (weighs 4 in the token estimate).
+REFERENCE_NON_LATIN_RE = re.compile(f"[{REFERENCE_NON_LATIN_CLASS}]")
+#: Scripts written without spaces (kana, Han, Hangul syllables): the bigram tokenisers' class.
+CJK_SCRIPT_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+#: A maximal run of :data:`CJK_SCRIPT_CLASS` characters.
+CJK_RUN_RE = re.compile(f"[{CJK_SCRIPT_CLASS}]+")
+#: The reference MMR's CJK family (spec §4.7): kana, Ext. A, Unified, Hangul syllables, Jamo.
+REFERENCE_MMR_CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u1100-\u11ff"
+#: One character of :data:`REFERENCE_MMR_CJK_CLASS`.
+REFERENCE_MMR_CJK_RE = re.compile(f"[{REFERENCE_MMR_CJK_CLASS}]")
 _ASTRAL_RE = re.compile("[\U00010000-\U0010ffff]")
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 _HIGH = range(0xD800, 0xDC00)
@@ -66,7 +91,7 @@ def estimate_units_chars(units: str) -> int:
     length = len(units)
     # Fast path: no surrogates at all.
     if not _SURROGATE_RE.search(units):
-        n = len(CJK_CHAR_RE.findall(units))
+        n = len(REFERENCE_NON_LATIN_RE.findall(units))
         return length + n * (CHARS_PER_TOKEN - 1)
     while i < length:
         c = ord(units[i])
@@ -78,7 +103,7 @@ def estimate_units_chars(units: str) -> int:
                 pairs_cjk += 1
             i += 2
             continue
-        if CJK_CHAR_RE.match(units[i]):
+        if REFERENCE_NON_LATIN_RE.match(units[i]):
             n += 1
         i += 1
     if n > 0:
@@ -107,8 +132,6 @@ def truncate_utf16(text: str, max_units: int) -> str:
         units = units[:-1]
     return from_units(units)
 
-
-CJK_RUN_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 
 
 def cjk_bigrams(text: str) -> str:

@@ -1,0 +1,10 @@
+"""Small primitives shared by every layer of the engine, each defined once with one meaning.
+
+Nothing here imports the rest of ``memory_core``: any module may import these, and they import
+nobody, so they can never close an import cycle.
+
+- :mod:`.dates`: milliseconds per day, "now", and the dated-file name rules.
+- :mod:`.fileio`: atomic replacement of a file, the JSONL line reader, the mtime/size test.
+- :mod:`.locations`: where the evaluation data and the caches live.
+- :mod:`.sets`: Jaccard similarity of token sets.
+"""
