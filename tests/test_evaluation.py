@@ -17,16 +17,16 @@ from memory_core.candidates import Candidates, ChunkInfo, LegHit
 from memory_core.cli import main
 from memory_core.config import SearchSettings, profile_settings
 from memory_core.evaluation import (
+    CollectedQuery,
     EvalConfig,
     EvalQuery,
     Evidence,
-    _Collected,
-    _max_new_unit_sequence,
     available_query_sets,
     compare,
     datasets_dir,
     leg_audit,
     load_query_set,
+    max_new_unit_sequence,
     run_eval,
     score_ranking,
     sweep,
@@ -80,14 +80,14 @@ def test_ndcg_ideal_is_over_the_index_chunks() -> None:
 
 def test_ideal_sequence_length() -> None:
     fs = frozenset
-    assert _max_new_unit_sequence([fs({0, 1}), fs({0, 1})], 10) == 1
+    assert max_new_unit_sequence([fs({0, 1}), fs({0, 1})], 10) == 1
     # {0}, then {0,1} adds 1, then {1,2} adds 2: three gains (greedy by size would also work).
-    assert _max_new_unit_sequence([fs({0}), fs({0, 1}), fs({1, 2}), fs({2})], 10) == 3
-    assert _max_new_unit_sequence([fs({0}), fs({1}), fs({2})], 2) == 2
-    assert _max_new_unit_sequence([frozenset()], 10) == 0
+    assert max_new_unit_sequence([fs({0}), fs({0, 1}), fs({1, 2}), fs({2})], 10) == 3
+    assert max_new_unit_sequence([fs({0}), fs({1}), fs({2})], 2) == 2
+    assert max_new_unit_sequence([frozenset()], 10) == 0
     # Many units: the greedy path still gives a valid count.
     many = [fs({i}) for i in range(30)]
-    assert _max_new_unit_sequence(many, 10) == 10
+    assert max_new_unit_sequence(many, 10) == 10
 
 
 def test_file_level_beir_units() -> None:
@@ -119,7 +119,7 @@ def _cands() -> Candidates:
 def test_leg_audit_shows_the_gate_dropping_a_keyword_only_gold_hit() -> None:
     q = EvalQuery("q1", "pool", "keyword", (Evidence("memory/a.md", 3),))
     key = ("and", False)
-    col = [_Collected(q, {key: _cands()}, 1, 1, {key: 0.0})]
+    col = [CollectedQuery(q, {key: _cands()}, 1, 1, {key: 0.0})]
     ref = leg_audit(col, EvalConfig("reference", SearchSettings()))
     row = ref["per_query"][0]
     # Reference: 0.3 × 0.9 = 0.27 < minScore 0.35, and the vector hits are below it too, so the
@@ -129,11 +129,11 @@ def test_leg_audit_shows_the_gate_dropping_a_keyword_only_gold_hit() -> None:
     # With a vector hit above the gate, the strict list is non-empty and the gold hit is gated.
     strong = Candidates("pool", "hybrid", (LegHit("v1", 0.9, 1, 0.9),), _cands().keyword,
                         _cands().chunks, 200)
-    col2 = [_Collected(q, {key: strong}, 1, 1, {key: 0.0})]
+    col2 = [CollectedQuery(q, {key: strong}, 1, 1, {key: 0.0})]
     row2 = leg_audit(col2, EvalConfig("reference", SearchSettings()))["per_query"][0]
     assert row2["gated"] == 1 and row2["kept"] == 0 and row2["first_rank"] is None
     dflt = profile_settings("default")
-    col3 = [_Collected(q, {(dflt.keyword_query, dflt.cjk_bigrams): strong}, 1, 1,
+    col3 = [CollectedQuery(q, {(dflt.keyword_query, dflt.cjk_bigrams): strong}, 1, 1,
                        {(dflt.keyword_query, dflt.cjk_bigrams): 0.0})]
     row3 = leg_audit(col3, EvalConfig("default", dflt))["per_query"][0]
     assert row3["gated"] == 0 and row3["kept"] == 1 and row3["first_rank"] is not None

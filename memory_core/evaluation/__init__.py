@@ -1,0 +1,81 @@
+"""Retrieval evaluation: labelled queries → the protocol's metrics, per configuration and per leg.
+
+The evaluator measures what the agent would receive. One module per job:
+
+* :mod:`.datasets`: query sets (the demo, LoCoMo, BEIR, a ``.jsonl`` file) and where they live;
+  :func:`same_workspace` tells whether an open workspace is the one a set is labelled against;
+* :mod:`.metrics`: Recall@k, Success@k, MRR@10, nDCG@10 at chunk and file level, and averages;
+* :mod:`.runner`: configurations, one candidate fetch per query, :func:`run_eval`, :func:`sweep`
+  and the leg audit;
+* :mod:`.report`: :class:`EvalReport` (Markdown, JSON), sweep tables, :func:`compare`.
+
+Public API (used by the CLI's ``eval`` command, the workbench's Evaluate page and the notebooks):
+
+* :func:`available_query_sets` and :func:`load_query_set` → :class:`QuerySet`;
+* :func:`run_eval` → :class:`EvalReport` (``.metrics``, ``.per_query``, ``.audit``,
+  ``.to_markdown()``, ``.to_json()``);
+* :func:`sweep` → a tidy list of dicts (one per setting combination) for a heatmap;
+* :func:`compare` → the per-query wins and losses between two reports.
+
+The data under ``../shared/datasets`` is licensed for evaluation only: it is read in place, never
+copied into the project; generated workspaces and indexes live in a cache folder outside it
+(``$MEMORY_WORKBENCH_CACHE`` or ``~/.cache/memory-workbench``, see :func:`cache_dir`).
+"""
+
+from ..common.locations import REPO_ROOT, datasets_dir
+from .datasets import (
+    APART_CATEGORIES,
+    BEIR_SETS,
+    DEMO_QUERIES,
+    DEMO_WORKSPACE,
+    LOCOMO_CATEGORIES,
+    LOCOMO_CONVS,
+    DatasetMissing,
+    EvalQuery,
+    Evidence,
+    QuerySet,
+    available_query_sets,
+    beir_workspace,
+    cache_dir,
+    load_query_set,
+    same_workspace,
+)
+from .metrics import (
+    DEPTH,
+    KS,
+    METRIC_KEYS,
+    aggregate,
+    covers,
+    ideal_counts,
+    max_new_unit_sequence,
+    score_ranking,
+)
+from .report import (
+    EvalReport,
+    RunResult,
+    compare,
+    compare_markdown,
+    markdown_table,
+    sweep_markdown,
+)
+from .runner import (
+    DEFAULT_GRID,
+    CollectedQuery,
+    EvalConfig,
+    Progress,
+    leg_audit,
+    leg_configs,
+    open_eval_index,
+    run_eval,
+    sweep,
+)
+
+__all__ = [
+    "APART_CATEGORIES", "BEIR_SETS", "DEFAULT_GRID", "DEMO_QUERIES", "DEMO_WORKSPACE", "DEPTH",
+    "KS", "LOCOMO_CATEGORIES", "LOCOMO_CONVS", "METRIC_KEYS", "REPO_ROOT", "CollectedQuery",
+    "DatasetMissing", "EvalConfig", "EvalQuery", "EvalReport", "Evidence", "Progress", "QuerySet",
+    "RunResult", "aggregate", "available_query_sets", "beir_workspace", "cache_dir", "compare",
+    "compare_markdown", "covers", "datasets_dir", "ideal_counts", "leg_audit", "leg_configs",
+    "load_query_set", "markdown_table", "max_new_unit_sequence", "open_eval_index", "run_eval",
+    "same_workspace", "score_ranking", "sweep", "sweep_markdown",
+]

@@ -1,0 +1,386 @@
+"""Running an evaluation: configurations, one candidate fetch per query, scoring, sweeps.
+
+For every query the runner fetches the legs' candidates once (one query embedding, one keyword
+query per keyword-leg option), then fuses them under each configuration asked for: fusion is a
+pure function, so comparing profiles' *settings*, sweeping weights and gates, or auditing the
+legs costs no extra SQL or model calls. It uses only :class:`MemoryIndex`'s public face.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from ..candidates import Candidates
+from ..config import PROFILES, SearchSettings, profile_settings
+from ..fusion import fuse
+from ..index import MemoryIndex
+from .datasets import EvalQuery, Evidence, QuerySet, load_query_set
+from .metrics import DEPTH, METRIC_KEYS, aggregate, covers, ideal_counts, score_ranking
+from .report import EvalReport, RunResult
+
+#: ``progress(stage, done, total)``: indexing and querying report through it.
+Progress = Callable[[str, int, int], None]
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """A labelled way of ranking: fused under ``settings``, or one leg alone (``leg``).
+
+    A leg alone is its own ranking cut at :data:`DEPTH`, with no gate: the upper bound of what
+    that leg contributes, as the datasets' protocol asks ("vector-only, keyword-only").
+    """
+
+    label: str
+    settings: SearchSettings
+    leg: str | None = None  # None (fused), "vector" or "keyword"
+
+
+def leg_configs(settings: SearchSettings, prefix: str = "") -> list[EvalConfig]:
+    """The vector leg and the keyword leg of ``settings`` (its query options), each alone."""
+    kq = settings.keyword_query + ("+bigrams" if settings.cjk_bigrams else "")
+    return [EvalConfig(f"{prefix}vector leg", settings, "vector"),
+            EvalConfig(f"{prefix}keyword leg ({kq})", settings, "keyword")]
+
+
+def _as_configs(settings: SearchSettings | Sequence[Any] | Mapping[str, SearchSettings] | None,
+                index: MemoryIndex | None) -> list[EvalConfig]:
+    if settings is None:
+        if index is None:
+            raise ValueError("no settings and no index to take them from")
+        return [EvalConfig(index.config.profile, index.settings())]
+    if isinstance(settings, SearchSettings):
+        return [EvalConfig(_label_for(settings, index), settings)]
+    if isinstance(settings, EvalConfig):
+        return [settings]
+    if isinstance(settings, Mapping):
+        return [EvalConfig(str(k), v) for k, v in settings.items()]
+    out = []
+    for i, s in enumerate(settings, 1):
+        if isinstance(s, EvalConfig):
+            out.append(s)
+        elif isinstance(s, tuple):
+            out.append(EvalConfig(str(s[0]), s[1]))
+        else:
+            out.append(EvalConfig(f"config-{i}", s))
+    return out
+
+
+def _label_for(settings: SearchSettings, index: MemoryIndex | None) -> str:
+    """The profile whose settings these are, else the index's profile, else "config"."""
+    for name in PROFILES:
+        if settings == profile_settings(name):
+            return name
+    return index.config.profile if index else "config"
+
+
+def _leg_key(s: SearchSettings) -> tuple[Any, ...]:
+    """What the candidate fetch depends on (the keyword query's construction)."""
+    return (s.keyword_query, s.cjk_bigrams)
+
+
+def _ranked(config: EvalConfig, cands: Candidates) -> tuple[list[tuple[str, int, int]], Any]:
+    """The list the agent would get under ``config`` (or the leg's own top :data:`DEPTH`)."""
+    if config.leg is not None:
+        leg = cands.vector if config.leg == "vector" else cands.keyword
+        return [(cands.chunks[h.id].path, cands.chunks[h.id].start_line,
+                 cands.chunks[h.id].end_line) for h in leg[:DEPTH]], None
+    res = fuse(cands, config.settings)
+    return [(h.path, h.start_line, h.end_line) for h in res.hits], res
+
+
+# =============================================================================== collection
+
+
+@dataclass
+class CollectedQuery:
+    """One query's fetched candidates (per keyword-leg option) and its ideal counts.
+
+    What :func:`leg_audit` and every configuration's scoring read; built once per query.
+    """
+
+    query: EvalQuery
+    cands: dict[tuple[Any, ...], Candidates]
+    ideal_chunks: int
+    ideal_files: int
+    fetch_ms: dict[tuple[Any, ...], float]
+
+
+def open_eval_index(query_set: QuerySet, key: str, *, profile: str | None = None,
+                    provider: str | None = None, chunk_tokens: int | None = None,
+                    chunk_overlap: int | None = None) -> MemoryIndex:
+    """Open the index of one of ``query_set``'s workspaces (in the cache for shared data).
+
+    The index file is named after the chunking mode, budget and provider, so that profiles and
+    chunk sizes never overwrite each other's index.
+    """
+    ws = query_set.workspaces.get(key)
+    if ws is None:
+        raise ValueError(f"query set {query_set.name!r} has no workspace: pass an index or one")
+    overrides: dict[str, Any] = {}
+    if chunk_tokens or chunk_overlap is not None:
+        ch: dict[str, Any] = {}
+        if chunk_tokens:
+            ch["tokens"] = chunk_tokens
+        if chunk_overlap is not None:
+            ch["overlap"] = chunk_overlap
+        elif chunk_tokens:
+            ch["overlap"] = chunk_tokens // 5
+        overrides["chunking"] = ch
+    store_dir = query_set.store_dirs.get(key)
+    if store_dir is not None:
+        tokens = chunk_tokens or 400
+        overrides["store"] = {"path": str(store_dir / f"{{chunking}}-t{tokens}-{{provider}}"
+                                                      ".sqlite")}
+    return MemoryIndex.open(ws, profile=profile, provider=provider, overrides=overrides or None)
+
+
+def _collect(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
+             query_set: QuerySet, configs: Sequence[EvalConfig], *, profile: str | None,
+             provider: str | None, progress: Progress | None,
+             chunk_tokens: int | None = None) -> tuple[list[CollectedQuery], dict[str, Any]]:
+    """Sync each workspace's index and fetch every query's candidates once per leg option."""
+    prog = progress or (lambda stage, done, total: None)
+    keys = list(dict.fromkeys(_leg_key(c.settings) for c in configs))
+    by_ws: dict[str, list[EvalQuery]] = {}
+    for q in query_set.queries:
+        by_ws.setdefault(q.workspace, []).append(q)
+    if index_or_workspace is not None and len(by_ws) > 1:
+        raise ValueError(f"{query_set.name} is judged against {len(by_ws)} workspaces: evaluate "
+                         "it on its own workspaces (index_or_workspace=None)")
+    out: list[CollectedQuery] = []
+    info: dict[str, Any] = {"indexes": {}}
+    total = len(query_set.queries)
+    done = 0
+    for ws_key, queries in by_ws.items():
+        own = not isinstance(index_or_workspace, MemoryIndex)
+        if isinstance(index_or_workspace, MemoryIndex):
+            idx = index_or_workspace
+        elif index_or_workspace is not None:
+            idx = MemoryIndex.open(index_or_workspace, profile=profile, provider=provider)
+        else:
+            idx = open_eval_index(query_set, ws_key, profile=profile, provider=provider,
+                                  chunk_tokens=chunk_tokens)
+        try:
+            idx.sync(progress=lambda stage, d, t, k=ws_key: prog(f"index {k or 'workspace'}:"
+                                                                f" {stage}", d, t))
+            st = _status_json(idx)
+            info["indexes"][ws_key or "workspace"] = {
+                "workspace": str(idx.workspace), "store": str(idx.store_path),
+                "chunks": st.get("chunks"), "files": st.get("files"),
+                "provider": idx.choice.id, "model": idx.choice.model,
+                "chunking": st.get("chunking"), "profile": idx.config.profile}
+            prov = idx.choice.provider
+            vectors, embed_ms = _embed_queries(prov, [q.query for q in queries])
+            for q, qvec in zip(queries, vectors, strict=True):
+                cands: dict[tuple[Any, ...], Candidates] = {}
+                fetch_ms: dict[tuple[Any, ...], float] = {}
+                for key in keys:
+                    s = next(c.settings for c in configs if _leg_key(c.settings) == key)
+                    t1 = time.perf_counter()
+                    cands[key] = idx.candidates(q.query, settings=s, auto_sync=False,
+                                                query_vector=qvec)
+                    fetch_ms[key] = embed_ms + (time.perf_counter() - t1) * 1000
+                ic, ifl = ideal_counts(idx, q.relevant)
+                out.append(CollectedQuery(q, cands, ic, ifl, fetch_ms))
+                done += 1
+                prog("query", done, total)
+        finally:
+            if own:
+                idx.close()
+    return out, info
+
+
+def _status_json(idx: MemoryIndex) -> dict[str, Any]:
+    """The index status in its JSON (reference) form, whether ``status()`` returns the
+    :class:`~memory_core.status.Status` dataclass or, in older engines, that dict itself."""
+    st: Any = idx.status()
+    return dict(st.to_json()) if hasattr(st, "to_json") else dict(st)
+
+
+def _embed_queries(provider: Any, texts: Sequence[str]) -> tuple[list[Any], float]:
+    """Query vectors, and the embedding time per query in ms.
+
+    Symmetric models (``local``, OpenAI-compatible) embed a query exactly as a document, so their
+    queries are embedded in batches (much faster on a CPU); the time is amortised per query.
+    Others (e5 adds a ``query:`` prefix) go one by one through ``embed_query``.
+    """
+    if provider is None or not texts:
+        return [None] * len(texts), 0.0
+    t0 = time.perf_counter()
+    if getattr(provider, "id", "") in ("local", "openai"):
+        mat = provider.embed_documents(list(texts))
+        vectors = [mat[i] for i in range(len(texts))]
+    else:
+        vectors = [provider.embed_query(t) for t in texts]
+    return vectors, (time.perf_counter() - t0) * 1000 / len(texts)
+
+
+def _evaluate(collected: Sequence[CollectedQuery], config: EvalConfig) -> list[dict[str, Any]]:
+    rows = []
+    key = _leg_key(config.settings)
+    for c in collected:
+        cands = c.cands[key]
+        t0 = time.perf_counter()
+        ranked, _ = _ranked(config, cands)
+        fuse_ms = (time.perf_counter() - t0) * 1000
+        m = score_ranking(ranked, c.query.relevant, c.ideal_chunks, c.ideal_files)
+        rows.append({
+            "qid": c.query.qid, "query": c.query.query, "category": c.query.category,
+            "workspace": c.query.workspace, "apart": c.query.apart,
+            "ideal_chunks": c.ideal_chunks, "metrics": m,
+            "latency_ms": c.fetch_ms[key] + fuse_ms,
+            "results": [f"{p}#L{s}-L{e}" for p, s, e in ranked[:DEPTH]],
+        })
+    return rows
+
+
+# =============================================================================== leg audit
+
+
+def leg_audit(collected: Sequence[CollectedQuery], config: EvalConfig) -> dict[str, Any]:
+    """Per query: which leg found a gold chunk (within the pool fusion sees), and what the gate did.
+
+    The summary counts the main set only (like the metrics); per-query rows cover every query.
+
+    ``vector_rank`` / ``keyword_rank``: rank of the first relevant chunk in each leg's candidate
+    list (cut to ``max_results × candidate_multiplier``, as fusion cuts it). ``gated`` counts
+    relevant chunks that fusion scored but the minScore gate removed; ``cut`` those that passed
+    the gate but fell below ``max_results``.
+    """
+    s = config.settings
+    n = s.candidate_count()
+    rows = []
+    summary = {"both": 0, "vector only": 0, "keyword only": 0, "neither": 0,
+               "gold gated (queries)": 0, "gold gated (chunks)": 0, "all gold gated": 0,
+               "gold cut by maxResults (queries)": 0}
+    for c in collected:
+        cands = c.cands[_leg_key(s)]
+        rel = c.query.relevant
+
+        def is_rel(cid: str, cands: Candidates = cands, rel: tuple[Evidence, ...] = rel) -> bool:
+            ch = cands.chunks[cid]
+            return any(covers(ch.path, ch.start_line, ch.end_line, ev) for ev in rel)
+
+        vr = next((h.rank for h in cands.vector[:n] if is_rel(h.id)), None)
+        kr = next((h.rank for h in cands.keyword[:n] if is_rel(h.id)), None)
+        found = ("both" if vr and kr else "vector only" if vr else "keyword only" if kr
+                 else "neither")
+        res = fuse(cands, s)
+        kept = [h for h in res.hits if is_rel(h.id)]
+        gated = [h for h in res.below_gate if is_rel(h.id) and h.score < s.min_score]
+        cut = [h for h in res.below_gate if is_rel(h.id) and h.score >= s.min_score]
+        if not c.query.apart:  # the summary counts the main set, as the metrics do
+            summary[found] += 1
+            if gated:
+                summary["gold gated (queries)"] += 1
+                summary["gold gated (chunks)"] += len(gated)
+                if not kept:
+                    summary["all gold gated"] += 1
+            if cut and not kept:
+                summary["gold cut by maxResults (queries)"] += 1
+        rows.append({"qid": c.query.qid, "category": c.query.category, "apart": c.query.apart,
+                     "found_by": found,
+                     "vector_rank": vr, "keyword_rank": kr, "kept": len(kept),
+                     "gated": len(gated), "cut": len(cut),
+                     "first_rank": next((i + 1 for i, h in enumerate(res.hits)
+                                         if is_rel(h.id)), None)})
+    return {"config": config.label, "pool": n, "summary": summary, "per_query": rows}
+
+
+def _settings_dict(s: SearchSettings) -> dict[str, Any]:
+    return asdict(s)
+
+
+def run_eval(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
+             query_set: QuerySet | str,
+             settings: SearchSettings | Sequence[Any] | Mapping[str, SearchSettings] | None
+             = None, progress: Progress | None = None, *, profile: str | None = None,
+             provider: str | None = None, legs: bool = False, audit: bool = True,
+             limit: int | None = None, chunk_tokens: int | None = None) -> EvalReport:
+    """Measure one or more configurations on a query set; all share one index per workspace.
+
+    ``index_or_workspace``: an open :class:`MemoryIndex` (used as is), a workspace folder (opened
+    with ``profile``/``provider``, its own store), or ``None`` for the query set's own workspaces
+    (indexes in the evaluation cache). ``settings``: one :class:`SearchSettings`, a list (or a
+    ``{label: settings}`` mapping, or :class:`EvalConfig` items); default: the profile's.
+    ``legs`` adds each leg of the first configuration alone. ``progress(stage, done, total)``
+    reports indexing and querying.
+    """
+    qs = load_query_set(query_set) if isinstance(query_set, str) else query_set
+    qs = qs.limited(limit)
+    idx = index_or_workspace if isinstance(index_or_workspace, MemoryIndex) else None
+    if settings is None and idx is None:
+        settings = {profile or "default": profile_settings(profile or "default")}
+    configs = _as_configs(settings, idx)
+    if legs:
+        configs += leg_configs(configs[0].settings)
+    collected, info = _collect(index_or_workspace, qs, configs, profile=profile,
+                               provider=provider, progress=progress, chunk_tokens=chunk_tokens)
+    runs = []
+    for cfg in configs:
+        rows = _evaluate(collected, cfg)
+        runs.append(RunResult(cfg.label, _settings_dict(cfg.settings), cfg.leg, aggregate(rows),
+                              rows))
+    report = EvalReport(qs.name, qs.level, runs, dict(qs.skipped), info)
+    if audit and configs[0].leg is None:
+        report.audit = leg_audit(collected, configs[0])
+    return report
+
+
+# =============================================================================== sweep
+
+DEFAULT_GRID: dict[str, list[Any]] = {
+    "vector_weight": [round(0.1 * i, 1) for i in range(11)],
+    "min_score": [0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5],
+}
+
+
+def sweep(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
+          query_set: QuerySet | str, base: SearchSettings | None = None,
+          grid: Mapping[str, Sequence[Any]] | None = None, progress: Progress | None = None, *,
+          profile: str | None = None, provider: str | None = None, limit: int | None = None,
+          chunk_tokens: int | None = None) -> list[dict[str, Any]]:
+    """Fuse cached candidates under every combination of ``grid``; one tidy row per combination.
+
+    ``grid`` maps :class:`SearchSettings` field names to values (default: vector weight 0..1 ×
+    minScore 0..0.5); ``vector_weight`` also sets ``text_weight = 1 - vector_weight``. Each row
+    holds the swept values, the main chunk-level metrics (``success@k``, ``recall@k``,
+    ``mrr@10``, ``ndcg@10``), ``file_success@5``, ``file_ndcg@10``, ``zero_result_rate`` and
+    ``n_queries``: ready for a heatmap (e.g. pandas ``pivot``).
+    """
+    qs = load_query_set(query_set) if isinstance(query_set, str) else query_set
+    qs = qs.limited(limit)
+    idx = index_or_workspace if isinstance(index_or_workspace, MemoryIndex) else None
+    if base is None:
+        base = idx.settings() if idx else profile_settings(profile or "default")
+    grid = dict(grid or DEFAULT_GRID)
+    names = list(grid)
+    combos = [dict(zip(names, vals, strict=True)) for vals in itertools.product(*grid.values())]
+    configs = []
+    for combo in combos:
+        s = replace(base, **combo)
+        if "vector_weight" in combo and "text_weight" not in combo:
+            s = replace(s, text_weight=round(1.0 - float(combo["vector_weight"]), 6))
+        configs.append(EvalConfig(json.dumps(combo), s))
+    collected, _ = _collect(index_or_workspace, qs, configs[:1] + [
+        c for c in configs if _leg_key(c.settings) != _leg_key(configs[0].settings)],
+        profile=profile, provider=provider, progress=progress, chunk_tokens=chunk_tokens)
+    rows = []
+    for i, (combo, cfg) in enumerate(zip(combos, configs, strict=True)):
+        m = aggregate(_evaluate(collected, cfg))
+        row: dict[str, Any] = dict(combo)
+        row.update({k: m["chunk"][k] for k in METRIC_KEYS})
+        row["file_success@5"] = m["file"]["success@5"]
+        row["file_ndcg@10"] = m["file"]["ndcg@10"]
+        row["zero_result_rate"] = m["zero_result_rate"]
+        row["mean_results"] = m["mean_results"]
+        row["n_queries"] = m["n_queries"]
+        rows.append(row)
+        if progress:
+            progress("sweep", i + 1, len(configs))
+    return rows
