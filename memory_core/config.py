@@ -89,6 +89,24 @@ class StoreConfig:
 
 
 @dataclass
+class WatchConfig:
+    """Live following of the files (``memory-core watch`` / ``mcp``), spec §3.4."""
+
+    enabled: bool = True
+    #: The reference's ``sync.watchDebounceMs``: memory-file events are batched this long.
+    debounce_ms: int = 1500
+
+
+@dataclass
+class SessionsConfig:
+    """Transcript delta thresholds (spec §3.5): a growing transcript is re-indexed only once
+    this many bytes or newline-terminated messages were appended (0 = any change counts)."""
+
+    delta_bytes: int = 100_000
+    delta_messages: int = 50
+
+
+@dataclass
 class SearchSettings:
     """Everything fusion needs. A pure value: the workbench's sliders edit a copy of it."""
 
@@ -160,6 +178,8 @@ class MemoryConfig:
     provider: ProviderConfig = field(default_factory=ProviderConfig)
     store: StoreConfig = field(default_factory=StoreConfig)
     search: SearchSettings | None = None  # None: the profile's settings
+    watch: WatchConfig = field(default_factory=WatchConfig)
+    sessions: SessionsConfig = field(default_factory=SessionsConfig)
 
     def settings(self) -> SearchSettings:
         """Search settings in force: explicit ones, or the profile's."""
