@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from memory_core.status import TruncationInfo
 from workbench import projection, state
 
 PAGES_INFO = [
@@ -37,7 +38,7 @@ def _yes(flag: Any) -> str:
         ":red[:material/cancel: unavailable]")
 
 
-def _truncation(key: state.IndexKey) -> dict[str, Any]:
+def _truncation(key: state.IndexKey) -> TruncationInfo:
     """The share of chunks the model truncates, measured once per index generation."""
     cache = st.session_state.setdefault("wb_truncation", {})
     ck = (key, state.generation(key))
@@ -78,66 +79,67 @@ def home() -> None:
                 st.warning(w)
 
     status = idx.status()
-    if not status.get("indexed"):
+    if not status.indexed:
         st.info("This workspace is not indexed yet: press **Index now** (the other pages also "
                 "index it on first use).")
-    provider = status.get("provider") or "—"
-    model = status.get("model") or ""
+    provider = status.provider or "—"
+    model = status.model or ""
     c = st.columns(5)
-    c[0].metric("Files", status.get("files", 0))
-    c[1].metric("Chunks", status.get("chunks", 0))
+    c[0].metric("Files", status.files)
+    c[1].metric("Chunks", status.chunks)
     c[2].metric("Provider", provider, help=f"model: {model or '—'}; requested: "
-                f"{status.get('requestedProvider')}")
-    c[3].metric("Search mode", (status.get("custom") or {}).get("searchMode", "—"))
-    c[4].metric("Up to date", "no" if status.get("dirty") else "yes",
+                f"{status.requested_provider}")
+    c[3].metric("Search mode", status.search_mode or "—")
+    c[4].metric("Up to date", "no" if status.dirty else "yes",
                 help="Files changed since the last sync (mtime or size differ)."
-                if status.get("dirty") else "Files and index agree.")
+                if status.dirty else "Files and index agree.")
     if model:
-        st.caption(f"Model: `{model}` · profile `{status.get('profile')}` · chunking "
-                   f"{status['chunking']['mode']} {status['chunking']['tokens']} tokens, "
-                   f"overlap {status['chunking']['overlap']}")
+        st.caption(f"Model: `{model}` · profile `{status.profile}` · chunking "
+                   f"{status.chunking.mode} {status.chunking.tokens} tokens, "
+                   f"overlap {status.chunking.overlap}")
 
-    fb = status.get("fallback")
+    fb = status.fallback
     if fb:
-        st.warning(f"Embedding provider fell back from **{fb.get('from')}**: {fb.get('reason')}")
-    ident = status.get("identity") or {}
-    if ident.get("status") == "mismatch":
-        st.warning(f"The index was built with other settings ({ident.get('reason')}): "
+        st.warning(f"Embedding provider fell back from **{fb.from_provider}**: {fb.reason}")
+    ident = status.identity
+    if ident is not None and ident.status == "mismatch":
+        st.warning(f"The index was built with other settings ({ident.reason}): "
                    "Index now rebuilds it.")
 
     left, right = st.columns(2)
     with left:
         st.subheader("Sources")
-        counts = status.get("sourceCounts") or []
+        counts = [c.to_json() for c in status.source_counts]
         if counts:
             st.dataframe(pd.DataFrame(counts), hide_index=True, width="stretch")
         else:
             st.caption("Nothing indexed yet.")
-        extra = status.get("extraPaths") or []
-        st.caption(f"Configured sources: {', '.join(status.get('sources', []))}"
+        extra = status.extra_paths
+        st.caption(f"Configured sources: {', '.join(status.sources)}"
                    + (f"; extra paths: {', '.join(extra)}" if extra else ""))
     with right:
         st.subheader("Search legs")
-        fts = status.get("fts") or {}
-        vec = status.get("vector") or {}
+        fts, vec = status.fts, status.vector
+        fts_error = fts.error if fts else None
+        vec_on = bool(vec and vec.enabled)
         st.markdown(
-            f"- Keyword (FTS5): {_yes(fts.get('available'))}"
-            + (f" — {fts.get('error')}" if fts.get("error") else "") + "\n"
-            f"- Vector: {_yes(vec.get('enabled'))} "
-            + (f"({vec.get('dims')} dims, search via {vec.get('search')})"
-               if vec.get("enabled") else "(no embedding provider: keyword only)")
-            + (f" — sqlite-vec: {vec.get('loadError')}" if vec.get("loadError") else ""))
-        if status.get("indexed") and provider not in ("none", "—"):
+            f"- Keyword (FTS5): {_yes(fts.available if fts else False)}"
+            + (f" — {fts_error}" if fts_error else "") + "\n"
+            f"- Vector: {_yes(vec_on)} "
+            + (f"({vec.dims} dims, search via {vec.search})"
+               if vec and vec_on else "(no embedding provider: keyword only)")
+            + (f" — sqlite-vec: {vec.load_error}" if vec and vec.load_error else ""))
+        if status.indexed and provider not in ("none", "—"):
             tr = _truncation(key)
-            if tr.get("available"):
-                st.metric("Chunks the model truncates", f"{tr['share']:.0%}",
-                          help=f"{tr['truncated']} of {tr['chunks']} chunks are longer than "
-                               f"the model reads ({tr['maxSeqLength']} tokens; mean "
-                               f"{tr['meanTokens']:.0f}). It silently ignores the rest.")
-    warnings = list(status.get("warnings") or [])
-    warnings += [f"{p}: {w}" for p, w in (status.get("fileWarnings") or {}).items()]
-    if status.get("badJsonlLines"):
-        warnings.append(f"{status['badJsonlLines']} malformed transcript line(s) skipped")
+            if tr.available:
+                st.metric("Chunks the model truncates", f"{tr.share:.0%}",
+                          help=f"{tr.truncated} of {tr.chunks} chunks are longer than "
+                               f"the model reads ({tr.max_seq_length} tokens; mean "
+                               f"{tr.mean_tokens:.0f}). It silently ignores the rest.")
+    warnings = list(status.warnings)
+    warnings += [f"{p}: {w}" for p, w in status.file_warnings.items()]
+    if status.bad_jsonl_lines:
+        warnings.append(f"{status.bad_jsonl_lines} malformed transcript line(s) skipped")
     if warnings:
         with st.expander(f"Warnings ({len(warnings)})"):
             for w in warnings:
@@ -150,7 +152,7 @@ def home() -> None:
             st.page_link(path, label=title, icon=icon)
             st.caption(desc)
     with st.expander("Full status"):
-        st.json(status)
+        st.json(status.to_json())
 
 
 st.set_option("client.toolbarMode", "viewer")  # no "Deploy" button: this is a local tool

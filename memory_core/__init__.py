@@ -3,14 +3,13 @@
 The public API is :class:`MemoryIndex`; see the README for a tour.
 """
 
-__version__ = "0.1.0"
-
 from .candidates import Candidates, ChunkInfo, LegHit
 from .chunking import Chunk, chunk_markdown, remap_chunk_lines
 from .config import MemoryConfig, SearchSettings, load_config, profile_settings
 from .fusion import FusionResult, Hit, fuse
 from .index import MemoryIndex, WorkspaceError
 from .reading import PathRefused
+from .version import __version__
 
 __all__ = [
     "Candidates", "Chunk", "ChunkInfo", "FusionResult", "Hit", "LegHit", "MemoryConfig",

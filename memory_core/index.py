@@ -2,8 +2,10 @@
 
 The CLI, the workbench pages, the notebooks, the agent tools and the tests all go through it:
 ``sync()``, ``candidates()`` + ``fuse()`` (or ``search()`` for both), ``get()``, ``status()``,
-and the read-only views the workbench needs (files, chunks, embeddings). Nothing outside this
-package touches SQL.
+``generation``, ``transaction()``, and the read-only views the workbench needs (files, chunks,
+embeddings, ``file_view()``). Feature packages (promotion, evaluation, MCP) sit above it and use
+only this face; this module imports none of them (recall recording is the caller's ``on_hits``
+hook). Nothing outside the engine touches SQL.
 """
 
 from __future__ import annotations
@@ -11,20 +13,34 @@ from __future__ import annotations
 import copy
 import os
 import threading
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .candidates import Candidates
-from .config import MemoryConfig, SearchSettings, load_config
+from .common.fileio import file_changed
+from .common.synclock import DEFAULT_WAIT_S, SyncLockTimeout, sync_lock
+from .config import MemoryConfig, ProfileName, SearchSettings, load_config
 from .embeddings import EmbeddingError, ProviderChoice, create_provider
-from .fusion import FusionResult, fuse
+from .fusion import FusionResult, Hit, fuse
 from .reading import ReadResult, read_lines
 from .search import fetch_candidates
-from .sources import list_files
+from .sources import SourceFile, list_files, load
+from .status import (
+    CacheInfo,
+    ChunkingInfo,
+    FallbackInfo,
+    FtsInfo,
+    IdentityInfo,
+    SourceCount,
+    Status,
+    TruncationInfo,
+    VectorInfo,
+)
 from .store import ChunkRow, FileRow, Store, StoreError
 from .sync import (
     Indexer,
@@ -35,9 +51,38 @@ from .sync import (
     index_identity,
 )
 
+#: Called by :meth:`MemoryIndex.search` with the candidates' query and the fused hits.
+OnHits = Callable[[str, Sequence[Hit]], None]
+
 
 class WorkspaceError(ValueError):
     """The workspace does not exist or is not a folder."""
+
+
+class SyncBusy(StoreError):
+    """Another process is syncing this index and did not finish within the allowed wait."""
+
+
+@dataclass(frozen=True)
+class FileView:
+    """The text a file contributes to the index, as the chunk browser shows it.
+
+    ``text`` is the file itself for Markdown and the rendered ``User:``/``Assistant:`` lines for
+    a transcript; ``line_map[i]`` is then the JSONL line (1-based) that rendered line ``i + 1``
+    came from (``None`` for Markdown, whose lines are the file's).
+    """
+
+    path: str
+    source: str
+    text: str
+    line_map: list[int] | None = None
+
+    def source_line(self, rendered_line: int) -> int:
+        """The file line (1-based) behind rendered line ``rendered_line`` (1-based)."""
+        if self.line_map is None or not self.line_map:
+            return rendered_line
+        i = min(max(rendered_line, 1), len(self.line_map)) - 1
+        return self.line_map[i]
 
 
 class MemoryIndex:
@@ -51,18 +96,20 @@ class MemoryIndex:
         self._choice = choice
         self._store: Store | None = None
         self._lock = threading.RLock()
+        self._tx_depth = 0
         self._synced = False
         self.last_sync: SyncReport | None = None
         self.fallback: dict[str, str] | None = None
-        #: Record hits on dated diaries as recalls for promotion (§6.2). The CLI and agent tools
-        #: turn it on; the workbench asks first.
-        self.record_recalls = False
+        #: False: searches never sync (a live layer syncs in the background, §4.2 onSearch).
+        self.auto_sync = True
+        #: Why the last search answered without syncing first (another process was syncing).
+        self.sync_skipped: str | None = None
 
     # ------------------------------------------------------------------ opening
 
     @classmethod
     def open(cls, workspace: str | os.PathLike[str], config: MemoryConfig | None = None, *,
-             profile: str | None = None, provider: str | None = None,
+             profile: ProfileName | str | None = None, provider: str | None = None,
              overrides: dict[str, Any] | None = None) -> MemoryIndex:
         """Open ``workspace`` with its ``memory-workbench.toml``, then the given overrides."""
         ws = Path(os.path.expanduser(str(workspace))).resolve()
@@ -111,49 +158,117 @@ class MemoryIndex:
         with self._lock:
             return self._open_store()
 
+    @contextmanager
+    def transaction(self) -> Iterator[Store]:
+        """Hold the index for an atomic group of writes: all of them commit, or none.
+
+        The index's lock is held throughout (its connection is shared by threads), so reads
+        from other threads wait. Nested use joins the outer transaction. An exception rolls
+        back and propagates.
+        """
+        with self._lock:
+            store = self._open_store()
+            if self._tx_depth:
+                self._tx_depth += 1
+                try:
+                    yield store
+                finally:
+                    self._tx_depth -= 1
+                return
+            store.begin()
+            self._tx_depth = 1
+            try:
+                yield store
+            except BaseException:
+                store.rollback()
+                raise
+            else:
+                store.commit()
+            finally:
+                self._tx_depth = 0
+
+    @property
+    def generation(self) -> int:
+        """How many committed syncs have changed this index (0: none yet); one cheap read.
+
+        Compare two readings to know whether anything a cache holds (maps, measurements,
+        candidates) may be stale.
+        """
+        if not self.store_path.exists():
+            return 0
+        try:
+            with self._lock:
+                meta = self._open_store().get_meta() or {}
+        except StoreError:
+            return 0
+        return _as_int(meta.get("generation"))
+
     # ------------------------------------------------------------------ sync
 
-    def sync(self, *, force: bool = False, progress: SyncProgress | None = None) -> SyncReport:
+    def sync(self, *, force: bool = False, progress: SyncProgress | None = None,
+             lock_wait_s: float | None = DEFAULT_WAIT_S) -> SyncReport:
         """Bring the index up to date; rebuild aside if its identity changed.
 
         An embedding failure during indexing switches to the next provider of the fallback chain
-        (the reason is kept for status) and rebuilds with it.
+        (the reason is kept for status) and rebuilds with it. One sync at a time per index file,
+        across processes: while another holds it, this one waits up to ``lock_wait_s`` seconds
+        (``progress("wait", seconds, bound)`` once a second), then raises :class:`SyncBusy`.
         """
-        with self._lock:
-            self.close()
-            cleanup_stale_temp(self.store_path)
-            tried: set[str] = set()
-            while True:
-                choice = self.choice
-                try:
-                    report = Indexer(self.workspace, self.config, choice, progress).sync(
-                        self.store_path, force=force)
-                    break
-                except EmbeddingError as e:
-                    tried.add(choice.id)
-                    nxt = create_provider(self.config.provider, skip=tried)
-                    if nxt.provider is not None and nxt.id in tried:
-                        raise
-                    reason = f"{choice.id} failed during indexing: {e}"
-                    self._choice = replace(nxt, fallback_from=choice.id, reason=reason)
-                    self.fallback = {"from": choice.id, "reason": reason}
-                    if nxt.id == "none" and "none" in tried:
-                        raise
-            if self.fallback:
-                store = self._open_store()
-                meta = store.get_meta() or {}
-                meta["fallback"] = self.fallback
-                store.begin()
-                store.set_meta(meta)
-                store.commit()
-            self._synced = True
-            self.last_sync = report
-            return report
+        def waiting(waited: float, bound: float) -> None:
+            if progress is not None:
+                progress("wait", int(waited), int(min(bound, 10**9)))
+
+        try:
+            with sync_lock(self.store_path, lock_wait_s, waiting), self._lock:
+                return self._sync_locked(force, progress)
+        except SyncLockTimeout as e:
+            raise SyncBusy(str(e)) from e
+
+    def _sync_locked(self, force: bool, progress: SyncProgress | None) -> SyncReport:
+        self.close()
+        cleanup_stale_temp(self.store_path)
+        tried: set[str] = set()
+        while True:
+            choice = self.choice
+            try:
+                report = Indexer(self.workspace, self.config, choice, progress).sync(
+                    self.store_path, force=force)
+                break
+            except EmbeddingError as e:
+                tried.add(choice.id)
+                nxt = create_provider(self.config.provider, skip=tried)
+                if nxt.provider is not None and nxt.id in tried:
+                    raise
+                reason = f"{choice.id} failed during indexing: {e}"
+                self._choice = replace(nxt, fallback_from=choice.id, reason=reason)
+                self.fallback = {"from": choice.id, "reason": reason}
+                if nxt.id == "none" and "none" in tried:
+                    raise
+        if self.fallback:
+            store = self._open_store()
+            meta = store.get_meta() or {}
+            meta["fallback"] = self.fallback
+            store.begin()
+            store.set_meta(meta)
+            store.commit()
+        self._synced = True
+        self.last_sync = report
+        return report
 
     def ensure_synced(self) -> None:
-        """Sync once per open index (cheap when nothing changed: mtime/size prefilter)."""
-        if not self._synced:
-            self.sync()
+        """Sync once per open index (cheap when nothing changed: mtime/size prefilter).
+
+        If another process is syncing right now and an index exists, do not wait for it:
+        answer from the last committed state (the reference's search never waits, §4.2).
+        """
+        if self._synced or not self.auto_sync:
+            return
+        try:
+            self.sync(lock_wait_s=0 if self.store_path.exists() else DEFAULT_WAIT_S)
+        except SyncBusy:
+            self._synced = True
+            self.sync_skipped = ("another process is syncing this index; answered from its "
+                                 "last committed state")
 
     # ------------------------------------------------------------------ search
 
@@ -193,18 +308,21 @@ class MemoryIndex:
     def search(self, query: str, *, max_results: int | None = None,
                min_score: float | None = None, sources: Sequence[str] | None = None,
                settings: SearchSettings | None = None, use_numpy: bool = False,
-               **overrides: Any) -> FusionResult:
-        """``memory_search``: candidates, then fusion under the profile's settings."""
+               on_hits: OnHits | None = None, **overrides: Any) -> FusionResult:
+        """``memory_search``: candidates, then fusion under the profile's settings.
+
+        ``on_hits``: called once with the candidates' query and the fused hits when there are
+        any (promotion's ``recall_recorder(index)`` records recalls this way; nothing is
+        recorded unless the caller asks).
+        """
         s = settings or self.settings(**overrides)
         s = replace(s, max_results=max_results if max_results is not None else s.max_results,
                     min_score=min(1.0, max(0.0, min_score)) if min_score is not None
                     else s.min_score)
         cands = self.candidates(query, sources, s, use_numpy=use_numpy)
         result = fuse(cands, s)
-        if self.record_recalls and result.hits:
-            from .promotion import record_search
-
-            record_search(self, cands.query, result.hits)
+        if on_hits is not None and result.hits:
+            on_hits(cands.query, result.hits)
         return result
 
     # ------------------------------------------------------------------ reading
@@ -233,32 +351,45 @@ class MemoryIndex:
 
     def file_text(self, path: str) -> str:
         """The text a file contributes (rendered for transcripts), for the chunk browser."""
-        from .sources import load
+        return self.file_view(path).text
 
+    def file_view(self, path: str) -> FileView:
+        """The text ``path`` contributes and, for a transcript, its rendered → JSONL line map.
+
+        Raises ``FileNotFoundError`` when ``path`` is not a memory file of this workspace, and
+        ``sources.SourceError`` when it cannot be read (binary, too large, unreadable).
+        """
+        f = self._source_file(path)
+        doc = load(f)
+        return FileView(f.path, f.source, doc.text,
+                        list(doc.line_map) if doc.line_map is not None else None)
+
+    def _source_file(self, path: str) -> SourceFile:
         for f in list_files(self.workspace, self.config).files:
             if f.path == path:
-                return load(f).text
+                return f
         raise FileNotFoundError(path)
 
     # ------------------------------------------------------------------ status
 
-    def status(self, *, deep: bool = False) -> dict[str, Any]:
-        """Files, chunks, dirty, sources, FTS and vector availability, provider and fallback."""
+    def status(self, *, deep: bool = False) -> Status:
+        """Files, chunks, dirty, sources, FTS and vector availability, provider and fallback.
+
+        ``deep`` also measures how many chunks the local model truncates (slow: tokenises all).
+        """
         cfg = self.config
-        out: dict[str, Any] = {
-            "backend": "builtin", "workspaceDir": str(self.workspace),
-            "dbPath": str(self.store_path), "profile": cfg.profile,
-            "requestedProvider": cfg.provider.provider, "sources": list(cfg.sources.sources),
-            "extraPaths": [e.path for e in cfg.sources.extra_paths],
-            "chunking": {"tokens": cfg.chunking.tokens, "overlap": cfg.chunking.overlap,
-                         "mode": cfg.chunking.mode},
-        }
+        base: dict[str, Any] = dict(
+            backend="builtin", workspace_dir=str(self.workspace), db_path=str(self.store_path),
+            profile=cfg.profile, requested_provider=cfg.provider.provider,
+            sources=list(cfg.sources.sources),
+            extra_paths=[e.path for e in cfg.sources.extra_paths],
+            chunking=ChunkingInfo(cfg.chunking.tokens, cfg.chunking.overlap, cfg.chunking.mode),
+        )
         listing = list_files(self.workspace, cfg)
-        out["warnings"] = list(listing.warnings)
+        base["warnings"] = list(listing.warnings)
         if not self.store_path.exists():
-            out.update(files=0, chunks=0, dirty=True, indexed=False, sourceCounts=[],
-                       identity={"status": "missing", "reason": "no index yet"})
-            return out
+            return Status(**base, indexed=False, dirty=True,
+                          identity=IdentityInfo("missing", "no index yet"))
         try:
             with self._lock:
                 st = self._open_store()
@@ -267,56 +398,64 @@ class MemoryIndex:
                 rows = st.files()
                 cache_entries = st.cache_count()
         except StoreError as e:
-            out.update(indexed=False, error=str(e), dirty=True)
-            return out
-        dirty = _is_dirty(listing.files, rows)
-        out.update(
-            indexed=bool(meta), files=sum(c["files"] for c in counts.values()),
-            chunks=sum(c["chunks"] for c in counts.values()), dirty=dirty,
-            provider=meta.get("provider"), model=meta.get("model"),
-            sourceCounts=[{"source": k, **v} for k, v in sorted(counts.items())],
-            cache={"enabled": cfg.store.cache_enabled, "entries": cache_entries,
-                   "maxEntries": cfg.store.cache_max_entries},
-            fts={"enabled": True, "available": st.fts_available, "error": st.fts_error},
-            vector={"enabled": meta.get("provider") not in (None, "none"),
-                    "storeAvailable": st.vec_available, "loadError": st.vec_error,
-                    "dims": meta.get("vectorDims"),
-                    "search": "sqlite-vec" if st.vec_available else "numpy"},
-            fallback=meta.get("fallback") or self.fallback,
-            custom={"searchMode": "fts-only" if meta.get("provider") in (None, "none")
-                    else "hybrid"},
-            badJsonlLines=sum(r.bad_lines for r in rows.values()),
-            fileWarnings={p: r.warnings for p, r in rows.items() if r.warnings},
-            builtAt=meta.get("builtAt"),
-        )
+            return Status(**base, indexed=False, error=str(e), dirty=True)
+        provider = meta.get("provider")
+        identity = None
         if self._choice is not None:
             want = index_identity(cfg, self.workspace, self._choice)
             reason = identity_diff(meta, want)
-            out["identity"] = {"status": "mismatch" if reason else "valid", "reason": reason}
-        if self.last_sync:
-            out["lastSync"] = self.last_sync.to_dict()
-        if deep:
-            out["truncation"] = self.truncation()
-        return out
+            identity = IdentityInfo("mismatch" if reason else "valid", reason)
+        return Status(
+            **base,
+            indexed=bool(meta), files=sum(c["files"] for c in counts.values()),
+            chunks=sum(c["chunks"] for c in counts.values()),
+            dirty=_is_dirty(listing.files, rows),
+            source_counts=[SourceCount(k, v["files"], v["chunks"])
+                           for k, v in sorted(counts.items())],
+            identity=identity,
+            generation=_as_int(meta.get("generation")),
+            last_sync_at=meta.get("syncedAt") or meta.get("builtAt"),
+            provider=provider, model=meta.get("model"),
+            cache=CacheInfo(cfg.store.cache_enabled, cache_entries, cfg.store.cache_max_entries),
+            fts=FtsInfo(True, st.fts_available, st.fts_error),
+            vector=VectorInfo(provider not in (None, "none"), st.vec_available, st.vec_error,
+                              meta.get("vectorDims"),
+                              "sqlite-vec" if st.vec_available else "numpy"),
+            fallback=FallbackInfo.from_dict(meta.get("fallback") or self.fallback),
+            search_mode="fts-only" if provider in (None, "none") else "hybrid",
+            bad_jsonl_lines=sum(r.bad_lines for r in rows.values()),
+            file_warnings={p: r.warnings for p, r in rows.items() if r.warnings},
+            built_at=meta.get("builtAt"),
+            last_sync=self.last_sync.to_dict() if self.last_sync else None,
+            truncation=self.truncation() if deep else None,
+        )
 
-    def truncation(self) -> dict[str, Any]:
+    def truncation(self) -> TruncationInfo:
         """Share of chunks longer than the local model reads (it silently cuts the rest)."""
         p = self.choice.provider
         counter = getattr(p, "token_counts", None)
         limit = getattr(p, "max_seq_length", None)
         if counter is None or not limit:
-            return {"available": False}
+            return TruncationInfo(False)
         texts = [c.text for c in self.chunks()]
         counts: list[int] = []
         for i in range(0, len(texts), 256):
             counts.extend(counter(texts[i : i + 256]))
         over = sum(1 for n in counts if n > limit)
-        return {"available": True, "maxSeqLength": limit, "chunks": len(counts),
-                "truncated": over, "share": (over / len(counts)) if counts else 0.0,
-                "meanTokens": float(np.mean(counts)) if counts else 0.0}
+        return TruncationInfo(True, int(limit), len(counts), over,
+                              (over / len(counts)) if counts else 0.0,
+                              float(np.mean(counts)) if counts else 0.0)
 
 
-def _is_dirty(files: Sequence[Any], rows: dict[str, FileRow]) -> bool:
+def _as_int(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _is_dirty(files: Sequence[SourceFile], rows: dict[str, FileRow]) -> bool:
+    """True when the listing and the index disagree: a file added, removed or changed."""
     if {f.path for f in files} != set(rows):
         return True
     for f in files:
@@ -325,6 +464,6 @@ def _is_dirty(files: Sequence[Any], rows: dict[str, FileRow]) -> bool:
         except OSError:
             return True
         r = rows[f.path]
-        if r.mtime != int(st.st_mtime * 1000) or r.size != st.st_size:
+        if file_changed(r.mtime, r.size, st):
             return True
     return False

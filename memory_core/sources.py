@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from .common.fileio import stat_signature
 from .config import MemoryConfig
 
 MEMORY_FILE = "MEMORY.md"
@@ -208,7 +209,7 @@ def load(f: SourceFile) -> SourceDoc:
     data, st = _read_bytes(f)
     warnings: list[str] = []
     text = _decode(f, data, warnings)
-    mtime_ms = int(st.st_mtime * 1000)
+    mtime_ms, _ = stat_signature(st)  # the same (mtime, size) the "changed?" test compares
     if f.kind == "session":
         rendered = render_session(text)
         return SourceDoc(f, rendered.content, rendered.hash, mtime_ms, st.st_size,

@@ -23,13 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from . import __version__
 from .chunking import Chunk, chunk_markdown, remap_chunk_lines, sha256_hex
+from .common.dates import now_ms
+from .common.fileio import file_changed
 from .config import MemoryConfig, fingerprint
 from .embeddings import EmbeddingProvider, ProviderChoice
 from .sources import SourceDoc, SourceError, SourceFile, list_files, load
 from .store import FileRow, Store, StoredChunk, StoreError
 from .text import cjk_bigrams
+from .version import __version__
 
 #: Called with (stage, done, total); stages are "scan", "embed" and "write".
 SyncProgress = Callable[[str, int, int], None]
@@ -88,6 +90,14 @@ def index_identity(config: MemoryConfig, workspace: Path, choice: ProviderChoice
         "ftsTokenizer": "unicode61",
         "bigramVersion": BIGRAM_VERSION,
     }
+
+
+def next_generation(previous: dict[str, Any] | None) -> int:
+    """The generation after ``previous`` meta (1 for a new index)."""
+    try:
+        return int((previous or {}).get("generation") or 0) + 1
+    except (TypeError, ValueError):
+        return 1
 
 
 def identity_diff(old: dict[str, Any] | None, new: dict[str, Any]) -> str | None:
@@ -236,7 +246,7 @@ class Indexer:
                 except OSError as e:
                     report.warnings.append(f"{f.path}: cannot stat ({e.strerror or e})")
                     continue
-                if row.mtime == int(st.st_mtime * 1000) and row.size == st.st_size:
+                if not file_changed(row.mtime, row.size, st):
                     report.files_unchanged += 1
                     continue
             try:
@@ -265,10 +275,15 @@ class Indexer:
                 size = 0
         self._flush(store, group, report, state, total_chunks)
 
-    def meta(self, store: Store) -> dict[str, Any]:
+    def meta(self, store: Store, previous: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The index meta after a sync that changed something: identity, dims, times, and the
+        generation, one more than ``previous``'s (so readers can tell "changed since I looked"
+        with one cheap read)."""
         ident = index_identity(self.config, self.workspace, self.choice)
         dims = self.provider.dims if self.provider else None
-        return {**ident, "vectorDims": dims or None, "builtAt": int(time.time() * 1000),
+        now = now_ms()
+        return {**ident, "vectorDims": dims or None, "builtAt": now, "syncedAt": now,
+                "generation": next_generation(previous),
                 "engine": f"memory_core {__version__}"}
 
     def sync(self, store_path: Path, *, force: bool = False) -> SyncReport:
@@ -320,21 +335,27 @@ class Indexer:
             report.files_deleted = len(gone)
         if report.wrote_anything:
             store.begin()
-            store.set_meta({**(store.get_meta() or {}), **self.meta(store)})
+            previous = store.get_meta() or {}
+            store.set_meta({**previous, **self.meta(store, previous)})
             store.commit()
 
     def _rebuild(self, target: Path, old: Store | None, files: list[SourceFile],
                  report: SyncReport) -> None:
         tmp = target.with_name(f"{target.name}.tmp-{uuid.uuid4().hex[:12]}")
         new = Store(tmp, self.config.store.busy_timeout_ms)
+        previous: dict[str, Any] | None = None
         try:
             if old is not None:
+                try:
+                    previous = old.get_meta()
+                except StoreError:
+                    previous = None  # unreadable: the generation restarts from its file
                 old.close()
                 new.seed_cache_from(target)
                 new.copy_recalls_from(target)  # promotion signals outlive rebuilds
             self.index_files(new, files, report, None)
             new.begin()
-            new.set_meta(self.meta(new))
+            new.set_meta(self.meta(new, previous))
             new.cache_prune(self.config.store.cache_max_entries)
             new.commit()
             new.checkpoint()

@@ -148,8 +148,9 @@ def test_numpy_path_when_sqlite_vec_cannot_load(indexed_demo: Path, monkeypatch)
     monkeypatch.setenv("MEMORY_CORE_DISABLE_SQLITE_VEC", "1")
     with MemoryIndex.open(indexed_demo) as idx:
         st = idx.status()
-        assert st["vector"]["storeAvailable"] is False
-        assert "disabled" in st["vector"]["loadError"]
+        assert st.vector is not None and st.vector.store_available is False
+        assert "disabled" in (st.vector.load_error or "")
+        assert st.to_json()["vector"]["storeAvailable"] is False
         assert idx.search("computer overheating").hits[0].path == "memory/2026-10-23.md"
 
 

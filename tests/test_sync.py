@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from memory_core import MemoryIndex
+from memory_core.promotion import record_search
 from memory_core.store import Store, StoreError
 
 from .conftest import ROOT
@@ -32,8 +33,9 @@ def test_first_sync_indexes_memory_notes_and_sessions(demo_ws: Path) -> None:
         assert "notes/diagram.txt" not in paths
         assert any(p.startswith("sessions/") for p in paths)
         st = idx.status()
-        assert st["badJsonlLines"] == 1  # the demo's deliberately malformed transcript line
-        assert {s["source"] for s in st["sourceCounts"]} == {"memory", "sessions"}
+        assert st.bad_jsonl_lines == 1  # the demo's deliberately malformed transcript line
+        assert {s.source for s in st.source_counts} == {"memory", "sessions"}
+        assert st.generation == 1 and st.to_json()["badJsonlLines"] == 1
 
 
 def test_second_sync_writes_nothing(demo_ws: Path) -> None:
@@ -47,6 +49,22 @@ def test_second_sync_writes_nothing(demo_ws: Path) -> None:
     assert report.files_unchanged == report.files_seen > 0
     assert not report.wrote_anything
     assert idx.store_path.stat().st_mtime_ns == before
+
+
+def test_generation_counts_syncs_that_changed_something(demo_ws: Path) -> None:
+    with MemoryIndex.open(demo_ws, provider="none") as idx:
+        assert idx.generation == 0  # no index yet
+        idx.sync()
+        assert idx.generation == 1
+        idx.sync()  # nothing changed: no new generation
+        assert idx.generation == 1
+        note = demo_ws / "memory" / "2026-12-01.md"
+        note.write_text("# New\n\n- a new diary entry about the router\n", encoding="utf-8")
+        idx.sync()
+        assert idx.generation == 2
+        assert idx.status().generation == 2 and idx.status().last_sync_at
+        assert idx.sync(force=True).full  # a rebuild continues the count
+        assert idx.generation == 3
 
 
 def test_rebuilding_from_scratch_gives_identical_chunks(demo_ws: Path) -> None:
@@ -195,8 +213,8 @@ def test_reindex_killed_midway_leaves_a_usable_index(demo_ws: Path) -> None:
 def test_recall_signals_survive_a_full_rebuild(demo_ws: Path) -> None:
     with MemoryIndex.open(demo_ws, provider="none") as idx:
         idx.sync()
-        idx.record_recalls = True
-        assert idx.search("COOKIE_EXPIRED").hits
+        assert idx.search("COOKIE_EXPIRED",
+                          on_hits=lambda q, hits: record_search(idx, q, hits)).hits
         before = idx.store.recall_entries()
         assert before and all(e["path"].startswith("memory/2026-") for e in before)
         assert idx.sync(force=True).full

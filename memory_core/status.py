@@ -1,0 +1,204 @@
+"""``Status``: what :meth:`MemoryIndex.status` reports, typed.
+
+Readers (the workbench's home page, the CLI, the evaluator) use the snake_case attributes.
+:meth:`Status.to_json` gives the reference's camelCase shape (``workspaceDir``, ``dbPath``,
+``sourceCounts``, ``badJsonlLines``…), which ``memory-core status --json`` prints and scripts
+read; its keys must not change.
+
+Groups that only exist once an index has been read (provider, cache, FTS, vector…) are ``None``
+before that, and are then left out of the JSON, as the untyped dict of earlier versions did.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ChunkingInfo:
+    """The chunking the configuration asks for."""
+
+    tokens: int
+    overlap: int
+    mode: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tokens": self.tokens, "overlap": self.overlap, "mode": self.mode}
+
+
+@dataclass(frozen=True)
+class SourceCount:
+    """Files and chunks indexed for one source (``memory``, ``sessions``)."""
+
+    source: str
+    files: int
+    chunks: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source": self.source, "files": self.files, "chunks": self.chunks}
+
+
+@dataclass(frozen=True)
+class IdentityInfo:
+    """Whether the index on disk was built with the settings in force.
+
+    ``status`` is ``valid``, ``mismatch`` (a sync rebuilds it; ``reason`` says what changed) or
+    ``missing`` (no index yet).
+    """
+
+    status: str
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    """The embedding cache."""
+
+    enabled: bool
+    entries: int
+    max_entries: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"enabled": self.enabled, "entries": self.entries, "maxEntries": self.max_entries}
+
+
+@dataclass(frozen=True)
+class FtsInfo:
+    """The keyword leg (SQLite FTS5)."""
+
+    enabled: bool
+    available: bool
+    error: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"enabled": self.enabled, "available": self.available, "error": self.error}
+
+
+@dataclass(frozen=True)
+class VectorInfo:
+    """The vector leg: whether there are embeddings, and how they are searched."""
+
+    enabled: bool
+    store_available: bool
+    load_error: str | None
+    dims: int | None
+    search: str  # "sqlite-vec" or "numpy"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"enabled": self.enabled, "storeAvailable": self.store_available,
+                "loadError": self.load_error, "dims": self.dims, "search": self.search}
+
+
+@dataclass(frozen=True)
+class FallbackInfo:
+    """The embedding provider fell back from ``from_provider`` for ``reason``."""
+
+    from_provider: str
+    reason: str
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any] | None) -> FallbackInfo | None:
+        """From the ``{"from", "reason"}`` form kept in the index meta (``None`` stays)."""
+        if not d:
+            return None
+        return cls(str(d.get("from") or ""), str(d.get("reason") or ""))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"from": self.from_provider, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class TruncationInfo:
+    """Share of chunks longer than the local model reads (it silently cuts the rest)."""
+
+    available: bool
+    max_seq_length: int | None = None
+    chunks: int = 0
+    truncated: int = 0
+    share: float = 0.0
+    mean_tokens: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        if not self.available:
+            return {"available": False}
+        return {"available": True, "maxSeqLength": self.max_seq_length, "chunks": self.chunks,
+                "truncated": self.truncated, "share": self.share,
+                "meanTokens": self.mean_tokens}
+
+
+@dataclass(frozen=True)
+class Status:
+    """One workspace index at a glance.
+
+    ``generation`` grows by one with every committed sync that changed the index (0: no index);
+    ``last_sync_at`` is when that sync happened (epoch ms). ``last_sync`` is the report of this
+    process's last sync (``SyncReport.to_dict()``), when it ran one.
+    """
+
+    backend: str
+    workspace_dir: str
+    db_path: str
+    profile: str
+    requested_provider: str
+    sources: list[str]
+    extra_paths: list[str]
+    chunking: ChunkingInfo
+    warnings: list[str] = field(default_factory=list)
+    indexed: bool = False
+    files: int = 0
+    chunks: int = 0
+    dirty: bool = True
+    source_counts: list[SourceCount] = field(default_factory=list)
+    identity: IdentityInfo | None = None
+    error: str | None = None
+    generation: int = 0
+    last_sync_at: int | None = None
+    # Known once the index has been read:
+    provider: str | None = None
+    model: str | None = None
+    cache: CacheInfo | None = None
+    fts: FtsInfo | None = None
+    vector: VectorInfo | None = None
+    fallback: FallbackInfo | None = None
+    search_mode: str | None = None  # "hybrid" or "fts-only"
+    bad_jsonl_lines: int = 0
+    file_warnings: dict[str, str] = field(default_factory=dict)
+    built_at: int | None = None
+    last_sync: dict[str, Any] | None = None
+    truncation: TruncationInfo | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The reference's camelCase shape (the keys of ``memory-core status --json``)."""
+        out: dict[str, Any] = {
+            "backend": self.backend, "workspaceDir": self.workspace_dir, "dbPath": self.db_path,
+            "profile": self.profile, "requestedProvider": self.requested_provider,
+            "sources": list(self.sources), "extraPaths": list(self.extra_paths),
+            "chunking": self.chunking.to_json(), "warnings": list(self.warnings),
+            "indexed": self.indexed, "files": self.files, "chunks": self.chunks,
+            "dirty": self.dirty, "sourceCounts": [c.to_json() for c in self.source_counts],
+            "generation": self.generation, "lastSyncAt": self.last_sync_at,
+        }
+        if self.identity is not None:
+            out["identity"] = self.identity.to_json()
+        if self.error is not None:
+            out["error"] = self.error
+        if self.fts is not None:  # the index was read: its groups are known
+            out.update(
+                provider=self.provider, model=self.model,
+                cache=self.cache.to_json() if self.cache else None,
+                fts=self.fts.to_json(),
+                vector=self.vector.to_json() if self.vector else None,
+                fallback=self.fallback.to_json() if self.fallback else None,
+                custom={"searchMode": self.search_mode},
+                badJsonlLines=self.bad_jsonl_lines, fileWarnings=dict(self.file_warnings),
+                builtAt=self.built_at,
+            )
+        if self.last_sync is not None:
+            out["lastSync"] = self.last_sync
+        if self.truncation is not None:
+            out["truncation"] = self.truncation.to_json()
+        return out
