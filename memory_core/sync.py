@@ -352,7 +352,6 @@ class Indexer:
                     previous = None  # unreadable: the generation restarts from its file
                 old.close()
                 new.seed_cache_from(target)
-                new.copy_recalls_from(target)  # promotion signals outlive rebuilds
             self.index_files(new, files, report, None)
             new.begin()
             new.set_meta(self.meta(new, previous))

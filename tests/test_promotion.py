@@ -12,13 +12,13 @@ import math
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from memory_core import MemoryIndex
 from memory_core import promotion as pr
 from memory_core.cli import main
-from memory_core.store import Store
 
 try:
     from tests.conftest import ROOT, copy_demo
@@ -54,6 +54,23 @@ def make_ws(tmp_path: Path, memory: str | None = USER_MEMORY,
     return ws
 
 
+class _State:
+    """The workspace's promotion state store, one short-lived connection per call."""
+
+    def __init__(self, idx: MemoryIndex) -> None:
+        self.idx = idx
+
+    def __getattr__(self, name: str) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with pr.state_of(self.idx) as st:
+                return getattr(st, name)(*args, **kwargs)
+        return call
+
+
+def state(idx: MemoryIndex) -> Any:
+    return _State(idx)
+
+
 def open_index(ws: Path) -> MemoryIndex:
     idx = MemoryIndex.open(ws, provider="none")
     idx.sync()
@@ -71,7 +88,7 @@ def seed(idx: MemoryIndex, queries: list[str] = QUERIES, *, first_day: datetime 
 
 
 def diary_key(idx: MemoryIndex, path: str = "memory/2026-11-20.md") -> str:
-    keys = [r["key"] for r in idx.store.recall_entries() if r["path"] == path]
+    keys = [r["key"] for r in state(idx).recall_entries() if r["path"] == path]
     assert len(keys) == 1, keys
     return keys[0]
 
@@ -100,11 +117,11 @@ def test_search_hook_records_only_diary_hits(tmp_path: Path) -> None:
     with open_index(ws) as idx:
         res = idx.search("crawler concurrency")
         assert {h.path for h in res.hits} >= {"memory/2026-11-20.md", "MEMORY.md"}
-        assert idx.store.recall_entries() == []  # recording is off by default
-        idx.record_recalls = True
-        idx.search("crawler concurrency")
-        idx.search("Crawler Concurrency")  # same query hash
-        rows = idx.store.recall_entries()
+        assert state(idx).recall_entries() == []  # recording is off by default
+        record = pr.recall_recorder(idx)
+        idx.search("crawler concurrency", on_hits=record)
+        idx.search("Crawler Concurrency", on_hits=record)  # same query hash
+        rows = state(idx).recall_entries()
         assert [r["path"] for r in rows] == ["memory/2026-11-20.md"]
         row = rows[0]
         assert row["recall_count"] == 2
@@ -114,7 +131,7 @@ def test_search_hook_records_only_diary_hits(tmp_path: Path) -> None:
         assert "Crawler concurrency" in row["snippet"] and "\n" not in row["snippet"]
         assert 0 < len(row["concept_tags"]) <= pr.MAX_CONCEPT_TAGS
         assert "crawler" in row["concept_tags"]
-        events = idx.store.recall_events(row["key"])
+        events = state(idx).recall_events(row["key"])
         assert [e["query"] for e in events] == ["Crawler Concurrency", "crawler concurrency"]
 
 
@@ -125,7 +142,7 @@ def test_query_hashes_and_days_are_capped(tmp_path: Path) -> None:
         for i in range(40):
             pr.record_search(idx, f"crawler concurrency {i}", hits,
                              now=NOW - timedelta(days=40 - i))
-        row = idx.store.recall_entry(diary_key(idx))
+        row = state(idx).recall_entry(diary_key(idx))
         assert row["recall_count"] == 40
         assert len(row["query_hashes"]) == pr.MAX_QUERY_HASHES
         assert row["query_hashes"][-1] == pr.query_hash("crawler concurrency 39")  # newest kept
@@ -274,7 +291,7 @@ def test_apply_writes_the_section_and_undo_restores_exact_bytes(tmp_path: Path) 
         assert BULLET_RE.match(lines[i + 1]), lines[i + 1]
         assert text.endswith("\r\n")
         assert res.backup_path and res.backup_path.read_bytes() == original.encode()
-        assert idx.store.recall_entry(key)["promoted_at"] == pr.now_ms(NOW)
+        assert state(idx).recall_entry(key)["promoted_at"] == pr.now_ms(NOW)
         # the index was re-synced: the promoted text is searchable in MEMORY.md
         assert any(h.path == "MEMORY.md" for h in idx.search("PgBouncer pool").hits)
         assert pr.list_candidates(idx, now=NOW) == []
@@ -282,7 +299,7 @@ def test_apply_writes_the_section_and_undo_restores_exact_bytes(tmp_path: Path) 
         u = pr.undo(idx, now=NOW)
         assert u.restored, u.message
         assert (ws / "MEMORY.md").read_bytes() == original.encode()
-        assert idx.store.recall_entry(key)["promoted_at"] is None
+        assert state(idx).recall_entry(key)["promoted_at"] is None
         assert [c.key for c in pr.list_candidates(idx, now=NOW)] == [key]
         again = pr.undo(idx, now=NOW)
         assert not again.restored and "nothing to undo" in again.message
@@ -312,7 +329,7 @@ def test_applying_twice_adds_nothing(tmp_path: Path) -> None:
         assert not second.wrote and second.applied == []
         assert second.skipped[cands[0].key].startswith("already promoted")
         assert (ws / "MEMORY.md").read_bytes() == after
-        assert len(idx.store.promotion_history()) == 1
+        assert len(state(idx).promotion_history()) == 1
     # A fresh index (the recall store lost, e.g. another provider's index): the marker in
     # MEMORY.md still prevents a second copy, and the entry is reconciled.
     ws_db = ws / ".memory"
@@ -327,10 +344,10 @@ def test_applying_twice_adds_nothing(tmp_path: Path) -> None:
         res = pr.apply(idx, [replace_passed(c)], now=NOW)
         assert not res.wrote and res.reconciled == [key]
         assert (ws / "MEMORY.md").read_bytes() == after
-        assert idx.store.recall_entry(key)["promoted_at"] is not None
+        assert state(idx).recall_entry(key)["promoted_at"] is not None
 
 
-def replace_passed(c: pr.Candidate) -> pr.Candidate:
+def replace_passed(c: pr.PromotionCandidate) -> pr.PromotionCandidate:
     c.passed, c.reasons = True, []
     return c
 
@@ -445,20 +462,16 @@ def test_stale_preview_is_refused(tmp_path: Path) -> None:
         (ws / "MEMORY.md").write_text(USER_MEMORY + "- added meanwhile\n")
         with pytest.raises(pr.PromotionError, match="preview again"):
             pr.apply(idx, plan)
-        assert idx.store.promotion_history() == []
+        assert state(idx).promotion_history() == []
 
 
 def test_promotion_lock(tmp_path: Path) -> None:
     ws = make_ws(tmp_path)
-    lock = ws / pr.PROMOTIONS_DIR / "promotion.lock"
     with pr.promotion_lock(ws):
-        assert lock.exists()
         with pytest.raises(pr.PromotionError, match="another promotion"), \
                 pr.promotion_lock(ws, timeout_s=0.1):
             pass
-    assert not lock.exists()
-    lock.write_text(f"999999999:{pr.now_ms() - 120_000}")  # dead owner, old: stale
-    with pr.promotion_lock(ws, timeout_s=0.1):
+    with pr.promotion_lock(ws, timeout_s=0.1):  # released: free again at once
         pass
 
 
@@ -481,7 +494,7 @@ def test_impact_preview_reruns_queries_on_a_copy(tmp_path: Path) -> None:
     ws = make_ws(tmp_path)
     with open_index(ws) as idx:
         seed(idx)
-        before_rows = idx.store.recall_entries()
+        before_rows = state(idx).recall_entries()
         gold = [{"path": "memory/2026-11-20.md", "line": 4}]
         rep = pr.impact_preview(idx, None, [{"qid": 1, "query": "PgBouncer pool limit",
                                              "relevant": gold}], now=NOW)
@@ -490,7 +503,7 @@ def test_impact_preview_reruns_queries_on_a_copy(tmp_path: Path) -> None:
         assert q.promoted_rank is not None  # the promoted bullet is now found in MEMORY.md
         assert rep.to_dict()["recallBefore"] == 1
         assert (ws / "MEMORY.md").read_text() == USER_MEMORY
-        assert idx.store.recall_entries() == before_rows  # previews record nothing
+        assert state(idx).recall_entries() == before_rows  # previews record nothing
 
 
 def test_explain(tmp_path: Path) -> None:
@@ -514,28 +527,14 @@ def test_replay_spread_and_repeat(tmp_path: Path) -> None:
         rep = pr.replay(idx, QUERIES, 4, now=NOW, daily=False)
         assert (rep.searches, rep.recalls_recorded, rep.candidates) == (4, 4, 1)
         assert (rep.first_day, rep.last_day) == ("2026-11-27", "2026-11-30")
-        row = idx.store.recall_entry(diary_key(idx))
+        row = state(idx).recall_entry(diary_key(idx))
         assert row["recall_days"] == ["2026-11-27", "2026-11-28", "2026-11-29", "2026-11-30"]
         assert row["last_recalled_at"] <= pr.now_ms(NOW)
         rep2 = pr.replay(idx, QUERIES[:1], 3, now=NOW, mode="repeat", reset=True, daily=False)
         assert rep2.searches == 3
-        row = idx.store.recall_entry(diary_key(idx))
+        row = state(idx).recall_entry(diary_key(idx))
         assert row["recall_count"] == 3 and len(row["query_hashes"]) == 1
         assert len(row["recall_days"]) == 3  # one query on 3 days passes minUniqueQueries 3
-
-
-def test_store_copies_recalls_into_a_rebuilt_index(tmp_path: Path) -> None:
-    ws = make_ws(tmp_path)
-    with open_index(ws) as idx:
-        seed(idx)
-        pr.apply(idx, now=NOW)
-        old_path = idx.store_path
-        want = idx.store.recall_entries()
-    new = Store(tmp_path / "new.sqlite")
-    assert new.copy_recalls_from(old_path) == 1
-    assert new.recall_entries() == want
-    assert new.promotion_last() is not None
-    new.close()
 
 
 # --------------------------------------------------------------------------- CLI on the demo

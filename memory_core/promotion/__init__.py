@@ -1,0 +1,186 @@
+"""Promotion ("dreaming"): diary facts the agent keeps recalling → ``MEMORY.md`` (spec §6).
+
+The flow, as in OpenClaw 2026.5.20, one module per job:
+
+1. **Signals** (§6.2, :mod:`.signals`). A search made with
+   ``on_hits=recall_recorder(index)`` records its hits on short-term files (dated diaries) as
+   *recalls*: count, score, query hash, day. Daily-note ingestion (:func:`ingest_daily`) records
+   each diary snippet of the last days as a weaker *daily* signal. Both land in the workspace's
+   durable state store (:mod:`.state`, ``.memory/state.sqlite``), which no index rebuild
+   touches and every index of the workspace shares. Concept tags: :mod:`.concepts`.
+2. **Scoring** (§6.4, :mod:`.scoring`). :func:`list_candidates` scores every entry with the
+   six weighted components and gates it; each :class:`PromotionCandidate` carries its breakdown
+   and the reasons it was gated; :func:`explain` shows one entry's whole computation.
+3. **Applying** (§6.5). :func:`preview_apply` (:mod:`.plan`) re-locates each snippet in its
+   diary, builds the section and compacts ``MEMORY.md`` to its budget (:mod:`.memory_file`, the
+   file model); :func:`apply` (:mod:`.apply`) writes exactly that diff atomically under an OS
+   file lock, keeps a backup, and records what :func:`undo` needs. This package is the only
+   place the engine writes the user's Markdown.
+
+Beyond the reference: a near-duplicate check (:mod:`.duplicates`), a retrieval impact preview
+and a replay of a query log over simulated days (:mod:`.simulation`).
+
+Every function that reads the clock takes ``now`` (an aware ``datetime`` or epoch milliseconds)
+so that tests and demos are deterministic. Days are UTC calendar days.
+"""
+
+from __future__ import annotations
+
+from .apply import ApplyResult, UndoResult, apply, promotion_lock, undo
+from .concepts import GLOSSARY, derive_concept_tags
+from .duplicates import DuplicateInfo, check_duplicates, memory_units
+from .memory_file import (
+    PromotedSection,
+    Relocation,
+    compact_for_budget,
+    promoted_sections,
+    promotion_markers,
+    relocate,
+)
+from .model import (
+    BUDGET_RESERVE_CHARS,
+    DAILY_LOOKBACK_DAYS,
+    DAILY_QUERY_PREFIX,
+    DAILY_SIGNAL_SCORE,
+    DEFAULT_LIMIT,
+    DEFAULT_MAX_AGE_DAYS,
+    DEFAULT_MIN_RECALL_COUNT,
+    DEFAULT_MIN_SCORE,
+    DEFAULT_MIN_UNIQUE_QUERIES,
+    DUP_COSINE,
+    DUP_COVERAGE,
+    DUP_JACCARD,
+    FRESH_HEADER,
+    HALF_LIFE_DAYS,
+    LOCK_TIMEOUT_S,
+    MAX_CONCEPT_TAGS,
+    MAX_QUERY_HASHES,
+    MAX_RECALL_DAYS,
+    MEMORY_FILE,
+    MEMORY_FILE_MAX_CHARS,
+    PROMOTED_TEXT_MAX_CHARS,
+    PROMOTIONS_DIR,
+    SECTION_TITLE,
+    WEIGHTS,
+    Now,
+    PromotionError,
+    RecallEntry,
+    Signal,
+    claim_hash,
+    clamp01,
+    collapse,
+    is_contaminated,
+    is_short_term_path,
+    iso,
+    now_ms,
+    query_hash,
+    recall_key,
+)
+from .plan import ApplyPlan, PlannedEntry, preview_apply
+from .scoring import (
+    PromotionCandidate,
+    Score,
+    explain,
+    list_candidates,
+    normalize_weights,
+    score_entry,
+)
+from .signals import (
+    IngestReport,
+    daily_snippets,
+    ingest_daily,
+    recall_recorder,
+    record_search,
+    record_signals,
+)
+from .simulation import (
+    ImpactReport,
+    QueryImpact,
+    ReplayReport,
+    impact_preview,
+    load_query_log,
+    replay,
+)
+from .state import STATE_FILE, StateStore, open_state, state_of, state_path
+
+__all__ = [
+    "BUDGET_RESERVE_CHARS",
+    "DAILY_LOOKBACK_DAYS",
+    "DAILY_QUERY_PREFIX",
+    "DAILY_SIGNAL_SCORE",
+    "DEFAULT_LIMIT",
+    "DEFAULT_MAX_AGE_DAYS",
+    "DEFAULT_MIN_RECALL_COUNT",
+    "DEFAULT_MIN_SCORE",
+    "DEFAULT_MIN_UNIQUE_QUERIES",
+    "DUP_COSINE",
+    "DUP_COVERAGE",
+    "DUP_JACCARD",
+    "FRESH_HEADER",
+    "GLOSSARY",
+    "HALF_LIFE_DAYS",
+    "LOCK_TIMEOUT_S",
+    "MAX_CONCEPT_TAGS",
+    "MAX_QUERY_HASHES",
+    "MAX_RECALL_DAYS",
+    "MEMORY_FILE",
+    "MEMORY_FILE_MAX_CHARS",
+    "PROMOTED_TEXT_MAX_CHARS",
+    "PROMOTIONS_DIR",
+    "SECTION_TITLE",
+    "STATE_FILE",
+    "WEIGHTS",
+    "ApplyPlan",
+    "ApplyResult",
+    "DuplicateInfo",
+    "ImpactReport",
+    "IngestReport",
+    "Now",
+    "PlannedEntry",
+    "PromotedSection",
+    "PromotionCandidate",
+    "PromotionError",
+    "QueryImpact",
+    "RecallEntry",
+    "Relocation",
+    "ReplayReport",
+    "Score",
+    "Signal",
+    "StateStore",
+    "UndoResult",
+    "apply",
+    "check_duplicates",
+    "claim_hash",
+    "clamp01",
+    "collapse",
+    "compact_for_budget",
+    "daily_snippets",
+    "derive_concept_tags",
+    "explain",
+    "impact_preview",
+    "ingest_daily",
+    "is_contaminated",
+    "is_short_term_path",
+    "iso",
+    "list_candidates",
+    "load_query_log",
+    "memory_units",
+    "normalize_weights",
+    "now_ms",
+    "open_state",
+    "preview_apply",
+    "promoted_sections",
+    "promotion_lock",
+    "promotion_markers",
+    "query_hash",
+    "recall_key",
+    "recall_recorder",
+    "record_search",
+    "record_signals",
+    "relocate",
+    "replay",
+    "score_entry",
+    "state_of",
+    "state_path",
+    "undo",
+]

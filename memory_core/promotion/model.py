@@ -1,0 +1,216 @@
+"""The promotion data model: constants, time and text helpers, recall entries and signals.
+
+Everything else in :mod:`memory_core.promotion` builds on these; this module imports nothing
+of the package, so it can never close an import cycle.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..common.dates import DATED_NAME_RE
+from ..common.dates import now_ms as clock_ms
+
+# --------------------------------------------------------------------------- constants
+
+#: Deep-phase defaults (spec §6.4 table, first row): used by the CLI and by default here.
+DEFAULT_MIN_SCORE = 0.80
+DEFAULT_MIN_RECALL_COUNT = 3
+DEFAULT_MIN_UNIQUE_QUERIES = 3
+DEFAULT_MAX_AGE_DAYS = 30.0
+DEFAULT_LIMIT = 10
+HALF_LIFE_DAYS = 14.0
+
+#: The six weights of §6.4 (they sum to 1). ``phaseBoost`` is added on top (always 0 here).
+WEIGHTS: dict[str, float] = {
+    "frequency": 0.24, "relevance": 0.30, "diversity": 0.15,
+    "recency": 0.15, "consolidation": 0.10, "conceptual": 0.06,
+}
+
+MAX_QUERY_HASHES = 32
+MAX_RECALL_DAYS = 16
+MAX_CONCEPT_TAGS = 8
+DAILY_SIGNAL_SCORE = 0.62
+DAILY_LOOKBACK_DAYS = 2
+DAILY_QUERY_PREFIX = "__dreaming_daily__:"
+
+MEMORY_FILE = "MEMORY.md"
+MEMORY_FILE_MAX_CHARS = 10_000
+BUDGET_RESERVE_CHARS = 21
+#: Promoted bullet text is capped like 2026.9 does (640 characters): a recall snippet is a
+#: whole search chunk, and uncapped chunks would blow the budget on the first apply.
+PROMOTED_TEXT_MAX_CHARS = 640
+SECTION_TITLE = "Promoted From Short-Term Memory"
+FRESH_HEADER = "# Long-Term Memory\n\n"
+
+#: Where backups and the lock live (inside the workspace's hidden index folder, never indexed).
+PROMOTIONS_DIR = Path(".memory") / "promotions"
+LOCK_TIMEOUT_S = 10.0
+
+#: Near-duplicate thresholds (heuristics, see docs/promotion.md).
+DUP_COSINE = 0.90
+DUP_JACCARD = 0.60
+DUP_COVERAGE = 0.90
+
+Now = datetime | int | float | None
+
+
+class PromotionError(ValueError):
+    """A promotion cannot proceed (lock held, file changed, nothing to undo); says why."""
+
+
+# --------------------------------------------------------------------------- time and text
+
+
+def now_ms(now: Now = None) -> int:
+    """Epoch milliseconds of ``now`` (an aware datetime, epoch ms, or epoch s below 1e11).
+
+    Wider than :func:`memory_core.common.dates.now_ms` on purpose: promotion's callers (CLI
+    ``--now``, tests, demos) pass datetimes.
+    """
+    if now is None:
+        return clock_ms()
+    if isinstance(now, datetime):
+        dt = now if now.tzinfo else now.replace(tzinfo=UTC)
+        return int(dt.timestamp() * 1000)
+    return int(now * 1000) if now < 1e11 else int(now)
+
+
+def iso(ms: int | None) -> str | None:
+    """ISO 8601 UTC time (``…Z``) of epoch milliseconds, or ``None``."""
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat().replace("+00:00", "Z")
+
+
+_WS = re.compile(r"\s+")
+
+
+def collapse(text: str) -> str:
+    """Whitespace-collapsed, trimmed text: how snippets are stored and compared (§6.2)."""
+    return _WS.sub(" ", text).strip()
+
+
+def clamp01(x: float) -> float:
+    """``x`` clamped to 0..1 (non-finite → 0)."""
+    if not math.isfinite(x):
+        return 0.0
+    return min(1.0, max(0.0, x))
+
+
+def sha1_12(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
+
+
+def query_hash(query: str) -> str:
+    """``sha1(lower-cased trimmed query)[0:12]`` (§6.2, §12)."""
+    return sha1_12(query.strip().lower())
+
+
+def claim_hash(snippet: str) -> str:
+    return sha1_12(collapse(snippet).lower())
+
+
+def recall_key(path: str, start: int, end: int) -> str:
+    """``memory:<path>:<start>:<end>`` (§6.2)."""
+    return f"memory:{path}:{start}:{end}"
+
+
+# --------------------------------------------------------------------------- short-term paths
+
+#: ``YYYY-MM-DD[-slug].md`` without its anchors, to embed in the path rules below.
+_DATED_NAME = DATED_NAME_RE.pattern.removeprefix("^").removesuffix("$")
+_SHORT_TERM_RES = (
+    re.compile(rf"^memory/(?:.+/)?{_DATED_NAME}$"),
+    re.compile(r"^memory/\.dreams/session-corpus/\d{4}-\d{2}-\d{2}\.(?:md|txt)$"),
+    re.compile(rf"^{_DATED_NAME}$"),
+)
+
+
+def is_short_term_path(path: str) -> bool:
+    """``isShortTermMemoryPath``: dated diaries, never ``MEMORY.md`` or topic notes (§6.2)."""
+    p = path.replace("\\", "/").removeprefix("./")
+    if p.startswith("memory/dreaming/"):
+        return False
+    return any(r.match(p) for r in _SHORT_TERM_RES)
+
+
+_CONTAMINATION = (
+    re.compile(r"<!--\s*openclaw-memory-promotion:"),
+    re.compile(r"<!--\s*openclaw:dreaming:"),
+    re.compile(r"__openclaw_memory_core_short_term_promotion_dream__"),
+    re.compile(r"Candidate:.*\b(?:confidence|evidence)\b.*status:\s*staged", re.I | re.S),
+)
+
+
+def is_contaminated(snippet: str) -> bool:
+    """Dreaming output (promotion markers, staged candidates) must never feed promotion back."""
+    return any(r.search(snippet) for r in _CONTAMINATION)
+
+
+# --------------------------------------------------------------------------- recall entries
+
+
+@dataclass
+class RecallEntry:
+    """One tracked short-term snippet (§6.2 fields; times in epoch ms)."""
+
+    key: str
+    path: str
+    start_line: int
+    end_line: int
+    snippet: str
+    source: str = "memory"
+    recall_count: int = 0
+    daily_count: int = 0
+    grounded_count: int = 0
+    total_score: float = 0.0
+    max_score: float = 0.0
+    first_recalled_at: int = 0
+    last_recalled_at: int = 0
+    query_hashes: list[str] = field(default_factory=list)
+    recall_days: list[str] = field(default_factory=list)
+    concept_tags: list[str] = field(default_factory=list)
+    claim_hash: str | None = None
+    promoted_at: int | None = None
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> RecallEntry:
+        return cls(**row)
+
+    def to_row(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @property
+    def signals(self) -> int:
+        return self.recall_count + self.daily_count + self.grounded_count
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry in the reference's JSON shape (camelCase, ISO times)."""
+        return {
+            "key": self.key, "path": self.path, "startLine": self.start_line,
+            "endLine": self.end_line, "source": self.source, "snippet": self.snippet,
+            "recallCount": self.recall_count, "dailyCount": self.daily_count,
+            "groundedCount": self.grounded_count, "totalScore": self.total_score,
+            "maxScore": self.max_score, "firstRecalledAt": iso(self.first_recalled_at),
+            "lastRecalledAt": iso(self.last_recalled_at), "queryHashes": self.query_hashes,
+            "recallDays": self.recall_days, "conceptTags": self.concept_tags,
+            "claimHash": self.claim_hash, "promotedAt": iso(self.promoted_at),
+        }
+
+
+@dataclass(frozen=True)
+class Signal:
+    """One observation of a snippet: where it is, its text, and the score it came with."""
+
+    path: str
+    start_line: int
+    end_line: int
+    snippet: str
+    score: float

@@ -1,0 +1,208 @@
+"""Planning a promotion (spec §6.5): the new ``MEMORY.md`` and its diff, nothing written.
+
+Each candidate is checked and its snippet re-located in its diary; the kept ones become one
+``## Promoted From Short-Term Memory (DATE)`` section, after dropping the oldest promoted
+sections if the file would exceed its budget. :func:`~.apply.apply` writes exactly this plan.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..common.dates import day_of
+from ..text import utf16_len
+from .memory_file import (
+    PromotedSection,
+    bullet_text,
+    compact_for_budget,
+    fenced_ranges,
+    memory_path,
+    newline_of,
+    promotion_markers,
+    read_memory_bytes,
+    relocate,
+    source_lines,
+)
+from .model import (
+    BUDGET_RESERVE_CHARS,
+    FRESH_HEADER,
+    MEMORY_FILE,
+    MEMORY_FILE_MAX_CHARS,
+    SECTION_TITLE,
+    Now,
+    PromotionError,
+    iso,
+    now_ms,
+)
+from .scoring import PromotionCandidate, list_candidates
+from .state import state_of
+
+if TYPE_CHECKING:
+    from ..index import MemoryIndex
+
+
+@dataclass
+class PlannedEntry:
+    """One candidate as it will be written: re-located range and the bullet text."""
+
+    candidate: PromotionCandidate
+    start_line: int
+    end_line: int
+    snippet: str  # the re-located text (stored back into the recall entry)
+    bullet: str  # the line written to MEMORY.md
+    quality: int
+    loose: bool = False
+
+    @property
+    def key(self) -> str:
+        return self.candidate.key
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "path": self.candidate.path, "startLine": self.start_line,
+                "endLine": self.end_line, "relocated": (self.start_line, self.end_line) != (
+                    self.candidate.start_line, self.candidate.end_line) or self.quality != 3,
+                "quality": self.quality, "bullet": self.bullet}
+
+
+@dataclass
+class ApplyPlan:
+    """What :func:`apply` would write: the new ``MEMORY.md``, its diff, and what is skipped."""
+
+    memory_path: Path
+    old_bytes: bytes | None
+    new_text: str
+    diff: str
+    entries: list[PlannedEntry]
+    skipped: dict[str, str]
+    reconciled: list[str]
+    dropped_sections: list[str]
+    day: str
+    now_ms: int
+    candidates: list[PromotionCandidate]
+    budget: int = MEMORY_FILE_MAX_CHARS - BUDGET_RESERVE_CHARS
+    section_start_line: int | None = None  # 1-based first line of the new section
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def old_sha256(self) -> str | None:
+        return None if self.old_bytes is None else hashlib.sha256(self.old_bytes).hexdigest()
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.entries)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"memoryPath": str(self.memory_path), "day": self.day,
+                "entries": [e.to_dict() for e in self.entries], "skipped": self.skipped,
+                "reconciled": self.reconciled, "droppedSections": self.dropped_sections,
+                "length": utf16_len(self.new_text), "budget": self.budget,
+                "warnings": self.warnings, "diff": self.diff}
+
+
+def _plan_entries(index: MemoryIndex, candidates: Sequence[PromotionCandidate],
+                  markers: set[str]) -> tuple[list[PlannedEntry], dict[str, str], list[str]]:
+    """Check each candidate in order; return the kept ones, the skipped (key → why) and the
+    reconciled keys (marker in ``MEMORY.md`` but not marked promoted in the state store)."""
+    ws = index.workspace
+    skipped: dict[str, str] = {}
+    reconciled: list[str] = []
+    planned: list[PlannedEntry] = []
+    with state_of(index) as st:
+        rows = {c.key: st.recall_entry(c.key) for c in candidates}
+    for c in candidates:
+        if c.key in skipped or any(p.key == c.key for p in planned):
+            continue
+        row = rows.get(c.key)
+        if row and row["promoted_at"] is not None:
+            skipped[c.key] = f"already promoted ({iso(row['promoted_at'])})"
+            continue
+        if c.key in markers:
+            skipped[c.key] = "already in MEMORY.md (marker present)"
+            if row:
+                reconciled.append(c.key)
+            continue
+        if not c.passed:
+            skipped[c.key] = "did not pass the gates: " + "; ".join(c.reasons)
+            continue
+        src = source_lines(ws, c.path)
+        if src is None:
+            skipped[c.key] = f"source file {c.path} is gone"
+            continue
+        rel, lines = src
+        snippet = row["snippet"] if row else c.snippet
+        loc = relocate(lines, snippet, c.start_line, c.end_line)
+        if loc is None:
+            skipped[c.key] = (f"snippet no longer found in {rel} (edited or removed since it "
+                              f"was recalled at lines {c.start_line}-{c.end_line})")
+            continue
+        fence = next(((a, b) for a, b in fenced_ranges(lines)
+                      if loc.start_line <= b and a <= loc.end_line), None)
+        if fence:
+            skipped[c.key] = f"lines {loc.start_line}-{loc.end_line} overlap a dreaming block"
+            continue
+        text = snippet if (loc.quality == 3 and loc.loose) else loc.text
+        bullet = (f"- {bullet_text(text)} [score={c.score:.3f} recalls={c.recall_count} "
+                  f"avg={c.avg_score:.3f} source={rel}:{loc.start_line}-{loc.end_line}]")
+        planned.append(PlannedEntry(c, loc.start_line, loc.end_line, text, bullet,
+                                    loc.quality, loc.loose))
+    return planned, skipped, reconciled
+
+
+def preview_apply(index: MemoryIndex, candidates: Sequence[PromotionCandidate] | None = None,
+                  *, now: Now = None) -> ApplyPlan:
+    """Plan promoting ``candidates`` (default: those passing the default gates), writing nothing.
+
+    Each candidate is checked, in order: it passed its gates; it is not already promoted (state
+    store or marker; a marker without a store mark is *reconciled*); its diary still holds the
+    snippet (re-located, §6.5) outside any dreaming fence. The kept ones become one
+    ``## Promoted From Short-Term Memory (DATE)`` section, after dropping the oldest promoted
+    sections if the file would exceed its budget. ``skipped`` maps each other key to why.
+    """
+    at = now_ms(now)
+    if candidates is None:
+        candidates = [c for c in list_candidates(index, now=at, check_duplicates_of="none")
+                      if c.passed]
+    ws = index.workspace
+    old = read_memory_bytes(ws)
+    try:
+        old_text = "" if old is None else old.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise PromotionError(f"{MEMORY_FILE} is not valid UTF-8 (byte {e.start}); refusing to "
+                             "rewrite it") from e
+    planned, skipped, reconciled = _plan_entries(
+        index, candidates, set(promotion_markers(old_text)))
+    day = day_of(at)
+    nl = newline_of(old_text)
+    budget = MEMORY_FILE_MAX_CHARS - BUDGET_RESERVE_CHARS
+    new_text = old_text
+    dropped: list[PromotedSection] = []
+    section_start = None
+    plan_warnings: list[str] = []
+    if planned:
+        body = ["", f"## {SECTION_TITLE} ({day})", ""]
+        for p in planned:
+            body += [f"<!-- openclaw-memory-promotion:{p.key} -->", p.bullet]
+        body.append("")
+        section = nl.join(body)
+        if not old_text.strip():
+            prefix = FRESH_HEADER.replace("\n", nl)
+        else:
+            kept, dropped = compact_for_budget(old_text, section, budget)
+            prefix = kept if kept.endswith(("\n", "\r")) else kept + nl
+        new_text = prefix + section
+        section_start = prefix.count("\n") + 2  # the blank line, then the heading
+        if utf16_len(new_text) > budget:
+            plan_warnings.append(
+                f"{MEMORY_FILE} will be {utf16_len(new_text)} characters, over its budget of "
+                f"{budget}; no more promoted sections can be dropped (user text never is)")
+    diff = "".join(difflib.unified_diff(
+        old_text.splitlines(keepends=True), new_text.splitlines(keepends=True),
+        f"a/{MEMORY_FILE}", f"b/{MEMORY_FILE}"))
+    return ApplyPlan(memory_path(ws), old, new_text, diff, planned, skipped, reconciled,
+                     [f"{s.day} ({len(s.keys)} entries)" for s in dropped], day, at,
+                     list(candidates), budget, section_start, plan_warnings)

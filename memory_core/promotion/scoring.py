@@ -1,0 +1,297 @@
+"""Scoring and gates (spec §6.4): every tracked entry scored, gated, and explained.
+
+:func:`list_candidates` ranks the entries of the workspace's state store as
+``rankShortTermPromotionCandidates`` does; :func:`explain` shows one entry's whole computation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..common.dates import DAY_MS, day_start_ms
+from .duplicates import DuplicateInfo, check_duplicates
+from .memory_file import promotion_markers, read_memory_text, relocate, source_lines
+from .model import (
+    DEFAULT_LIMIT,
+    DEFAULT_MAX_AGE_DAYS,
+    DEFAULT_MIN_RECALL_COUNT,
+    DEFAULT_MIN_SCORE,
+    DEFAULT_MIN_UNIQUE_QUERIES,
+    HALF_LIFE_DAYS,
+    WEIGHTS,
+    Now,
+    PromotionError,
+    RecallEntry,
+    clamp01,
+    is_contaminated,
+    is_short_term_path,
+    iso,
+    now_ms,
+)
+from .state import state_of
+
+if TYPE_CHECKING:
+    from ..index import MemoryIndex
+
+
+@dataclass
+class Score:
+    """A score and how it was made: raw components (0..1), weighted contributions, inputs."""
+
+    score: float
+    components: dict[str, float]
+    raw: dict[str, float]
+    signals: int
+    avg_score: float
+    context_diversity: int
+    age_days: float
+
+
+def _consolidation_days(days: Sequence[str]) -> float:
+    if not days:
+        return 0.0
+    uniq = sorted(set(days))
+    if len(uniq) == 1:
+        return 0.2
+    span = (day_start_ms(uniq[-1]) - day_start_ms(uniq[0])) / DAY_MS
+    n = len(uniq)
+    return clamp01(0.55 * clamp01(math.log(1 + (n - 1)) / math.log(5))
+                   + 0.45 * clamp01(span / 7))
+
+
+def normalize_weights(weights: dict[str, float] | None) -> dict[str, float]:
+    """The §6.4 weights, or overrides normalised to sum to 1 (``normalizeWeights``)."""
+    if not weights:
+        return dict(WEIGHTS)
+    w = {k: max(0.0, float(weights.get(k, WEIGHTS[k]))) for k in WEIGHTS}
+    total = sum(w.values())
+    return {k: v / total for k, v in w.items()} if total > 0 else dict(WEIGHTS)
+
+
+def score_entry(e: RecallEntry, *, now: Now = None, half_life_days: float = HALF_LIFE_DAYS,
+                weights: dict[str, float] | None = None) -> Score:
+    """§6.4's formula for one entry (pure; gates are applied by :func:`list_candidates`).
+
+    ``phaseBoost`` is 0: the Light/REM phases (§6.3) are not implemented, so no entry has
+    light or REM hits.
+    """
+    w = normalize_weights(weights)
+    signals = e.signals
+    avg = clamp01(e.total_score / signals) if signals else 0.0
+    frequency = clamp01(math.log(1 + signals) / math.log(11))
+    context_div = max(len(e.query_hashes), len(e.recall_days))
+    diversity = clamp01(context_div / 5)
+    age = max(0.0, (now_ms(now) - e.last_recalled_at) / DAY_MS)
+    recency = math.exp(-math.log(2) / max(half_life_days, 1e-9) * age)
+    consolidation = max(_consolidation_days(e.recall_days), clamp01(e.grounded_count / 3))
+    conceptual = clamp01(len(e.concept_tags) / 6)
+    raw = {"frequency": frequency, "relevance": avg, "diversity": diversity, "recency": recency,
+           "consolidation": consolidation, "conceptual": conceptual, "phaseBoost": 0.0}
+    comps = {k: w[k] * raw[k] for k in WEIGHTS}
+    comps["phaseBoost"] = 0.0
+    score = clamp01(sum(comps.values()))
+    return Score(score, comps, raw, signals, avg, context_div, age)
+
+
+@dataclass
+class PromotionCandidate:
+    """A scored recall entry: the breakdown, whether it passed the gates, and why not.
+
+    ``components`` are the weighted contributions (they sum to ``score``); ``raw`` the 0..1
+    values before weighting. ``reasons`` lists every gate the entry failed (empty if passed).
+    (Not to be confused with the search side's ``Candidates``, the two legs of one query.)
+    """
+
+    key: str
+    path: str
+    start_line: int
+    end_line: int
+    snippet: str
+    score: float
+    components: dict[str, float]
+    recall_count: int
+    unique_queries: int
+    passed: bool
+    reasons: list[str]
+    duplicate: DuplicateInfo | None = None
+    raw: dict[str, float] = field(default_factory=dict)
+    signals: int = 0
+    daily_count: int = 0
+    grounded_count: int = 0
+    avg_score: float = 0.0
+    max_score: float = 0.0
+    context_diversity: int = 0
+    recall_days: list[str] = field(default_factory=list)
+    concept_tags: list[str] = field(default_factory=list)
+    first_recalled_at: int = 0
+    last_recalled_at: int = 0
+    age_days: float = 0.0
+    promoted_at: int | None = None
+    rank: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key, "path": self.path, "startLine": self.start_line,
+            "endLine": self.end_line, "snippet": self.snippet, "score": round(self.score, 6),
+            "components": {k: round(v, 6) for k, v in self.components.items()},
+            "rawComponents": {k: round(v, 6) for k, v in self.raw.items()},
+            "recallCount": self.recall_count, "dailyCount": self.daily_count,
+            "groundedCount": self.grounded_count, "signals": self.signals,
+            "uniqueQueries": self.unique_queries, "contextDiversity": self.context_diversity,
+            "avgScore": round(self.avg_score, 6), "maxScore": round(self.max_score, 6),
+            "recallDays": self.recall_days, "conceptTags": self.concept_tags,
+            "firstRecalledAt": iso(self.first_recalled_at),
+            "lastRecalledAt": iso(self.last_recalled_at), "ageDays": round(self.age_days, 3),
+            "promotedAt": iso(self.promoted_at), "passed": self.passed, "reasons": self.reasons,
+            "rank": self.rank,
+            "duplicate": self.duplicate.to_dict() if self.duplicate else None,
+        }
+
+
+def _candidate(e: RecallEntry, s: Score) -> PromotionCandidate:
+    return PromotionCandidate(
+        e.key, e.path, e.start_line, e.end_line, e.snippet, s.score, s.components,
+        e.recall_count, len(e.query_hashes), True, [], None, s.raw, s.signals, e.daily_count,
+        e.grounded_count, s.avg_score, e.max_score, s.context_diversity, list(e.recall_days),
+        list(e.concept_tags), e.first_recalled_at, e.last_recalled_at, s.age_days,
+        e.promoted_at)
+
+
+def list_candidates(index: MemoryIndex, *, now: Now = None, min_score: float | None = None,
+                    min_recall_count: int | None = None,
+                    min_unique_queries: int | None = None,
+                    max_age_days: float | None = None, limit: int | None = None,
+                    include_promoted: bool = False, half_life_days: float = HALF_LIFE_DAYS,
+                    weights: dict[str, float] | None = None,
+                    check_duplicates_of: str = "passed") -> list[PromotionCandidate]:
+    """Every tracked entry, scored and gated (``rankShortTermPromotionCandidates``, §6.4).
+
+    Returns the entries that passed first, in the reference's order (score desc, then recall
+    count desc, then path), at most ``limit`` of them; then the gated ones in the same order,
+    each with ``reasons``. ``None`` gates take the deep-phase defaults (0.80, 3, 3, 30 days, 10);
+    a negative ``max_age_days`` or a ``limit`` ≤ 0 disables that gate. Entries already promoted
+    (``promotedAt`` set, or their marker already in ``MEMORY.md``) are left out unless
+    ``include_promoted``, and then never pass. ``check_duplicates_of`` is ``"passed"``
+    (default), ``"all"`` or ``"none"``: which candidates get their near-duplicate check.
+    """
+    ms = DEFAULT_MIN_SCORE if min_score is None else min_score
+    mrc = DEFAULT_MIN_RECALL_COUNT if min_recall_count is None else min_recall_count
+    muq = DEFAULT_MIN_UNIQUE_QUERIES if min_unique_queries is None else min_unique_queries
+    mad = DEFAULT_MAX_AGE_DAYS if max_age_days is None else max_age_days
+    lim = DEFAULT_LIMIT if limit is None else limit
+    at = now_ms(now)
+    markers = set(promotion_markers(read_memory_text(index.workspace)))
+    with state_of(index) as st:
+        rows = st.recall_entries(include_promoted=True)
+    out: list[PromotionCandidate] = []
+    for row in rows:
+        e = RecallEntry.from_row(row)
+        if e.source != "memory" or not is_short_term_path(e.path) or is_contaminated(e.snippet):
+            continue
+        promoted = e.promoted_at is not None or e.key in markers
+        if promoted and not include_promoted:
+            continue
+        s = score_entry(e, now=at, half_life_days=half_life_days, weights=weights)
+        c = _candidate(e, s)
+        if e.promoted_at is not None:
+            c.reasons.append(f"already promoted ({iso(e.promoted_at)})")
+        elif e.key in markers:
+            c.reasons.append("already in MEMORY.md (its marker is there)")
+        if s.signals == 0:
+            c.reasons.append("no signals")
+        elif s.signals < mrc:
+            c.reasons.append(f"signals {s.signals} < minRecallCount {mrc}")
+        if s.context_diversity < muq:
+            c.reasons.append(f"unique queries/days {s.context_diversity} < minUniqueQueries {muq}")
+        if mad >= 0 and s.age_days > mad:
+            c.reasons.append(f"last recalled {s.age_days:.1f} days ago > maxAgeDays {mad:g}")
+        if s.score < ms:
+            c.reasons.append(f"score {s.score:.3f} < minScore {ms:.2f}")
+        out.append(c)
+    out.sort(key=lambda c: (-c.score, -c.recall_count, c.path, c.start_line))
+    n_passed = 0
+    for c in out:
+        if not c.reasons:
+            n_passed += 1
+            if lim > 0 and n_passed > lim:
+                c.reasons.append(f"beyond limit {lim}")
+        c.passed = not c.reasons
+    ordered = [c for c in out if c.passed] + [c for c in out if not c.passed]
+    for i, c in enumerate(ordered, 1):
+        c.rank = i
+    if check_duplicates_of != "none":
+        todo = [c for c in ordered if c.passed or check_duplicates_of == "all"]
+        for c, d in zip(todo, check_duplicates(index, [c.snippet for c in todo]), strict=True):
+            c.duplicate = d
+    return ordered
+
+
+def explain(index: MemoryIndex, key: str, *, now: Now = None,
+            half_life_days: float = HALF_LIFE_DAYS) -> dict[str, Any]:
+    """Everything about one entry: its §6.2 fields, the score worked out, each gate, the recent
+    signals (with query text for live recalls), where its snippet is now, and its duplicate.
+
+    Raises :class:`PromotionError` for an unknown key.
+    """
+    at = now_ms(now)
+    with state_of(index) as st:
+        row = st.recall_entry(key)
+        events = st.recall_events(key)
+    if row is None:
+        raise PromotionError(f"no recall entry with key {key!r}")
+    e = RecallEntry.from_row(row)
+    s = score_entry(e, now=at, half_life_days=half_life_days)
+    cands = list_candidates(index, now=at, include_promoted=True, check_duplicates_of="none")
+    cand = next((c for c in cands if c.key == key), None)
+    gates = {
+        "minRecallCount": {"value": s.signals, "threshold": DEFAULT_MIN_RECALL_COUNT,
+                           "passed": s.signals >= DEFAULT_MIN_RECALL_COUNT},
+        "minUniqueQueries": {"value": s.context_diversity,
+                             "threshold": DEFAULT_MIN_UNIQUE_QUERIES,
+                             "passed": s.context_diversity >= DEFAULT_MIN_UNIQUE_QUERIES},
+        "maxAgeDays": {"value": round(s.age_days, 3), "threshold": DEFAULT_MAX_AGE_DAYS,
+                       "passed": s.age_days <= DEFAULT_MAX_AGE_DAYS},
+        "minScore": {"value": round(s.score, 6), "threshold": DEFAULT_MIN_SCORE,
+                     "passed": s.score >= DEFAULT_MIN_SCORE},
+    }
+    n_days = len(set(e.recall_days))
+    formulas = {
+        "frequency": f"ln(1+{s.signals})/ln(11)",
+        "relevance": f"clamp01({e.total_score:.3f}/{s.signals})" if s.signals else "0",
+        "diversity": f"max({len(e.query_hashes)} queries, {len(e.recall_days)} days)/5",
+        "recency": f"exp(-ln2/{half_life_days:g} × {s.age_days:.2f} days)",
+        "consolidation": f"{n_days} distinct days" + (
+            f", span {e.recall_days[0]}→{e.recall_days[-1]}" if n_days > 1 else ""),
+        "conceptual": f"{len(e.concept_tags)} tags/6",
+        "phaseBoost": "0 (Light/REM phases not implemented)",
+    }
+    located: dict[str, Any]
+    src = source_lines(index.workspace, e.path)
+    if src is None:
+        located = {"found": False, "reason": f"source file {e.path} is gone"}
+    else:
+        loc = relocate(src[1], e.snippet, e.start_line, e.end_line)
+        located = ({"found": False, "reason": "snippet no longer found"} if loc is None else
+                   {"found": True, "path": src[0], "startLine": loc.start_line,
+                    "endLine": loc.end_line, "quality": loc.quality, "loose": loc.loose})
+    dup = check_duplicates(index, [e.snippet])[0]
+    return {
+        "entry": e.to_dict(),
+        "score": round(s.score, 6),
+        "components": {k: round(v, 6) for k, v in s.components.items()},
+        "rawComponents": {k: round(v, 6) for k, v in s.raw.items()},
+        "weights": dict(WEIGHTS),
+        "formulas": formulas,
+        "gates": gates,
+        "passed": bool(cand and cand.passed),
+        "reasons": cand.reasons if cand else [],
+        "rank": cand.rank if cand else None,
+        "markerInMemory": key in promotion_markers(read_memory_text(index.workspace)),
+        "located": located,
+        "duplicate": dup.to_dict() if dup else None,
+        "events": [{**ev, "at": iso(ev["at"])} for ev in events],
+        "now": iso(at),
+    }

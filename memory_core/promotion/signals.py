@@ -1,0 +1,292 @@
+"""Recall signals (spec §6.2): live recalls from searches and daily-note ingestion.
+
+Both land in the workspace's durable state store (:mod:`.state`). Searches record through
+:func:`recall_recorder`, passed as ``MemoryIndex.search(..., on_hits=recall_recorder(idx))``
+by the callers that record (the CLI's ``search``, the agent tools, MCP); nothing records
+unless asked.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..common.dates import DATED_NAME_RE, DAY_MS, day_of, day_start_ms
+from .concepts import derive_concept_tags
+from .memory_file import HEADING_RE, LIST_RE, fenced_ranges
+from .model import (
+    DAILY_LOOKBACK_DAYS,
+    DAILY_QUERY_PREFIX,
+    DAILY_SIGNAL_SCORE,
+    DEFAULT_LIMIT,
+    MAX_QUERY_HASHES,
+    MAX_RECALL_DAYS,
+    Now,
+    PromotionError,
+    RecallEntry,
+    Signal,
+    clamp01,
+    collapse,
+    is_contaminated,
+    is_short_term_path,
+    now_ms,
+    query_hash,
+    recall_key,
+)
+from .state import StateError, StateStore, state_of
+
+if TYPE_CHECKING:
+    from ..fusion import Hit
+    from ..index import MemoryIndex
+
+_GENERIC_HEADING = re.compile(
+    r"^(?:\d{4}-\d{2}-\d{2}.*|\d{1,2}:\d{2}.*|(?:morning|afternoon|evening|night|today|"
+    r"tonight|am|pm|上午|下午|晚上|早上|今天)\b.*)$", re.I)
+_MANAGED_HEADINGS = ("light sleep", "rem sleep")
+DAILY_SNIPPET_MIN = 8
+DAILY_SNIPPET_MAX = 280
+DAILY_GROUP_LINES = 4
+
+
+def _merge_recent(items: list[str], item: str, cap: int) -> list[str]:
+    """Move ``item`` to the end (most recent) and keep the last ``cap`` items."""
+    out = [x for x in items if x != item]
+    out.append(item)
+    return out[-cap:]
+
+
+def record_into(st: StateStore, signals: Sequence[Signal], *, query: str, kind: str,
+                now: Now = None, dedupe_per_day: bool = False) -> int:
+    """:func:`record_signals` on an open state store (one transaction)."""
+    if kind not in ("recall", "daily", "grounded"):
+        raise ValueError(f"unknown signal kind {kind!r}")
+    at = now_ms(now)
+    day = day_of(at)
+    qh = query_hash(query)
+    logged_query = query[:200]
+    n = 0
+    with st.transaction():
+        seen: set[str] = set()
+        for s in signals:
+            key = recall_key(s.path, s.start_line, s.end_line)
+            if key in seen:
+                continue
+            seen.add(key)
+            if dedupe_per_day and st.recall_event_seen(key, qh, day):
+                continue
+            row = st.recall_entry(key)
+            e = RecallEntry.from_row(row) if row else RecallEntry(
+                key, s.path, s.start_line, s.end_line, s.snippet,
+                first_recalled_at=at, last_recalled_at=at)
+            if kind == "recall":
+                e.recall_count += 1
+            elif kind == "daily":
+                e.daily_count += 1
+            else:
+                e.grounded_count += 1
+            e.total_score += clamp01(s.score)
+            e.max_score = max(e.max_score, s.score)
+            e.snippet = s.snippet
+            e.query_hashes = _merge_recent(e.query_hashes, qh, MAX_QUERY_HASHES)
+            e.recall_days = sorted(set(e.recall_days) | {day})[-MAX_RECALL_DAYS:]
+            e.concept_tags = derive_concept_tags(e.path, e.snippet)
+            # min/max rather than "= now" so that a replay's simulated times stay consistent
+            e.first_recalled_at = min(e.first_recalled_at, at)
+            e.last_recalled_at = max(e.last_recalled_at, at)
+            st.recall_put(e.to_row())
+            st.recall_event_add(key, kind, qh, logged_query, day, clamp01(s.score), at)
+            n += 1
+    return n
+
+
+def record_signals(index: MemoryIndex, signals: Sequence[Signal], *, query: str, kind: str,
+                   now: Now = None, dedupe_per_day: bool = False) -> int:
+    """Record ``signals`` as ``kind`` (``recall``, ``daily``, ``grounded``); return how many.
+
+    Updates follow §6.2: the count of the kind += 1, ``totalScore += clamp01(score)``,
+    ``maxScore = max``, the query hash and the day bucket merged (capped), concept tags
+    re-derived, ``lastRecalledAt`` = now. With ``dedupe_per_day`` a key already signalled for the
+    same query on the same day is not counted again (daily ingestion).
+    """
+    with state_of(index) as st:
+        return record_into(st, signals, query=query, kind=kind, now=now,
+                           dedupe_per_day=dedupe_per_day)
+
+
+def record_search(index: MemoryIndex, query: str, hits: Sequence[Hit], *,
+                  now: Now = None) -> int:
+    """Record a search's hits on short-term files as recalls (§6.2 signal 1); return how many.
+
+    Only hits with source ``memory`` on dated diaries count, and snippets carrying dreaming
+    output are skipped. A state-store failure never fails the search: it is a warning.
+    """
+    if not query.strip():
+        return 0
+    signals = []
+    for h in hits:
+        if h.source != "memory" or not is_short_term_path(h.path):
+            continue
+        snip = collapse(h.snippet)
+        if not snip or is_contaminated(snip):
+            continue
+        signals.append(Signal(h.path, h.start_line, h.end_line, snip, float(h.score)))
+    if not signals:
+        return 0
+    try:
+        return record_signals(index, signals, query=query.strip(), kind="recall", now=now)
+    except (StateError, PromotionError, OSError) as e:
+        warnings.warn(f"recall signals not recorded: {e}", RuntimeWarning, stacklevel=2)
+        return 0
+
+
+def recall_recorder(index: MemoryIndex) -> Callable[[str, Sequence[Hit]], None]:
+    """The ``on_hits`` hook that records a search's hits as recalls for ``index``'s workspace.
+
+    ``idx.search(q, on_hits=recall_recorder(idx))``; the hook never raises (see
+    :func:`record_search`).
+    """
+    def on_hits(query: str, hits: Sequence[Hit]) -> None:
+        record_search(index, query, hits)
+
+    return on_hits
+
+
+# --------------------------------------------------------------------------- daily ingestion
+
+
+def daily_snippets(text: str) -> list[Signal]:
+    """Split a diary into the snippets daily ingestion records (§6.2 signal 2).
+
+    Managed Light/REM blocks are blanked first (line numbers are kept). Consecutive lines of
+    the same kind (list items or paragraph lines), at most four, make one snippet, joined with
+    ``"; "`` (lists) or ``" "`` (paragraphs) and prefixed with the current heading
+    (``"Heading: …"``) unless that heading is a generic date or time of day. Snippets shorter
+    than 8 characters are dropped, longer than 280 are cut. ``path`` is left empty.
+    """
+    lines = text.split("\n")
+    blank = set()
+    for a, b in fenced_ranges(lines):
+        blank.update(range(a, b + 1))
+    in_managed = False
+    for i, line in enumerate(lines, 1):
+        m = HEADING_RE.match(line)
+        if m:
+            in_managed = m.group(2).strip().lower() in _MANAGED_HEADINGS
+        if in_managed:
+            blank.add(i)
+    out: list[Signal] = []
+    heading = ""
+    group: list[str] = []
+    gkind = ""
+    gstart = 0
+
+    def flush(end: int) -> None:
+        nonlocal group
+        if group:
+            body = ("; " if gkind == "list" else " ").join(group)
+            snip = collapse(f"{heading}: {body}" if heading else body)
+            if len(snip) >= DAILY_SNIPPET_MIN:
+                out.append(Signal("", gstart, end, snip[:DAILY_SNIPPET_MAX], DAILY_SIGNAL_SCORE))
+        group = []
+
+    for i, line in enumerate(lines, 1):
+        if i in blank or not line.strip():
+            flush(i - 1)
+            continue
+        m = HEADING_RE.match(line)
+        if m:
+            flush(i - 1)
+            title = m.group(2).strip()
+            heading = "" if _GENERIC_HEADING.match(title) else title
+            continue
+        kind = "list" if LIST_RE.match(line) else "para"
+        body = LIST_RE.sub("", line).strip() if kind == "list" else line.strip()
+        if group and (kind != gkind or len(group) >= DAILY_GROUP_LINES):
+            flush(i - 1)
+        if not group:
+            gkind, gstart = kind, i
+        group.append(body)
+    flush(len(lines))
+    return out
+
+
+@dataclass
+class IngestReport:
+    """What one daily-note ingestion did."""
+
+    files: list[str] = field(default_factory=list)
+    skipped_files: list[str] = field(default_factory=list)
+    snippets: int = 0
+    recorded: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _recent_diaries(mem: Path, at: int, lookback_days: int) -> list[tuple[str, Path]]:
+    """``memory/YYYY-MM-DD[-x].md`` whose day is within the lookback, newest first."""
+    dated: list[tuple[str, Path]] = []
+    for p in mem.iterdir():
+        m = DATED_NAME_RE.match(p.name)
+        if not m or not p.is_file():
+            continue
+        day = "-".join(m.group(1, 2, 3))
+        try:
+            start = day_start_ms(day)
+        except ValueError:
+            continue
+        if start + DAY_MS - 1 >= at - lookback_days * DAY_MS and start <= at:
+            dated.append((day, p))
+    dated.sort(key=lambda t: (t[0], t[1].name), reverse=True)
+    return dated
+
+
+def ingest_daily(index: MemoryIndex, *, now: Now = None, lookback_days: int = DAILY_LOOKBACK_DAYS,
+                 limit: int = DEFAULT_LIMIT) -> IngestReport:
+    """``ingestDailyMemorySignals``: record recent diary snippets as ``daily`` signals (§6.2).
+
+    Files are ``memory/YYYY-MM-DD[-x].md`` whose day (counted until 23:59:59.999 UTC) is within
+    ``lookback_days`` of now, newest first. A file unchanged (mtime, size) since it was ingested
+    today is skipped. Caps: ``max(20, limit × 4)`` snippets in all and ``max(6, ⌈total/files⌉)``
+    per file. Each snippet is a signal of score 0.62 for the query ``__dreaming_daily__:<day>``,
+    counted at most once per day.
+    """
+    at = now_ms(now)
+    today = day_of(at)
+    report = IngestReport()
+    mem = index.workspace / "memory"
+    if not mem.is_dir():
+        return report
+    dated = _recent_diaries(mem, at, lookback_days)
+    if not dated:
+        return report
+    total_cap = max(20, limit * 4)
+    per_file = max(6, math.ceil(total_cap / len(dated)))
+    budget = total_cap
+    with state_of(index) as st:
+        for day, p in dated:
+            rel = f"memory/{p.name}"
+            stt = p.stat()
+            mtime = int(stt.st_mtime * 1000)
+            state = st.daily_ingestion_state(rel)
+            if state and state[0] == mtime and state[1] == stt.st_size and state[2] == today:
+                report.skipped_files.append(rel)
+                continue
+            if budget <= 0:
+                break
+            text = p.read_bytes().decode("utf-8", "replace")
+            snips = daily_snippets(text)[: min(per_file, budget)]
+            budget -= len(snips)
+            report.files.append(rel)
+            report.snippets += len(snips)
+            sigs = [replace(s, path=rel) for s in snips if not is_contaminated(s.snippet)]
+            report.recorded += record_into(st, sigs, query=DAILY_QUERY_PREFIX + day,
+                                           kind="daily", now=at, dedupe_per_day=True)
+            with st.transaction():
+                st.daily_ingestion_set(rel, mtime, stt.st_size, today)
+    return report

@@ -1,0 +1,110 @@
+"""Numbered migrations of the promotion state store (``<workspace>/.memory/state.sqlite``).
+
+Same rules as :mod:`memory_core.migrations` for the index: applied in order and recorded in
+``PRAGMA user_version`` (all pending ones in one transaction); append a migration, never edit
+one that has shipped. The tables keep the shape the index's migration 4 gave them, so rows move over
+unchanged.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+Migration = Callable[[sqlite3.Connection], None]
+
+
+def _run(db: sqlite3.Connection, script: str) -> None:
+    """Run ``;``-separated statements one by one (``executescript`` would commit midway)."""
+    for stmt in script.split(";"):
+        if stmt.strip():
+            db.execute(stmt)
+
+
+def m001_state(db: sqlite3.Connection) -> None:
+    """Recall signals (§6.2), their event log, daily-ingestion state, the promotion history
+    (what ``undo`` restores), and which old index files' signals were imported already.
+
+    List-valued fields are JSON arrays; times are epoch milliseconds.
+    """
+    _run(db,
+        """
+        CREATE TABLE IF NOT EXISTS recall_entries (
+            key TEXT PRIMARY KEY,
+            path TEXT NOT NULL,
+            start_line INTEGER NOT NULL,
+            end_line INTEGER NOT NULL,
+            source TEXT NOT NULL DEFAULT 'memory',
+            snippet TEXT NOT NULL,
+            recall_count INTEGER NOT NULL DEFAULT 0,
+            daily_count INTEGER NOT NULL DEFAULT 0,
+            grounded_count INTEGER NOT NULL DEFAULT 0,
+            total_score REAL NOT NULL DEFAULT 0,
+            max_score REAL NOT NULL DEFAULT 0,
+            first_recalled_at INTEGER NOT NULL,
+            last_recalled_at INTEGER NOT NULL,
+            query_hashes TEXT NOT NULL DEFAULT '[]',
+            recall_days TEXT NOT NULL DEFAULT '[]',
+            concept_tags TEXT NOT NULL DEFAULT '[]',
+            claim_hash TEXT,
+            promoted_at INTEGER
+        );
+        CREATE INDEX IF NOT EXISTS idx_recall_entries_path ON recall_entries(path);
+        CREATE TABLE IF NOT EXISTS recall_events (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            key TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            query_hash TEXT NOT NULL,
+            query TEXT,
+            day TEXT NOT NULL,
+            score REAL NOT NULL,
+            at INTEGER NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS idx_recall_events_key ON recall_events(key, query_hash, day);
+        CREATE TABLE IF NOT EXISTS daily_ingestion (
+            path TEXT PRIMARY KEY,
+            mtime INTEGER NOT NULL,
+            size INTEGER NOT NULL,
+            day TEXT NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS promotion_history (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            applied_at INTEGER NOT NULL,
+            memory_path TEXT NOT NULL,
+            backup_path TEXT,
+            before_sha256 TEXT,
+            after_sha256 TEXT NOT NULL,
+            keys TEXT NOT NULL,
+            entries_before TEXT NOT NULL,
+            undone_at INTEGER
+        );
+        CREATE TABLE IF NOT EXISTS legacy_imports (
+            path TEXT PRIMARY KEY,
+            imported_at INTEGER NOT NULL,
+            entries INTEGER NOT NULL
+        );
+        """
+    )
+
+
+MIGRATIONS: list[Migration] = [m001_state]
+
+
+def migrate(db: sqlite3.Connection) -> int:
+    """Apply every migration past the database's ``user_version``; return the new version.
+
+    ``BEGIN IMMEDIATE`` so that two processes opening a new state store at once take turns.
+    """
+    if db.execute("PRAGMA user_version").fetchone()[0] >= len(MIGRATIONS):
+        return len(MIGRATIONS)  # the common case: no write lock taken
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        for number, step in enumerate(MIGRATIONS[version:], start=version + 1):
+            step(db)
+            db.execute(f"PRAGMA user_version = {number}")
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return len(MIGRATIONS)
