@@ -6,28 +6,24 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from memory_core import MemoryIndex
-from workbench import charts, projection, state
+from workbench import charts, mapdata, projection, state
 
 key = state.current_key()
 st.title("Embedding map")
 idx = state.ensure_indexed(key)
 st.caption(key.label())
 
-ids, matrix = idx.embeddings()
-if len(ids) == 0:
+points = mapdata.load_points(idx)
+if len(points) == 0:
     st.info("This index has no embeddings (keyword-only, provider “none”). Pick an embedding "
             "provider in the sidebar to see the map.")
     st.stop()
-rows = {c.id: c for c in idx.chunks()}
-keep = [i for i, cid in enumerate(ids) if cid in rows]
-ids = [ids[i] for i in keep]
-matrix = np.asarray(matrix[keep], dtype=np.float32)
-fp = projection.fingerprint(ids, int(matrix.shape[1]))
+ids, matrix, fp = points.ids, points.matrix, points.fingerprint
+info, pos = points.info, points.position
 
 c1, c2, c3, c4, c5 = st.columns([1.2, 0.6, 1.1, 1.3, 1.3])
 method = c1.radio("Projection", ["UMAP", "PCA"], key="map_method", horizontal=True,
@@ -89,13 +85,6 @@ if query.strip():
 
 # ----------------------------------------------------------------------------- the figure
 
-pos = {cid: i for i, cid in enumerate(ids)}
-info = pd.DataFrame([{
-    "id": cid, "path": rows[cid].path, "source": rows[cid].source,
-    "lines": f"L{rows[cid].start_line}–L{rows[cid].end_line}",
-    "date": projection.chunk_date(rows[cid].path, rows[cid].mtime_ms),
-    "snippet": rows[cid].text,
-} for cid in ids])
 if colour == "cluster":
     info["cluster"] = [f"cluster {c + 1}" for c in projection.kmeans_labels(matrix, n_clusters)]
 column = {"file": "path"}.get(colour, colour)
@@ -160,23 +149,7 @@ if used == "UMAP" and qpoint is not None:
 
 # ----------------------------------------------------------------------------- selection
 
-
-def selected_ids(ev: Any) -> list[str]:
-    """Chunk ids of the selected points (every trace carries the chunk id as customdata[0])."""
-    if not ev:
-        return []
-    sel = ev.get("selection") if isinstance(ev, dict) else getattr(ev, "selection", None)
-    points = (sel or {}).get("points", []) if sel is not None else []
-    out: list[str] = []
-    for p in points:
-        cd = p.get("customdata")
-        cid = cd[0] if isinstance(cd, list | tuple) and cd else None
-        if cid in pos and cid not in out:
-            out.append(cid)
-    return out
-
-
-chosen = selected_ids(event)
+chosen = mapdata.selected_ids(event, pos)
 if chosen:
     st.subheader(f"{len(chosen)} selected chunk(s)")
     sel_df = info.set_index("id").loc[chosen, ["path", "lines", "source", "date", "snippet"]]

@@ -10,17 +10,13 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from memory_core import evaluation as ev
 from memory_core import profile_settings
-from workbench import charts, optional, state, tuning
+from workbench import charts, state, tuning
 
 key = state.current_key()
 idx = state.open_index(key)
 st.title("Evaluate")
-ev, why = optional.evaluation()
-if ev is None:
-    st.warning(f"The evaluation API is not available yet: {why} This page will work once "
-               "`memory_core.evaluation` provides it.")
-    st.stop()
 
 sets = ev.available_query_sets()
 if not sets:
@@ -40,19 +36,8 @@ skipped = ", ".join(f"{v} {k}" for k, v in qs.skipped.items()) or "none"
 st.caption(f"{qs.description or qs.name} · {len(qs.queries)} queries · judged at "
            f"{qs.level} level · skipped: {skipped}")
 
-
-def _files_of(ws: Path) -> list[str]:
-    return sorted([*(p.name for p in ws.glob("memory/*.md")),
-                   *(p.name for p in ws.glob("sessions/*.jsonl"))])
-
-
-def _same_workspace(a: Path, b: Path) -> bool:
-    """The same folder, or a copy of it (same name, same memory and transcript files)."""
-    return a.resolve() == b.resolve() or (a.name == b.name and _files_of(a) == _files_of(b))
-
-
 single = next(iter(workspaces.values())) if len(workspaces) == 1 else None
-matches = single is not None and _same_workspace(single, idx.workspace)
+matches = single is not None and ev.same_workspace(single, idx.workspace)
 targets = (["open"] if not workspaces else ["open", "own"] if single is not None else ["own"])
 target_labels = {"open": f"the open index ({idx.workspace.name})",
                  "own": "the query set's own workspace(s)"}
@@ -82,7 +67,7 @@ b_labels = {"pinned": "pinned settings", "reference": "reference profile",
 c1, c2, c3 = st.columns([1.6, 1.4, 1])
 b_choice = c1.radio("Compare A (the tuned settings of Search & tune) with B =", b_options,
                     key="eval_b", format_func=b_labels.__getitem__, horizontal=True)
-b_settings = (state.apply_values(idx.settings(), pinned) if b_choice == "pinned"
+b_settings = (tuning.apply_values(idx.settings(), pinned) if b_choice == "pinned"
               else profile_settings(b_choice))
 legs = c2.toggle("Also each leg alone", value=True, key="eval_legs",
                  help="The vector leg and the keyword leg of A, each ranked alone (no gate).")

@@ -11,15 +11,12 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from workbench import charts, optional, state
+from memory_core import evaluation as ev
+from memory_core import promotion as pr
+from workbench import charts, state
 
 key = state.current_key()
 st.title("Promotion")
-pr, why = optional.promotion()
-if pr is None:
-    st.warning(f"The promotion API is not available yet: {why} This page will work once "
-               "`memory_core.promotion` provides it.")
-    st.stop()
 idx = state.ensure_indexed(key)
 st.caption(f"{key.label()} — short-term memories (dated diaries) that searches keep recalling "
            "become candidates for the long-term `MEMORY.md`.")
@@ -30,13 +27,9 @@ if read_only:
 
 # ----------------------------------------------------------------------------- signals
 
-ev, _ = optional.evaluation()
-
 
 def _query_sources() -> list[str]:
     """Labelled query sets whose queries can be replayed as a query log."""
-    if ev is None:
-        return []
     return [n for n in ev.available_query_sets()
             if n.startswith(("demo", "locomo")) and not n.endswith(":all")]
 
@@ -64,7 +57,6 @@ with st.expander("Seed recall signals (replay a query log)", expanded=False):
         if src == "typed queries":
             queries = [q for q in typed.splitlines() if q.strip()]
         else:
-            assert ev is not None
             queries = [q.query for q in ev.load_query_set(src).queries]
         if not queries:
             st.warning("No queries to replay.")

@@ -7,13 +7,14 @@ session; a slider change only re-fuses them with ``MemoryIndex.fuse`` (no embedd
 from __future__ import annotations
 
 import time
-from datetime import UTC, date, datetime
-from typing import Any
+from typing import Any, get_args
 
 import streamlit as st
 
 from memory_core import MemoryIndex, SearchSettings, profile_settings
-from workbench import charts, optional, state, tuning
+from memory_core import promotion as pr
+from memory_core.config import FusionMode, KeywordQueryMode
+from workbench import charts, state, tuning
 
 key = state.current_key()
 idx = state.open_index(key)
@@ -23,31 +24,25 @@ st.caption(f"{key.label()} — candidates are fetched once per query; sliders on
 # ----------------------------------------------------------------------------- settings widgets
 
 W = "t_"  # widget-key prefix of the tuning controls
-FUSIONS = ["reference", "rrf", "normalized"]
-
-
-def _widget_value(field: str, v: Any) -> Any:
-    if field == "now_ms":
-        return None if v is None else datetime.fromtimestamp(v / 1000, UTC).date()
-    return v
+FUSIONS = list(get_args(FusionMode))
 
 
 def _load_widgets(values: dict[str, Any], *, only_missing: bool = False) -> None:
-    for k, v in values.items():
-        if not only_missing or W + k not in st.session_state:
-            st.session_state[W + k] = _widget_value(k, v)
+    for wk, v in tuning.widget_values(values, W).items():
+        if not only_missing or wk not in st.session_state:
+            st.session_state[wk] = v
 
 
 def _reset() -> None:
     state.clear_tuned_values(key)
-    _load_widgets(state.settings_values(idx.settings()))
+    _load_widgets(tuning.settings_values(idx.settings()))
 
 
 def _pin_b() -> None:
     st.session_state["wb_pinned_b"] = state.tuned_values(key)
 
 
-tuned = state.settings_values(state.tuned_settings(key))
+tuned = tuning.settings_values(state.tuned_settings(key))
 if st.session_state.get(W + "_profile") != key.profile:
     _load_widgets(tuned)
     st.session_state[W + "_profile"] = key.profile
@@ -85,12 +80,12 @@ with ctl:
         st.slider("Half-life (days)", 1.0, 365.0, step=1.0, key=W + "half_life_days")
         st.date_input("'Now' for decay", key=W + "now_ms",
                       help="Empty: the clock. Pin a date to replay a past moment.")
-    if "date_hint" in state.TUNABLE:
-        st.slider("Date hint", 0.0, 0.5, step=0.05, key=W + "date_hint",
-                  help="Bonus for diaries of a date the query names (“on 7 May 2023”), fading "
-                       "with distance; 0 = off, as in the reference.")
+    st.slider("Date hint", 0.0, 0.5, step=0.05, key=W + "date_hint",
+              help="Bonus for diaries of a date the query names (“on 7 May 2023”), fading "
+                   "with distance; 0 = off, as in the reference.")
     with st.expander("Keyword query (refetches)"):
-        st.radio("Terms", ["and", "or"], key=W + "keyword_query", horizontal=True,
+        st.radio("Terms", list(get_args(KeywordQueryMode)), key=W + "keyword_query",
+                 horizontal=True,
                  help="and: OpenClaw's query (every term); or: any term, BM25-ranked.")
         st.toggle("CJK bigrams", key=W + "cjk_bigrams",
                   help="Search Chinese/Japanese/Korean text by character pairs.")
@@ -100,15 +95,9 @@ with ctl:
     b1, b2 = st.columns(2)
     b1.button("Reset", on_click=_reset, key="t_reset", help="Back to the profile's settings.")
 
-values: dict[str, Any] = {}
-for f in state.TUNABLE:
-    v = st.session_state.get(W + f, _widget_value(f, tuned[f]))
-    if f == "now_ms":
-        v = (int(datetime(v.year, v.month, v.day, 12, tzinfo=UTC).timestamp() * 1000)
-             if isinstance(v, date) else None)
-    values[f] = v
-current: SearchSettings = state.apply_values(idx.settings(), values)
-state.set_tuned_values(key, state.settings_values(current))
+widgets = {W + f: st.session_state[W + f] for f in tuning.TUNABLE if W + f in st.session_state}
+current: SearchSettings = tuning.settings_from_widgets(idx.settings(), widgets, W, tuned)
+state.set_tuned_values(key, tuning.settings_values(current))
 b2.button("Pin as B", on_click=_pin_b, key="t_pin", help="Compare later settings against these.")
 
 # ----------------------------------------------------------------------------- results
@@ -163,12 +152,8 @@ with main:
         if rec_col.button("Record as recall", key="search_record",
                           help="Record these hits on dated diaries as recalls (promotion "
                                "signals, spec §6.2). The workbench never records on its own."):
-            ok, why = optional.promotion()
-            if ok is None:
-                st.warning(f"Promotion is not available yet: {why}")
-            else:
-                n = ok.record_search(idx, query, result.hits)
-                st.success(f"{n} recall(s) recorded (only hits on dated diaries count).")
+            n = pr.record_search(idx, query, result.hits)
+            st.success(f"{n} recall(s) recorded (only hits on dated diaries count).")
         with st.expander("Snippets of the returned hits"):
             for i, h in enumerate(result.hits, 1):
                 st.markdown(f"**{i}. `{h.citation}`** · {h.source} · score {h.score:.3f} "
@@ -183,7 +168,7 @@ with main:
                   "default": "B = default profile"}
         choice = st.radio("Compare the current settings (A) with", options, key="ab_choice",
                           format_func=labels.__getitem__, horizontal=True)
-        b_settings = (state.apply_values(idx.settings(), pinned) if choice == "pinned"
+        b_settings = (tuning.apply_values(idx.settings(), pinned) if choice == "pinned"
                       else profile_settings(choice))
         b_cands = state.get_candidates(key, query, b_settings, sources)
         result_b = MemoryIndex.fuse(b_cands, b_settings)
@@ -200,8 +185,7 @@ with main:
             st.markdown(f"**B — {labels[choice][4:]}**")
             st.dataframe(tuning.blank_ranks(mv.rows, ["rank B", "rank A"]), hide_index=True,
                          width="stretch", key="ab_table_b")
-        diff = {k: (getattr(current, k), getattr(b_settings, k)) for k in state.TUNABLE
-                if getattr(current, k) != getattr(b_settings, k)}
+        diff = tuning.settings_diff(current, b_settings)
         if diff:
             st.caption("Settings that differ (A vs B): " + ", ".join(
                 f"{k} {a!r} → {b!r}" for k, (a, b) in diff.items()))

@@ -6,8 +6,14 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:  # Streamlit is imported only by the tests that open the app
+    from streamlit.testing.v1 import AppTest
+
+    from workbench.testing import OpenApp
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -51,3 +57,42 @@ def indexed_demo_reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator
     with MemoryIndex.open(ws, profile="reference") as idx:
         idx.sync()
     yield ws
+
+
+# --------------------------------------------------------------------------- workbench AppTests
+
+
+@pytest.fixture
+def open_app(monkeypatch: pytest.MonkeyPatch) -> OpenApp:
+    """Open the workbench on ``workspace`` as a Streamlit AppTest, optionally on ``page``.
+
+    The app is pointed (through its environment variables) at the workspace, at a private cache
+    beside it (``<workspace>/../cache``, so a module-scoped workspace keeps its index and map
+    coordinates between tests), at the embedding ``provider`` and, when given, at ``datasets``
+    as the evaluation data. UMAP stays off. ``timeout`` bounds each script run (the first one
+    indexes the workspace); it is an upper bound for a loaded machine, not an expected time.
+    The app must start without an exception.
+    """
+    from streamlit.testing.v1 import AppTest
+
+    from workbench.testing import APP, workbench_env
+
+    def _open(workspace: Path, page: str | None = None, *, provider: str = "none",
+              datasets: Path | None = None, timeout: float = 180) -> AppTest:
+        for k, v in workbench_env(workspace, workspace.parent / "cache", provider).items():
+            monkeypatch.setenv(k, v)
+        if datasets is not None:
+            monkeypatch.setenv("MEMORY_WORKBENCH_DATASETS", str(datasets))
+        at = AppTest.from_file(str(APP), default_timeout=timeout).run()
+        if page is not None:
+            at.switch_page(page).run()
+        assert not at.exception, at.exception
+        return at
+
+    return _open
+
+
+@pytest.fixture(scope="module")
+def module_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A demo copy shared by one test module (its index is built once, by the first test)."""
+    return copy_demo(tmp_path_factory.mktemp("app"))

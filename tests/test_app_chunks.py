@@ -10,22 +10,17 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from memory_core import MemoryIndex
-from workbench.testing import APP, copy_demo, workbench_env
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return copy_demo(tmp_path_factory.mktemp("chunks"))
+from workbench.testing import OpenApp
 
 
 @pytest.fixture
-def at(demo: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
-    for k, v in workbench_env(demo, demo.parent / "cache").items():
-        monkeypatch.setenv(k, v)
-    app = AppTest.from_file(str(APP), default_timeout=120).run()
-    app.switch_page("pages/chunks.py").run()
-    assert not app.exception
-    return app
+def demo(module_demo: Path) -> Path:
+    return module_demo
+
+
+@pytest.fixture
+def at(open_app: OpenApp, demo: Path) -> AppTest:
+    return open_app(demo, "pages/chunks.py", timeout=120)
 
 
 def _frame(at: AppTest, column: str):

@@ -1,4 +1,4 @@
-"""AppTest of the Evaluate page on the demo's labelled queries (and without the API)."""
+"""AppTest of the Evaluate page on the demo's labelled queries."""
 
 from __future__ import annotations
 
@@ -8,19 +8,12 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from workbench import optional
-from workbench.testing import APP, copy_demo, workbench_env
+from workbench.testing import OpenApp
 
 
 @pytest.fixture
-def at(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
-    demo = copy_demo(tmp_path)
-    for k, v in workbench_env(demo, tmp_path / "cache").items():
-        monkeypatch.setenv(k, v)
-    app = AppTest.from_file(str(APP), default_timeout=300).run()
-    app.switch_page("pages/evaluate.py").run()
-    assert not app.exception
-    return app
+def at(open_app: OpenApp, demo_ws: Path) -> AppTest:
+    return open_app(demo_ws, "pages/evaluate.py", timeout=300)
 
 
 def _metric(at: AppTest, label: str) -> int:
@@ -56,12 +49,3 @@ def test_evaluation_reports_metrics_per_leg_and_wins_and_a_sweep(at: AppTest) ->
     assert spec["data"][0]["type"] == "heatmap"
     assert len(spec["data"][0]["x"]) == 11 and len(spec["data"][0]["y"]) == 11
     assert any(c.value.startswith("Best success@5") for c in at.caption)
-
-
-def test_page_says_plainly_when_the_api_is_missing(at: AppTest,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(optional, "evaluation",
-                        lambda: (None, "`memory_core.evaluation` is not available yet."))
-    at.run()
-    assert not at.exception
-    assert any("not available yet" in w.value for w in at.warning)

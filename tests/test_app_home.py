@@ -4,29 +4,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from workbench import state
-from workbench.testing import APP, copy_demo, workbench_env
+from workbench.testing import OpenApp
 
 
-@pytest.fixture
-def demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    ws = copy_demo(tmp_path)
-    for k, v in workbench_env(ws, tmp_path / "cache").items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.setenv("MEMORY_WORKBENCH_DATASETS", str(tmp_path / "no-datasets"))
-    return ws
+def _home(open_app: OpenApp, ws: Path, datasets: Path | None = None) -> AppTest:
+    """The home page on ``ws``, with no evaluation data unless ``datasets`` is given."""
+    return open_app(ws, datasets=datasets or ws.parent / "no-datasets", timeout=120)
 
 
 def _metrics(at: AppTest) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
 
 
-def test_home_indexes_with_progress_and_shows_status(demo: Path) -> None:
-    at = AppTest.from_file(str(APP), default_timeout=120).run()
-    assert not at.exception
+def test_home_indexes_with_progress_and_shows_status(open_app: OpenApp, demo_ws: Path) -> None:
+    at = _home(open_app, demo_ws)
     assert _metrics(at)["Files"] == "0"
     assert any("not indexed yet" in i.value for i in at.info)
     at.button(key="home_index").click().run()
@@ -42,14 +36,14 @@ def test_home_indexes_with_progress_and_shows_status(demo: Path) -> None:
     # the malformed transcript line is reported
     assert any("malformed" in e.label or "Warnings" in e.label for e in at.expander)
     # the index was written into the private copy
-    assert (demo / ".memory").is_dir()
+    assert (demo_ws / ".memory").is_dir()
 
 
-def test_home_reports_an_edited_file_as_dirty(demo: Path) -> None:
-    at = AppTest.from_file(str(APP), default_timeout=120).run()
+def test_home_reports_an_edited_file_as_dirty(open_app: OpenApp, demo_ws: Path) -> None:
+    at = _home(open_app, demo_ws)
     at.button(key="home_index").click().run()
     assert _metrics(at)["Up to date"] == "yes"
-    (demo / "memory" / "2026-11-28.md").write_text("# changed\n\nnew text\n", encoding="utf-8")
+    (demo_ws / "memory" / "2026-11-28.md").write_text("# changed\n\nnew text\n", encoding="utf-8")
     at.run()
     assert _metrics(at)["Up to date"] == "no"
     at.button(key="home_index").click().run()
@@ -57,11 +51,12 @@ def test_home_reports_an_edited_file_as_dirty(demo: Path) -> None:
     assert _metrics(at)["Up to date"] == "yes"
 
 
-def test_picker_opens_any_folder_and_rejects_a_missing_one(demo: Path, tmp_path: Path) -> None:
+def test_picker_opens_any_folder_and_rejects_a_missing_one(open_app: OpenApp, demo_ws: Path,
+                                                           tmp_path: Path) -> None:
     other = tmp_path / "tiny"
     (other / "memory").mkdir(parents=True)
     (other / "MEMORY.md").write_text("# Tiny\n\n- 你好，世界: a CJK line.\n", encoding="utf-8")
-    at = AppTest.from_file(str(APP), default_timeout=120).run()
+    at = _home(open_app, demo_ws)
     at.radio(key="wb_ws_mode").set_value("folder").run()
     at.text_input(key="wb_ws_folder").input(str(other)).run()
     assert not at.exception
@@ -72,20 +67,17 @@ def test_picker_opens_any_folder_and_rejects_a_missing_one(demo: Path, tmp_path:
     assert any("is not a folder" in e.value for e in at.error)
 
 
-def test_dataset_workspace_is_indexed_outside_the_data(tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_dataset_workspace_is_indexed_outside_the_data(open_app: OpenApp, demo_ws: Path,
+                                                      tmp_path: Path) -> None:
     data = tmp_path / "datasets"
     conv = data / "locomo-dev" / "markdown" / "conv-x"
     (conv / "memory").mkdir(parents=True)
     (conv / "memory" / "2023-05-08.md").write_text(
         "# Session 1\n\n[D1:1] Caroline: I went to a support group yesterday.\n",
         encoding="utf-8")
-    cache = tmp_path / "cache"
-    for k, v in workbench_env(copy_demo(tmp_path), cache).items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.setenv("MEMORY_WORKBENCH_DATASETS", str(data))
+    cache = demo_ws.parent / "cache"  # where open_app puts the workbench's cache
+    at = _home(open_app, demo_ws, datasets=data)
     assert state.dataset_workspaces() == {"locomo-dev/markdown/conv-x": str(conv)}
-    at = AppTest.from_file(str(APP), default_timeout=120).run()
     at.radio(key="wb_ws_mode").set_value("dataset").run()
     assert at.selectbox(key="wb_ws_dataset").value == "locomo-dev/markdown/conv-x"
     assert any("Read-only data" in c.value for c in at.sidebar.caption)

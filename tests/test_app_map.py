@@ -11,22 +11,11 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from workbench import projection
-from workbench.testing import APP, copy_demo, workbench_env
+from memory_core import MemoryIndex
+from workbench import mapdata, projection
+from workbench.testing import OpenApp
 
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return copy_demo(tmp_path_factory.mktemp("map"))
-
-
-def _open(demo: Path, monkeypatch: pytest.MonkeyPatch, provider: str) -> AppTest:
-    for k, v in workbench_env(demo, demo.parent / "cache", provider).items():
-        monkeypatch.setenv(k, v)
-    at = AppTest.from_file(str(APP), default_timeout=240).run()
-    at.switch_page("pages/embedding_map.py").run()
-    assert not at.exception
-    return at
+PAGE = "pages/embedding_map.py"
 
 
 def _figure(at: AppTest) -> dict:
@@ -34,14 +23,14 @@ def _figure(at: AppTest) -> dict:
     return json.loads(chart.proto.spec)
 
 
-def test_keyword_only_index_has_no_map(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    at = _open(demo, monkeypatch, "none")
+def test_keyword_only_index_has_no_map(open_app: OpenApp, module_demo: Path) -> None:
+    at = open_app(module_demo, PAGE, provider="none", timeout=240)
     assert any("no embeddings" in i.value for i in at.info)
 
 
 def test_map_projects_chunks_query_hits_and_lists_a_selection(
-        demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    at = _open(demo, monkeypatch, "local")
+        open_app: OpenApp, module_demo: Path) -> None:
+    at = open_app(module_demo, PAGE, provider="local", timeout=240)
     at.radio(key="map_method").set_value("PCA").run()
     fig = _figure(at)
     points = [p for t in fig["data"] for p in t["customdata"]]
@@ -113,3 +102,33 @@ def test_umap_worker_compiles_in_the_background_then_projects(
         assert projection.umap_path(fp, 2, 10).is_file()  # cached on disk for next time
     finally:
         projection.worker().stop()
+
+
+def test_points_align_each_embedding_with_its_chunk(indexed_demo: Path) -> None:
+    with MemoryIndex.open(indexed_demo) as idx:
+        pts = mapdata.load_points(idx)
+        ids, matrix = idx.embeddings()
+        rows = {c.id: c for c in idx.chunks()}
+    assert len(pts) == len(rows) == 40 and pts.dims == matrix.shape[1]
+    assert list(pts.info.columns) == mapdata.INFO_COLUMNS
+    for i, cid in enumerate(pts.ids):
+        assert pts.position[cid] == i
+        assert (pts.info.at[i, "id"], pts.info.at[i, "path"]) == (cid, rows[cid].path)
+        assert np.allclose(pts.matrix[i], matrix[ids.index(cid)])
+    diary = pts.info[pts.info["path"] == "memory/2026-10-20.md"]
+    assert set(diary["date"]) == {"2026-10-20"}
+    # a selection event lists known chunk ids once each, in order; the query marker is ignored
+    a, b = pts.ids[3], pts.ids[1]
+    event = {"selection": {"points": [{"customdata": [a, "x"]}, {"customdata": ["query"]},
+                                      {"customdata": [b]}, {"customdata": [a]}, {}]}}
+    assert mapdata.selected_ids(event, pts.position) == [a, b]
+    assert mapdata.selected_ids(None, pts.position) == []
+
+
+def test_chunk_date_from_the_file_name_else_its_mtime() -> None:
+    assert projection.chunk_date("memory/2026-10-20.md", 0) == "2026-10-20"
+    assert projection.chunk_date("sessions/2023-05-08-chat.jsonl", 0) == "2023-05-08"
+    noon = 1_767_268_800_000  # 2026-01-01 12:00 UTC
+    assert projection.chunk_date("memory/2026-13-45.md", noon) == "2026-01-01"  # not a date
+    assert projection.chunk_date("MEMORY.md", noon) == "2026-01-01"
+    assert projection.chunk_date("MEMORY.md", 0) == "undated"

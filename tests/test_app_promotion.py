@@ -5,35 +5,21 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
-from workbench import optional
-from workbench.testing import APP, copy_demo, workbench_env
+from workbench.testing import OpenApp
 
-
-@pytest.fixture
-def demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    ws = copy_demo(tmp_path)
-    for k, v in workbench_env(ws, tmp_path / "cache").items():
-        monkeypatch.setenv(k, v)
-    return ws
-
-
-def _open(page: str = "pages/promotion.py") -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=300).run()
-    at.switch_page(page).run()
-    assert not at.exception
-    return at
+PAGE = "pages/promotion.py"
 
 
 def _metric(at: AppTest, label: str) -> int:
     return int(next(m.value for m in at.metric if m.label == label))
 
 
-def test_replay_then_apply_then_undo(demo: Path) -> None:
+def test_replay_then_apply_then_undo(open_app: OpenApp, demo_ws: Path) -> None:
+    demo = demo_ws
     original = (demo / "MEMORY.md").read_bytes()
-    at = _open()
+    at = open_app(demo, PAGE, timeout=300)
     assert _metric(at, "Tracked entries") == 0
     assert at.selectbox(key="promo_src").value == "demo"
     at.button(key="promo_replay").click().run()
@@ -70,21 +56,13 @@ def test_replay_then_apply_then_undo(demo: Path) -> None:
     assert (demo / "MEMORY.md").read_bytes() == original
 
 
-def test_search_page_records_a_recall_only_when_asked(demo: Path) -> None:
-    at = _open("pages/search.py")
+def test_search_page_records_a_recall_only_when_asked(open_app: OpenApp, demo_ws: Path) -> None:
+    at = open_app(demo_ws, "pages/search.py", timeout=300)
     at.text_input(key="search_query").input("COOKIE_EXPIRED").run()
-    at.switch_page("pages/promotion.py").run()
+    at.switch_page(PAGE).run()
     assert _metric(at, "Tracked entries") == 0  # searching alone records nothing
     at.switch_page("pages/search.py").run()
     at.button(key="search_record").click().run()
     assert any("recall(s) recorded" in s.value for s in at.success)
-    at.switch_page("pages/promotion.py").run()
+    at.switch_page(PAGE).run()
     assert _metric(at, "Tracked entries") > 0
-
-
-def test_page_says_plainly_when_the_api_is_missing(demo: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(optional, "promotion",
-                        lambda: (None, "`memory_core.promotion` is not available yet."))
-    at = _open()
-    assert any("not available yet" in w.value for w in at.warning)

@@ -3,26 +3,18 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from datetime import date
 from pathlib import Path
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
-from workbench.testing import APP, copy_demo, workbench_env
+from memory_core import profile_settings
+from memory_core.common.dates import DAY_MS, day_start_ms
+from workbench import tuning
+from workbench.testing import OpenApp
 
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return copy_demo(tmp_path_factory.mktemp("search"))
-
-
-def _open(demo: Path, monkeypatch: pytest.MonkeyPatch, provider: str = "none") -> AppTest:
-    for k, v in workbench_env(demo, demo.parent / "cache", provider).items():
-        monkeypatch.setenv(k, v)
-    at = AppTest.from_file(str(APP), default_timeout=180).run()
-    at.switch_page("pages/search.py").run()
-    assert not at.exception
-    return at
+PAGE = "pages/search.py"
 
 
 def _metric(at: AppTest, label: str) -> str:
@@ -44,8 +36,8 @@ def _gate_between(df) -> float:  # a minScore that cuts the returned hits in two
 
 
 def test_raising_min_score_reduces_the_hits_and_greys_the_rest(
-        demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    at = _open(demo, monkeypatch)
+        open_app: OpenApp, module_demo: Path) -> None:
+    at = open_app(module_demo, PAGE)
     # keyword-only hits may otherwise fill free slots below the gate (OpenClaw 2026.9's rule)
     at.toggle(key="t_keyword_only_fill").set_value(False).run()
     at.text_input(key="search_query").input("PgBouncer port").run()
@@ -69,8 +61,8 @@ def test_raising_min_score_reduces_the_hits_and_greys_the_rest(
 
 
 def test_sliders_refuse_cached_candidates_without_refetching(
-        demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    at = _open(demo, monkeypatch)
+        open_app: OpenApp, module_demo: Path) -> None:
+    at = open_app(module_demo, PAGE)
     at.text_input(key="search_query").input("crawler concurrency").run()
     fetched = len(at.session_state["wb_candidates"])  # A's candidates, and the A/B tab's B
     assert fetched in (1, 2)
@@ -92,8 +84,8 @@ def test_sliders_refuse_cached_candidates_without_refetching(
     assert at.selectbox(key="t_fusion").value == "reference"
 
 
-def test_ab_view_reports_rank_movements(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    at = _open(demo, monkeypatch)
+def test_ab_view_reports_rank_movements(open_app: OpenApp, module_demo: Path) -> None:
+    at = open_app(module_demo, PAGE)
     at.text_input(key="search_query").input("which port does PgBouncer listen on").run()
     at.radio(key="ab_choice").set_value("reference").run()
     assert not at.exception
@@ -108,8 +100,8 @@ def test_ab_view_reports_rank_movements(demo: Path, monkeypatch: pytest.MonkeyPa
     assert int(_metric(at, "Rank movements (A → B)")) == 0
 
 
-def test_export_writes_openclaw_query_block(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    at = _open(demo, monkeypatch)
+def test_export_writes_openclaw_query_block(open_app: OpenApp, module_demo: Path) -> None:
+    at = open_app(module_demo, PAGE)
     at.text_input(key="search_query").input("backup").run()
     at.slider(key="t_min_score").set_value(0.42).run()
     at.slider(key="t_max_results").set_value(8).run()
@@ -127,9 +119,8 @@ def test_export_writes_openclaw_query_block(demo: Path, monkeypatch: pytest.Monk
     assert at.get("download_button")
 
 
-def test_search_with_the_local_model_is_hybrid(demo: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    at = _open(demo, monkeypatch, provider="local")
+def test_search_with_the_local_model_is_hybrid(open_app: OpenApp, module_demo: Path) -> None:
+    at = open_app(module_demo, PAGE, provider="local")
     at.toggle(key="t_keyword_only_fill").set_value(False).run()
     at.text_input(key="search_query").input("why did our hosting spend increase?").run()
     assert not at.exception
@@ -143,3 +134,23 @@ def test_search_with_the_local_model_is_hybrid(demo: Path,
     before = len(returned)
     at.slider(key="t_min_score").set_value(_gate_between(df)).run()
     assert 0 < int(_metric(at, "Returned")) < before
+
+
+def test_widgets_round_trip_to_settings() -> None:
+    base = profile_settings("default")
+    noon = day_start_ms("2026-11-03") + DAY_MS // 2
+    tuned = replace(base, max_results=3, fusion="rrf", now_ms=noon, date_hint=0.35)
+    widgets = tuning.widget_values(tuning.settings_values(tuned), "t_")
+    assert set(widgets) == {"t_" + f for f in tuning.TUNABLE}
+    assert widgets["t_now_ms"] == date(2026, 11, 3)  # the date picker's value
+    # a widget not drawn on the last run (MMR λ while MMR is off) keeps the fallback's value
+    del widgets["t_mmr_lambda"]
+    fallback = tuning.settings_values(replace(tuned, mmr_lambda=0.3))
+    back = tuning.settings_from_widgets(base, widgets, "t_", fallback)
+    assert back == replace(tuned, mmr_lambda=0.3)
+    assert tuning.settings_diff(base, back) == {
+        "max_results": (base.max_results, 3), "fusion": (base.fusion, "rrf"),
+        "mmr_lambda": (base.mmr_lambda, 0.3), "now_ms": (None, noon),
+        "date_hint": (base.date_hint, 0.35)}
+    widgets["t_now_ms"] = None  # the picker cleared: the clock again
+    assert tuning.settings_from_widgets(base, widgets, "t_", fallback).now_ms is None

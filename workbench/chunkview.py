@@ -27,18 +27,15 @@ class SourceLines:
 
 
 def source_lines(idx: MemoryIndex, path: str) -> SourceLines:
-    """The lines of ``path`` with their file line numbers (see :class:`SourceLines`)."""
-    from memory_core.sources import list_files, load
+    """The lines of ``path`` with their file line numbers (see :class:`SourceLines`).
 
-    for f in list_files(idx.workspace, idx.config).files:
-        if f.path == path:
-            doc = load(f)
-            lines = doc.text.split("\n")
-            if doc.line_map is not None:
-                return SourceLines(lines, list(doc.line_map[: len(lines)]))
-            return SourceLines(lines, list(range(1, len(lines) + 1)))
-    text = idx.file_text(path)  # raises FileNotFoundError
-    lines = text.split("\n")
+    Raises ``FileNotFoundError`` when ``path`` is not one of the workspace's memory files and
+    ``ValueError`` when it cannot be read (see :meth:`MemoryIndex.file_view`).
+    """
+    view = idx.file_view(path)
+    lines = view.text.split("\n")
+    if view.line_map is not None:
+        return SourceLines(lines, list(view.line_map[: len(lines)]))
     return SourceLines(lines, list(range(1, len(lines) + 1)))
 
 

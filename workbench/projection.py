@@ -16,24 +16,25 @@ from __future__ import annotations
 import atexit
 import contextlib
 import hashlib
+import io
 import json
 import os
-import re
 import subprocess
 import sys
 import threading
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
-from .state import ROOT, cache_root
+from memory_core.common.dates import day_of, path_date
+from memory_core.common.fileio import atomic_write
+from memory_core.common.locations import REPO_ROOT as ROOT
+from memory_core.common.locations import cache_root
 
 #: What the first UMAP compile takes on these machines (for the progress bar).
 EXPECTED_WARM_S = 50.0
-_DATE_RE = re.compile(r"(\d{4}-\d{2}-\d{2})")
 
 
 def map_dir() -> Path:
@@ -89,9 +90,9 @@ def pca_cached(matrix: np.ndarray, fp: str, dims: int) -> tuple[np.ndarray, PcaM
             z = np.load(path)
             return z["coords"], PcaModel(z["mean"], z["components"])
     coords, model = fit_pca(matrix, dims)
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp.npz")
-    np.savez(tmp, coords=coords, mean=model.mean, components=model.components)
-    os.replace(tmp, path)
+    buf = io.BytesIO()
+    np.savez(buf, coords=coords, mean=model.mean, components=model.components)
+    atomic_write(path, buf.getvalue(), durable=False)  # a cache: losing it costs a refit
     return coords, model
 
 
@@ -265,12 +266,13 @@ def umap_coords(matrix: np.ndarray, fp: str, dims: int, n_neighbors: int) -> Uma
 
 
 def chunk_date(path: str, mtime_ms: int) -> str:
-    """The date a chunk belongs to: a ``YYYY-MM-DD`` in its path, else its file's mtime."""
-    m = _DATE_RE.search(path)
-    if m:
-        return m.group(1)
+    """The date a chunk belongs to: the date its file name starts with (a diary, a dated
+    transcript), else its file's mtime (UTC day)."""
+    d = path_date(path)
+    if d is not None:
+        return d.isoformat()
     if mtime_ms:
-        return datetime.fromtimestamp(mtime_ms / 1000, UTC).strftime("%Y-%m-%d")
+        return day_of(mtime_ms)
     return "undated"
 
 

@@ -12,6 +12,8 @@ Environment variables (used by the tests and the browser test):
 * ``MEMORY_WORKBENCH_CACHE``: the cache folder (else ``~/.cache/memory-workbench``), where
   indexes of read-only workspaces and embedding-map coordinates live;
 * ``MEMORY_WORKBENCH_DATASETS``: the evaluation data (else ``../shared/datasets``).
+
+The last two are read by :mod:`memory_core.common.locations`, shared with the evaluator.
 """
 
 from __future__ import annotations
@@ -21,49 +23,33 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
 from memory_core import Candidates, MemoryIndex, SearchSettings, WorkspaceError
+from memory_core.common.locations import REPO_ROOT, cache_root, datasets_dir
+from memory_core.config import ProfileName
 from memory_core.sync import SyncReport
 
-ROOT = Path(__file__).resolve().parent.parent
+from .tuning import TUNABLE, apply_values
+
+ROOT = REPO_ROOT
 DEMO = ROOT / "examples" / "demo-workspace"
-PROFILES: tuple[str, ...] = ("default", "reference")
+#: The profiles offered in the sidebar, the first one preselected.
+PROFILES: tuple[ProfileName, ...] = ("default", "reference")
 #: Provider choices offered in the sidebar; "" means "what the workspace's config says".
 PROVIDERS: tuple[str, ...] = ("", "local", "e5", "none")
 PROVIDER_LABELS = {"": "config", "local": "local", "e5": "e5", "none": "none"}
 WS_MODES: tuple[str, ...] = ("default", "dataset", "folder")
 WS_MODE_LABELS = {"default": "Default workspace", "dataset": "Dataset workspace",
                   "folder": "Any folder"}
-_TUNED_FIELDS: tuple[str, ...] = (
-    "max_results", "min_score", "vector_weight", "text_weight", "candidate_multiplier", "hybrid",
-    "fusion", "rrf_k", "keyword_query", "cjk_bigrams", "keyword_only_fill", "mmr_enabled",
-    "mmr_lambda", "decay_enabled", "half_life_days", "now_ms", "date_hint",
-)
-#: The SearchSettings fields the Search & tune page edits (the rest stay the profile's); only
-#: those this version of the engine has.
-TUNABLE: tuple[str, ...] = tuple(
-    f for f in _TUNED_FIELDS if f in {x.name for x in fields(SearchSettings)})
 _CANDIDATE_CACHE_SIZE = 48
 
 
 # --------------------------------------------------------------------------- locations
-
-
-def cache_root() -> Path:
-    """The workbench's cache folder (``$MEMORY_WORKBENCH_CACHE`` or ``~/.cache/...``)."""
-    env = os.environ.get("MEMORY_WORKBENCH_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "memory-workbench"
-
-
-def datasets_root() -> Path:
-    """The evaluation data beside the project (``$MEMORY_WORKBENCH_DATASETS`` overrides)."""
-    env = os.environ.get("MEMORY_WORKBENCH_DATASETS")
-    return Path(env) if env else (ROOT / ".." / "shared" / "datasets").resolve()
 
 
 def default_workspace() -> str:
@@ -84,7 +70,7 @@ def dataset_workspaces(root: Path | None = None) -> dict[str, str]:
     to three levels down (LoCoMo's ``locomo-dev/markdown/conv-26``). Generated BEIR workspaces in
     the evaluation cache are listed too.
     """
-    root = root or datasets_root()
+    root = root or datasets_dir()
     out: dict[str, str] = {}
     if root.is_dir():
         for depth in ("*", "*/*", "*/*/*"):
@@ -120,7 +106,7 @@ def store_overrides(workspace: str | os.PathLike[str]) -> dict[str, Any] | None:
     process could write there (it often runs as root), so their indexes live in the cache.
     """
     ws = Path(os.path.expanduser(str(workspace))).resolve()
-    if not _is_under(ws, datasets_root()) and os.access(ws, os.W_OK):
+    if not _is_under(ws, datasets_dir()) and os.access(ws, os.W_OK):
         return None
     slug = hashlib.sha256(str(ws).encode()).hexdigest()[:10]
     folder = cache_root() / "stores" / f"{ws.name}-{slug}"
@@ -336,18 +322,6 @@ def tuned_settings(key: IndexKey) -> SearchSettings:
     """The profile's settings with the tuned values applied (what Search & tune shows)."""
     base = open_index(key).settings()
     return apply_values(base, tuned_values(key))
-
-
-def apply_values(base: SearchSettings, values: dict[str, Any]) -> SearchSettings:
-    """``base`` with the known fields of ``values`` replaced (``now_ms=None`` is kept)."""
-    names = {f.name for f in fields(SearchSettings)}
-    return replace(base, **{k: v for k, v in values.items() if k in names})
-
-
-def settings_values(s: SearchSettings) -> dict[str, Any]:
-    """The tunable fields of ``s`` as a plain dict."""
-    d = asdict(s)
-    return {k: d[k] for k in TUNABLE}
 
 
 def shared_query() -> str:

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from .state import DEMO, ROOT
+
+if TYPE_CHECKING:
+    from streamlit.testing.v1 import AppTest
 
 APP = ROOT / "app.py"
 
@@ -26,3 +30,11 @@ def workbench_env(workspace: Path, cache: Path, provider: str = "none", *,
     if not umap:
         env["MEMORY_WORKBENCH_NO_UMAP"] = "1"
     return env
+
+
+class OpenApp(Protocol):
+    """The ``open_app`` fixture of the tests (``tests/conftest.py``): opens the app on a
+    workspace, optionally on one page, and returns the AppTest."""
+
+    def __call__(self, workspace: Path, page: str | None = None, *, provider: str = "none",
+                 datasets: Path | None = None, timeout: float = 180) -> AppTest: ...

@@ -1,19 +1,84 @@
-"""Views of fusion results for Search & tune: tables, A/B rank movement, OpenClaw export.
+"""Search & tune without Streamlit: the tuned settings and their widgets, views of fusion
+results (tables, A/B rank movement), and the OpenClaw export.
 
-The ranking itself is :func:`memory_core.fuse`; this module only lays its output out (which hits
-were returned, which the gate or the cut removed, how ranks moved between two settings) and
-translates settings into OpenClaw's config shape.
+The ranking itself is :func:`memory_core.fuse`; this module only converts settings to and from
+the page's widget values, lays fusion output out (which hits were returned, which the gate or the
+cut removed, how ranks moved between two settings) and translates settings into OpenClaw's config
+shape. Being free of Streamlit, all of it is testable and usable from notebooks.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields, replace
+from datetime import UTC, date, datetime
 from typing import Any
 
 import pandas as pd
 
 from memory_core import FusionResult, Hit, SearchSettings, profile_settings
+
+#: The SearchSettings fields the Search & tune page edits (the rest stay the profile's).
+TUNABLE: tuple[str, ...] = (
+    "max_results", "min_score", "vector_weight", "text_weight", "candidate_multiplier", "hybrid",
+    "fusion", "rrf_k", "keyword_query", "cjk_bigrams", "keyword_only_fill", "mmr_enabled",
+    "mmr_lambda", "decay_enabled", "half_life_days", "now_ms", "date_hint",
+)
+_SETTINGS_FIELDS = frozenset(f.name for f in fields(SearchSettings))
+assert set(TUNABLE) <= _SETTINGS_FIELDS, set(TUNABLE) - _SETTINGS_FIELDS
+
+# --------------------------------------------------------------------------- settings ↔ widgets
+
+
+def apply_values(base: SearchSettings, values: Mapping[str, Any]) -> SearchSettings:
+    """``base`` with the known fields of ``values`` replaced (``now_ms=None`` is kept)."""
+    return replace(base, **{k: v for k, v in values.items() if k in _SETTINGS_FIELDS})
+
+
+def settings_values(s: SearchSettings) -> dict[str, Any]:
+    """The tunable fields of ``s`` as a plain dict."""
+    d = asdict(s)
+    return {k: d[k] for k in TUNABLE}
+
+
+def to_widget(field: str, value: Any) -> Any:
+    """A setting's value as its widget holds it (the pinned "now" is a date picker)."""
+    if field == "now_ms":
+        return None if value is None else datetime.fromtimestamp(value / 1000, UTC).date()
+    return value
+
+
+def from_widget(field: str, value: Any) -> Any:
+    """A widget's value as the setting it edits (a picked date is noon UTC that day, in ms)."""
+    if field == "now_ms":
+        return (int(datetime(value.year, value.month, value.day, 12, tzinfo=UTC).timestamp()
+                    * 1000) if isinstance(value, date) else None)
+    return value
+
+
+def widget_values(values: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+    """``{prefix + field: widget value}`` for the tunable ``values`` (to load the widgets)."""
+    return {prefix + k: to_widget(k, v) for k, v in values.items() if k in TUNABLE}
+
+
+def settings_from_widgets(base: SearchSettings, widgets: Mapping[str, Any], prefix: str,
+                          fallback: Mapping[str, Any]) -> SearchSettings:
+    """``base`` with every tunable field read from ``widgets[prefix + field]``.
+
+    A widget that was not drawn on the last run (MMR λ while MMR is off) has no value: the
+    field keeps ``fallback``'s.
+    """
+    values = {f: from_widget(f, widgets[prefix + f]) if prefix + f in widgets else fallback[f]
+              for f in TUNABLE}
+    return apply_values(base, values)
+
+
+def settings_diff(a: SearchSettings, b: SearchSettings) -> dict[str, tuple[Any, Any]]:
+    """The tunable fields on which ``a`` and ``b`` differ: ``{field: (a's, b's)}``."""
+    return {k: (getattr(a, k), getattr(b, k)) for k in TUNABLE
+            if getattr(a, k) != getattr(b, k)}
+
 
 #: Status labels of a hit in the results table.
 RETURNED = "returned"
@@ -182,7 +247,7 @@ def not_carried(s: SearchSettings) -> list[str]:
         out.append("keyword_only_fill (OpenClaw 2026.9 behaviour)")
     if s.relaxed_min_score != ref.relaxed_min_score:
         out.append(f"relaxed_min_score={s.relaxed_min_score}")
-    if getattr(s, "date_hint", 0.0) != getattr(ref, "date_hint", 0.0):
+    if s.date_hint != ref.date_hint:
         out.append(f"date_hint={s.date_hint}")
     if s.now_ms is not None:
         out.append("pinned 'now' for decay")

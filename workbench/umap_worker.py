@@ -15,6 +15,7 @@ Running it in its own process keeps the compile from holding the Streamlit serve
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
@@ -24,6 +25,8 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+
+from memory_core.common.fileio import atomic_write
 
 
 def _say(**event: object) -> None:
@@ -67,10 +70,9 @@ def run_job(job: dict[str, object]) -> None:
     coords = fit_umap(matrix, int(job.get("dims", 2)),  # type: ignore[call-overload]
                       int(job.get("n_neighbors", 15)),  # type: ignore[call-overload]
                       int(job.get("seed", 42)))  # type: ignore[call-overload]
-    out = Path(str(job["out"]))
-    tmp = out.with_name(out.name + f".{os.getpid()}.tmp.npy")
-    np.save(tmp, coords)
-    os.replace(tmp, out)
+    buf = io.BytesIO()
+    np.save(buf, coords)
+    atomic_write(Path(str(job["out"])), buf.getvalue(), durable=False)  # a cache
 
 
 def main() -> int:

@@ -1,0 +1,82 @@
+"""What the Embedding map draws: each chunk's embedding aligned with its row, and the selection.
+
+The index returns embeddings (``MemoryIndex.embeddings``) and chunk rows (``MemoryIndex.chunks``)
+separately; an embedding whose chunk is gone (a file deleted since, a cache row) must not become a
+point. :func:`load_points` keeps the chunks present in both, in the embeddings' order, so that
+row *i* of the matrix, of the coordinates and of :attr:`MapPoints.info` is the same chunk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from memory_core import MemoryIndex
+
+from .projection import chunk_date, fingerprint
+
+#: The columns of :attr:`MapPoints.info`, one row per point.
+INFO_COLUMNS = ["id", "path", "source", "lines", "date", "snippet"]
+
+
+@dataclass
+class MapPoints:
+    """The chunks with an embedding: ids, the float32 matrix, a table of what each point is."""
+
+    ids: list[str]
+    matrix: np.ndarray
+    info: pd.DataFrame
+    fingerprint: str
+    position: dict[str, int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.position = {cid: i for i, cid in enumerate(self.ids)}
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def dims(self) -> int:
+        """The embeddings' width."""
+        return int(self.matrix.shape[1]) if self.matrix.ndim == 2 else 0
+
+
+def load_points(idx: MemoryIndex) -> MapPoints:
+    """The index's embeddings aligned with their chunk rows (empty for a keyword-only index)."""
+    ids, matrix = idx.embeddings()
+    rows = {c.id: c for c in idx.chunks()} if len(ids) else {}
+    keep = [i for i, cid in enumerate(ids) if cid in rows]
+    kept_ids = [ids[i] for i in keep]
+    m = np.asarray(matrix[keep], dtype=np.float32) if keep else np.zeros((0, 0), np.float32)
+    info = pd.DataFrame([{
+        "id": cid, "path": rows[cid].path, "source": rows[cid].source,
+        "lines": f"L{rows[cid].start_line}–L{rows[cid].end_line}",
+        "date": chunk_date(rows[cid].path, rows[cid].mtime_ms),
+        "snippet": rows[cid].text,
+    } for cid in kept_ids], columns=INFO_COLUMNS)
+    return MapPoints(kept_ids, m, info, fingerprint(kept_ids, int(m.shape[1]) if keep else 0))
+
+
+def selected_ids(event: Any, known: Iterable[str]) -> list[str]:
+    """Chunk ids of the points a plotly selection event holds, in order, once each.
+
+    Every trace of the map carries the chunk id as ``customdata[0]``; ids not in ``known`` (the
+    query marker) are ignored.
+    """
+    if not event:
+        return []
+    sel = (event.get("selection") if isinstance(event, dict)
+           else getattr(event, "selection", None))
+    points = (sel or {}).get("points", []) if sel is not None else []
+    allowed = set(known)
+    out: list[str] = []
+    for p in points:
+        cd = p.get("customdata")
+        cid = cd[0] if isinstance(cd, list | tuple) and cd else None
+        if cid in allowed and cid not in out:
+            out.append(cid)
+    return out
