@@ -1,0 +1,67 @@
+"""``memory-core watch``: follow the workspace and keep its index current, without MCP.
+
+For people who use the CLI and the workbench: leave it running and every ``search`` (and the
+workbench, which polls the index generation) sees changes within seconds. One line per sync.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from typing import Any
+
+from .common import add_workspace_args, open_index
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("watch", help="follow the files and sync the index as they change",
+                       description="Sync now, then follow MEMORY.md, memory/, the extra paths "
+                       "and the transcripts; print a line per sync. Ctrl-C stops.")
+    add_workspace_args(p)
+    p.add_argument("--once", action="store_true",
+                   help="sync once (waiting its turn behind another sync) and exit")
+    p.set_defaults(func=cmd_watch)
+
+
+def _line(ev: Any, as_json: bool) -> str:
+    if as_json:
+        return json.dumps({"reason": ev.reason, "error": ev.error,
+                           "durationMs": round(ev.duration_ms, 1), "generation": ev.generation,
+                           "report": ev.report.to_dict() if ev.report else None},
+                          ensure_ascii=False)
+    stamp = time.strftime("%H:%M:%S")
+    if ev.error:
+        return f"{stamp} sync ({ev.reason}) failed: {ev.error}"
+    r = ev.report
+    what = (f"{r.files_indexed} indexed, {r.files_deleted} deleted, "
+            f"{r.chunks_written} chunks" if r.wrote_anything else "nothing changed")
+    kind = f"rebuild ({r.reason})" if r.full else "sync"
+    return (f"{stamp} {kind} ({ev.reason}): {what}; {ev.duration_ms:.0f} ms; "
+            f"generation {ev.generation}")
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from ..live import LiveIndex
+
+    lock = threading.Lock()
+
+    def show(ev: Any) -> None:
+        with lock:
+            print(_line(ev, args.json), flush=True)
+
+    idx = open_index(args)
+    live = LiveIndex(idx, watch=not args.once, on_sync=show)
+    try:
+        live.start()
+        if args.once:
+            live.wait_idle(timeout=24 * 3600)
+            return 0 if live.last_error is None else 2
+        if not args.json:
+            print(f"watching {live.workspace} (Ctrl-C stops)", file=sys.stderr, flush=True)
+        while True:
+            time.sleep(3600)
+    finally:
+        live.close()

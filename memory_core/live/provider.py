@@ -1,0 +1,69 @@
+"""One loaded model shared by the background sync and the searches, used by one thread at a time.
+
+The live layer syncs on one thread while searches embed queries on others. Loading the model
+twice would double memory and start-up time; sharing it unguarded is unsafe (Hugging Face fast
+tokenizers raise "Already borrowed" when two threads use one at once). This wrapper serialises
+calls, and cuts a sync's document batches into small slices so that a query waits for at most
+one slice (tens of milliseconds), never for a whole sync.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..embeddings import EmbeddingProvider, ProgressFn
+
+#: Documents embedded per hold of the model; a query waits for at most this many.
+SLICE = 16
+
+
+class SerializedProvider:
+    """Delegates to ``inner``; every model call holds one lock."""
+
+    def __init__(self, inner: EmbeddingProvider):
+        self._inner = inner
+        self._model_lock = threading.Lock()
+        self.id = inner.id
+        self.model = inner.model
+
+    @property
+    def inner(self) -> EmbeddingProvider:
+        return self._inner
+
+    @property
+    def dims(self) -> int:
+        return self._inner.dims
+
+    @property
+    def max_input_tokens(self) -> int:
+        return self._inner.max_input_tokens
+
+    @property
+    def provider_key(self) -> str:
+        return self._inner.provider_key
+
+    def embed_documents(self, texts: Sequence[str], progress: ProgressFn | None = None
+                        ) -> np.ndarray:
+        parts: list[np.ndarray] = []
+        total = len(texts)
+        for start in range(0, total, SLICE):
+            piece = list(texts[start:start + SLICE])
+            with self._model_lock:
+                parts.append(self._inner.embed_documents(piece))
+            if progress is not None:
+                progress(min(start + SLICE, total), total)
+        if not parts:
+            return self._inner.embed_documents([])
+        return np.vstack(parts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        with self._model_lock:
+            return self._inner.embed_query(text)
+
+    def __getattr__(self, name: str) -> Any:
+        # optional capabilities (token_counts, max_seq_length, ...) of the wrapped provider
+        return getattr(self._inner, name)
