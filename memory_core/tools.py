@@ -7,13 +7,11 @@ tools do, so the model can read them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from .embeddings import EmbeddingError
-from .fusion import Hit
-from .index import MemoryIndex, OnHits
-from .promotion import record_search
+from .index import MemoryIndex
+from .promotion import recall_recorder
 from .reading import PathRefused
 from .store import StoreError
 
@@ -47,7 +45,7 @@ def memory_search(index: MemoryIndex, query: str, maxResults: int | None = None,
     sources = None if corpus in (None, "all") else [corpus]
     try:
         res = index.search(query, max_results=maxResults, min_score=minScore, sources=sources,
-                           on_hits=_recorder(index) if record else None)
+                           on_hits=recall_recorder(index) if record else None)
     except (EmbeddingError, StoreError) as e:
         return {"results": [], "disabled": True, "unavailable": True, "error": str(e),
                 "action": "Run `memory-core status` to see what is wrong."}
@@ -60,15 +58,6 @@ def memory_search(index: MemoryIndex, query: str, maxResults: int | None = None,
         out.append(item)
     return {"results": out, "provider": index.choice.id, "model": index.choice.model,
             "mode": res.mode, "fallback": index.fallback, "citations": "on"}
-
-
-def _recorder(index: MemoryIndex) -> OnHits:
-    """Record the hits of a search as recalls for promotion (§6.2)."""
-
-    def on_hits(query: str, hits: Sequence[Hit]) -> None:
-        record_search(index, query, hits)
-
-    return on_hits
 
 
 def memory_get(index: MemoryIndex, path: str, from_: int | None = None,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from memory_core import MemoryIndex
-from memory_core.promotion import record_search
+from memory_core.promotion import recall_recorder, state_of
 from memory_core.store import Store, StoreError
 
 from .conftest import ROOT
@@ -213,9 +213,10 @@ def test_reindex_killed_midway_leaves_a_usable_index(demo_ws: Path) -> None:
 def test_recall_signals_survive_a_full_rebuild(demo_ws: Path) -> None:
     with MemoryIndex.open(demo_ws, provider="none") as idx:
         idx.sync()
-        assert idx.search("COOKIE_EXPIRED",
-                          on_hits=lambda q, hits: record_search(idx, q, hits)).hits
-        before = idx.store.recall_entries()
+        assert idx.search("COOKIE_EXPIRED", on_hits=recall_recorder(idx)).hits
+        with state_of(idx) as st:
+            before = st.recall_entries()
         assert before and all(e["path"].startswith("memory/2026-") for e in before)
         assert idx.sync(force=True).full
-        assert idx.store.recall_entries() == before
+        with state_of(idx) as st:
+            assert st.recall_entries() == before
