@@ -313,11 +313,11 @@ def write_target(path: Path) -> Path:
     if not st.st_mode & 0o222:
         raise PromotionError(f"{shown} is read-only (mode {stat.S_IMODE(st.st_mode):03o}); "
                              "make it writable (chmod u+w) to promote into it")
-    if not os.access(target, os.W_OK):
-        raise PromotionError(f"{shown} is not writable by this user; refusing to promote")
     if _immutable(target):
         raise PromotionError(f"{shown} is immutable or append-only (chattr +i/+a); "
                              "remove the flag (chattr -i) to promote into it")
+    if not os.access(target, os.W_OK):
+        raise PromotionError(f"{shown} is not writable by this user; refusing to promote")
     return target
 
 
