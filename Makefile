@@ -1,5 +1,7 @@
 # Two commands do all set-up: `make run` (the workbench on the demo workspace) and `make test`.
-# Both create .venv and install the project into it on first use.
+# Both create .venv and install the project into it on first use. `make test-fast` is the quick
+# loop while developing: lint and every test except the browser, UMAP, notebook and long
+# evaluation ones (pytest markers, declared in pyproject.toml).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -8,7 +10,9 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: run test lint bench clean
+FAST_MARKERS := not browser and not umap and not notebook and not longeval
+
+.PHONY: run test test-fast lint bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,8 +24,14 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest tests
-	$(PY) -m pytest --nbmake notebooks
+	$(PY) -m pytest --nbmake tests notebooks
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+test-fast: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest tests -m "$(FAST_MARKERS)"
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done

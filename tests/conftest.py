@@ -25,6 +25,14 @@ SHARED = ROOT.parent / "shared"
 GOLDENS = Path(__file__).resolve().parent / "goldens"
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the notebooks nbmake collects (``pytest --nbmake tests notebooks``) ``notebook``."""
+    for item in items:
+        if item.path.suffix == ".ipynb":
+            item.add_marker(pytest.mark.notebook)
+
+
 def copy_demo(dest: Path) -> Path:
     ws = dest / "demo-workspace"
     shutil.copytree(DEMO, ws, ignore=shutil.ignore_patterns(".memory"))

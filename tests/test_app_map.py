@@ -28,6 +28,7 @@ def test_keyword_only_index_has_no_map(open_app: OpenApp, module_demo: Path) -> 
     assert any("no embeddings" in i.value for i in at.info)
 
 
+@pytest.mark.slow  # loads the local model: ~20 s
 def test_map_projects_chunks_query_hits_and_lists_a_selection(
         open_app: OpenApp, module_demo: Path) -> None:
     at = open_app(module_demo, PAGE, provider="local", timeout=240)
@@ -81,6 +82,7 @@ def test_pca_coordinates_are_cached_per_fingerprint(tmp_path: Path,
     assert np.allclose(q, coords[5])
 
 
+@pytest.mark.umap
 @pytest.mark.slow
 def test_umap_worker_compiles_in_the_background_then_projects(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,6 +7,7 @@ from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from memory_core import profile_settings
@@ -119,6 +120,7 @@ def test_export_writes_openclaw_query_block(open_app: OpenApp, module_demo: Path
     assert at.get("download_button")
 
 
+@pytest.mark.slow  # loads the local model: ~20 s
 def test_search_with_the_local_model_is_hybrid(open_app: OpenApp, module_demo: Path) -> None:
     at = open_app(module_demo, PAGE, provider="local")
     at.toggle(key="t_keyword_only_fill").set_value(False).run()
