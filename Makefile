@@ -23,6 +23,7 @@ run: $(STAMP)
 	$(VENV)/bin/streamlit run app.py --server.headless true
 
 test: $(STAMP)
+	-bash scripts/install-node-tools.sh  # node 24 + MCP Inspector in .tools/ (skipped without npm)
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest --nbmake tests notebooks
 
@@ -30,6 +31,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
 test-fast: $(STAMP)
+	-bash scripts/install-node-tools.sh  # node 24 + MCP Inspector in .tools/ (skipped without npm)
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest tests -m "$(FAST_MARKERS)"
 
