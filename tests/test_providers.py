@@ -50,7 +50,7 @@ def test_index_and_search_over_real_http(server: EmbedServer, tiny_ws: Path) -> 
         assert max(sizes) <= 2 and sum(sizes) == 4
         res = idx.search("computer overheating")
         assert res.hits[0].path == "memory/2026-11-01.md"
-        assert idx.status()["provider"] == "openai"
+        assert idx.status().provider == "openai"
 
 
 def test_429_is_retried_after_retry_after(server: EmbedServer, tiny_ws: Path) -> None:
@@ -74,9 +74,9 @@ def test_persistent_failure_falls_back_to_local_with_reason(server: EmbedServer,
             report = idx.sync()
             assert report.full and report.embedded == 4
             st = idx.status()
-            assert st["provider"] == "local"
-            assert st["fallback"]["from"] == "openai"
-            assert "500" in st["fallback"]["reason"]
+            assert st.provider == "local"
+            assert st.fallback is not None and st.fallback.from_provider == "openai"
+            assert "500" in st.fallback.reason
             assert idx.search("computer overheating").hits[0].path == "memory/2026-11-01.md"
     finally:
         server.always_fail(None)
@@ -119,7 +119,7 @@ def test_local_provider_vectors_are_unit_float32() -> None:
 def test_e5_provider_handles_chinese(tiny_ws: Path) -> None:
     with MemoryIndex.open(tiny_ws, provider="e5") as idx:
         idx.sync()
-        assert idx.status()["model"] == "multilingual-e5-small"
+        assert idx.status().model == "multilingual-e5-small"
         res = idx.candidates("数据库连接不够用了")
         top = res.chunks[res.vector[0].id]
         assert top.path == "memory/2026-11-03.md"
