@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..common.dates import DATED_NAME_RE, DAY_MS, day_of, day_start_ms
+from ..common.fileio import stat_signature
 from .concepts import derive_concept_tags
 from .memory_file import HEADING_RE, LIST_RE, fenced_ranges
 from .model import (
@@ -271,10 +272,9 @@ def ingest_daily(index: MemoryIndex, *, now: Now = None, lookback_days: int = DA
     with state_of(index) as st:
         for day, p in dated:
             rel = f"memory/{p.name}"
-            stt = p.stat()
-            mtime = int(stt.st_mtime * 1000)
+            mtime, size = stat_signature(p.stat())
             state = st.daily_ingestion_state(rel)
-            if state and state[0] == mtime and state[1] == stt.st_size and state[2] == today:
+            if state and state[:2] == (mtime, size) and state[2] == today:
                 report.skipped_files.append(rel)
                 continue
             if budget <= 0:
@@ -288,5 +288,5 @@ def ingest_daily(index: MemoryIndex, *, now: Now = None, lookback_days: int = DA
             report.recorded += record_into(st, sigs, query=DAILY_QUERY_PREFIX + day,
                                            kind="daily", now=at, dedupe_per_day=True)
             with st.transaction():
-                st.daily_ingestion_set(rel, mtime, stt.st_size, today)
+                st.daily_ingestion_set(rel, mtime, size, today)
     return report
