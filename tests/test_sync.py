@@ -220,3 +220,53 @@ def test_recall_signals_survive_a_full_rebuild(demo_ws: Path) -> None:
         assert idx.sync(force=True).full
         with state_of(idx) as st:
             assert st.recall_entries() == before
+
+
+def test_transaction_commits_all_or_nothing(demo_ws: Path) -> None:
+    with MemoryIndex.open(demo_ws, provider="none") as idx:
+        idx.sync()
+        paths = sorted(f.path for f in idx.files())
+        with pytest.raises(RuntimeError), idx.transaction() as store:
+            store.delete_file(paths[0])
+            with idx.transaction() as inner:  # nested: joins the outer transaction
+                inner.delete_file(paths[1])
+            raise RuntimeError("abort")
+        assert sorted(f.path for f in idx.files()) == paths  # both deletes rolled back
+        with idx.transaction() as store:
+            store.delete_file(paths[0])
+        assert sorted(f.path for f in idx.files()) == paths[1:]
+
+
+def test_file_view_maps_rendered_transcript_lines_to_jsonl_lines(demo_ws: Path) -> None:
+    with MemoryIndex.open(demo_ws, provider="none") as idx:
+        idx.sync()
+        session = next(f.path for f in idx.files() if f.source == "sessions")
+        view = idx.file_view(session)
+        assert view.source == "sessions" and view.line_map is not None
+        assert len(view.line_map) == len(view.text.split("\n"))
+        raw = (demo_ws / session).read_text(encoding="utf-8").split("\n")
+        first = view.text.split("\n")[0]
+        assert first.startswith(("User: ", "Assistant: "))
+        assert '"message"' in raw[view.source_line(1) - 1]  # the JSONL line it came from
+        md = idx.file_view("MEMORY.md")
+        assert md.line_map is None and md.source_line(7) == 7
+        assert md.text == (demo_ws / "MEMORY.md").read_text(encoding="utf-8")
+        with pytest.raises(FileNotFoundError):
+            idx.file_view("memory/nope.md")
+
+
+def test_status_json_keeps_the_reference_keys(demo_ws: Path) -> None:
+    with MemoryIndex.open(demo_ws, provider="none") as idx:
+        before = idx.status().to_json()
+        assert before["indexed"] is False and before["identity"]["status"] == "missing"
+        assert "fts" not in before  # groups known only once an index is read
+        idx.sync()
+        st = idx.status().to_json()
+    assert {"backend", "workspaceDir", "dbPath", "profile", "requestedProvider", "sources",
+            "extraPaths", "chunking", "warnings", "files", "chunks", "dirty", "indexed",
+            "sourceCounts", "provider", "model", "cache", "fts", "vector", "fallback", "custom",
+            "badJsonlLines", "fileWarnings", "builtAt", "identity", "lastSync", "generation",
+            "lastSyncAt"} <= set(st)
+    assert st["custom"] == {"searchMode": "fts-only"} and st["dirty"] is False
+    assert st["vector"]["enabled"] is False and set(st["cache"]) == {
+        "enabled", "entries", "maxEntries"}
