@@ -36,30 +36,43 @@ def mmr_tokens(text: str) -> set[str]:
     return out
 
 
-def jaccard_matrix(token_sets: Sequence[set[str]]) -> np.ndarray:
-    """Pairwise Jaccard similarities (float64); two empty sets count as identical (1.0)."""
-    n = len(token_sets)
+def _token_list(text: str) -> list[str]:
+    """:func:`mmr_tokens` as a list that may repeat (cheaper; duplicates are merged later)."""
+    low = text.lower()
+    out = _WORD.findall(low)
+    for run in _CJK_RUN.findall(low):
+        out.extend(run)
+        out.extend([run[i : i + 2] for i in range(len(run) - 1)])
+    return out
+
+
+def jaccard_matrix(texts: Sequence[str]) -> np.ndarray:
+    """Pairwise Jaccard similarities of the texts' :func:`mmr_tokens` sets (float64).
+
+    Two texts without tokens count as identical (1.0), as in the reference.
+    """
+    n = len(texts)
     vocab: dict[str, int] = {}
-    rows: list[int] = []
+    get = vocab.setdefault
     cols: list[int] = []
-    for i, toks in enumerate(token_sets):
-        for t in toks:
-            cols.append(vocab.setdefault(t, len(vocab)))
-        rows.extend([i] * len(toks))
-    sizes = np.fromiter((len(t) for t in token_sets), dtype=np.float64, count=n)
-    if vocab:
-        try:
-            from scipy.sparse import csr_matrix
-        except ImportError:  # pragma: no cover - scipy comes with scikit-learn
-            inc = np.zeros((n, len(vocab)), dtype=np.float32)
-            inc[rows, cols] = 1.0
-            inter = (inc @ inc.T).astype(np.float64)
-        else:
-            m = csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)),
-                           shape=(n, len(vocab)))
-            inter = (m @ m.T).toarray().astype(np.float64)
-    else:
-        inter = np.zeros((n, n), dtype=np.float64)
+    lengths: list[int] = []
+    for t in texts:
+        toks = _token_list(t)
+        cols.extend([get(tok, len(vocab)) for tok in toks])
+        lengths.append(len(toks))
+    v = max(1, len(vocab))
+    docs = np.repeat(np.arange(n, dtype=np.int64), lengths)
+    pairs = np.unique(docs * v + np.asarray(cols, dtype=np.int64))  # (doc, token), as sets
+    pdoc, ptok = pairs // v, pairs % v
+    sizes = np.bincount(pdoc, minlength=n).astype(np.float64)
+    # Only tokens shared by two texts or more can intersect: a dense product over those
+    # alone is small (the long tail of one-text tokens is most of the vocabulary).
+    df = np.bincount(ptok, minlength=v)
+    shared = df[ptok] >= 2
+    ids = np.unique(ptok[shared], return_inverse=True)[1].reshape(-1)
+    inc = np.zeros((n, int(ids.max()) + 1 if ids.size else 0), dtype=np.float32)
+    inc[pdoc[shared], ids] = 1.0
+    inter = (inc @ inc.T).astype(np.float64)
     union = sizes[:, None] + sizes[None, :] - inter
     with np.errstate(invalid="ignore", divide="ignore"):
         sims = np.where(union == 0, 1.0, inter / np.where(union == 0, 1.0, union))
@@ -79,7 +92,7 @@ def mmr_order(texts: Sequence[str], scores: Sequence[float], lam: float) -> list
     sc = np.asarray(scores, dtype=np.float64)
     lo, hi = float(sc.min()), float(sc.max())
     rel = np.ones(n) if hi == lo else (sc - lo) / (hi - lo)
-    sims = jaccard_matrix([mmr_tokens(t) for t in texts])
+    sims = jaccard_matrix(texts)
     max_sim = np.zeros(n)
     taken = np.zeros(n, dtype=bool)
     order: list[int] = []
