@@ -135,6 +135,8 @@ class LiveIndex:
             self._thread.start()
             if self.watcher is not None:
                 self.watcher.start()
+                # a file written once start() returned must be seen: wait for the watch (~0.2 s)
+                self.watcher.wait_watching(5.0)
         return self
 
     def close(self) -> None:
