@@ -59,9 +59,11 @@ def test_batch_search_loads_once_and_prints_one_line_per_query(indexed_demo: Pat
                  '{"qid": "b", "query": "连接池"}\n')
     out = run("search", "--batch", str(f), "--workspace", str(indexed_demo), "--json")
     rows = [json.loads(line) for line in out.stdout.splitlines()]
-    assert [r["qid"] for r in rows] == ["a", "b"]
+    # one output line per input line: the bad one says why, under its line number
+    assert [r["qid"] for r in rows] == ["a", 2, "b"]
     assert rows[0]["results"][0]["path"] == "memory/2026-11-03.md"
-    assert "not a JSON object" in out.stderr
+    assert rows[1]["results"] == [] and "not JSON" in rows[1]["error"]
+    assert "q.jsonl:2: not JSON" in out.stderr
 
 
 def test_get_and_status(indexed_demo: Path) -> None:

@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 
 def fsync_dir(d: Path) -> None:
@@ -71,16 +71,38 @@ class JsonlLine:
     error: str | None = None
 
 
+def _lines(f: BinaryIO, limit: int | None) -> Iterator[tuple[bytes, bool]]:
+    """``(line, too_long)`` pairs; with ``limit``, never holds more than ``limit + 1`` bytes of a
+    line: the rest of an over-long line is read and dropped in bounded pieces."""
+    if limit is None:
+        for raw in f:
+            yield raw, False
+        return
+    while True:
+        raw = f.readline(limit + 1)
+        if not raw:
+            return
+        if len(raw) <= limit:
+            yield raw, False
+            continue
+        while not raw.endswith(b"\n"):  # skip the rest of the line without keeping it
+            raw = f.readline(1 << 16)
+            if not raw:
+                break
+        yield b"", True
+
+
 def iter_jsonl(path: Path, *, max_line_bytes: int | None = None) -> Iterator[JsonlLine]:
     """Read ``path`` line by line (streaming), yielding each non-blank line's JSON or its error.
 
     Never raises for a bad line: broken UTF-8, invalid JSON and over-long lines come back as a
-    :class:`JsonlLine` with ``error`` set, so a caller can report the line and go on. Only a file
-    that cannot be opened raises ``OSError``.
+    :class:`JsonlLine` with ``error`` set, so a caller can report the line and go on. With
+    ``max_line_bytes`` memory stays bounded whatever the input (even ``/dev/zero``, one endless
+    line). Only a file that cannot be opened raises ``OSError``.
     """
     with Path(path).open("rb") as f:
-        for n, raw in enumerate(f, 1):
-            if max_line_bytes is not None and len(raw) > max_line_bytes:
+        for n, (raw, too_long) in enumerate(_lines(f, max_line_bytes), 1):
+            if too_long:
                 yield JsonlLine(n, error=f"line longer than {max_line_bytes} bytes")
                 continue
             try:

@@ -19,25 +19,13 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .config import PROFILES, SearchSettings, profile_settings
-from .evaluation import (
-    DEFAULT_GRID,
-    DatasetMissing,
-    EvalConfig,
-    EvalReport,
-    available_query_sets,
-    compare,
-    compare_markdown,
-    leg_configs,
-    load_query_set,
-    run_eval,
-    sweep,
-    sweep_markdown,
-)
+from ..config import PROFILES, SearchSettings, profile_settings
+from .common import EXIT_USAGE, CliError, progress_bar
 
-EXIT_USAGE = 2
+if TYPE_CHECKING:
+    from ..evaluation import EvalReport
 
 
 def _floats(text: str) -> list[float]:
@@ -50,8 +38,6 @@ def _ints(text: str) -> list[int]:
 
 def _coerce(field: str, raw: str) -> Any:
     """``raw`` as the type of :class:`SearchSettings`' ``field`` (bool, int, float or str)."""
-    from .cli import CliError
-
     defaults = SearchSettings()
     if not hasattr(defaults, field):
         raise CliError(f"unknown search setting {field!r}")
@@ -71,8 +57,6 @@ def _coerce(field: str, raw: str) -> Any:
 
 
 def _pairs(items: list[str], many: bool) -> dict[str, Any]:
-    from .cli import CliError
-
     out: dict[str, Any] = {}
     for item in items:
         if "=" not in item:
@@ -124,9 +108,7 @@ def register(subparsers: Any) -> None:
 
 
 def _progress(enabled: bool) -> Any:
-    from .cli import _progress_bar
-
-    return _progress_bar(enabled and sys.stderr.isatty())
+    return progress_bar(enabled)
 
 
 def _target(args: argparse.Namespace) -> str | None:
@@ -135,7 +117,19 @@ def _target(args: argparse.Namespace) -> str | None:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     """Run the evaluation the flags ask for; print tables (or JSON) and write the files."""
-    from .cli import CliError
+    from ..evaluation import (
+        DEFAULT_GRID,
+        DatasetMissing,
+        EvalConfig,
+        available_query_sets,
+        compare,
+        compare_markdown,
+        leg_configs,
+        load_query_set,
+        run_eval,
+        sweep,
+        sweep_markdown,
+    )
 
     if args.list:
         names = available_query_sets()

@@ -3,7 +3,10 @@
 ``promote`` lists the candidates that pass the gates (each with its score breakdown), explains
 one, previews or applies the promotion to ``MEMORY.md``, or undoes the last one. ``replay``
 seeds recall signals from a JSONL query log over simulated days, so that a fresh workspace has
-something to promote. Loaded by :mod:`memory_core.cli`, which calls :func:`register`.
+something to promote.
+
+The promotion package is imported inside the commands (and when ``promote``'s options are built,
+for the gates' defaults in its help), never when another sub-command runs.
 """
 
 from __future__ import annotations
@@ -11,14 +14,18 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import promotion as pr
-from .cli import CliError, _add_workspace, _dump, _open
+from .common import CliError, add_workspace_args, dump_json, open_index
+
+if TYPE_CHECKING:
+    from .. import promotion as pr
 
 
 def _now(args: argparse.Namespace) -> int | None:
     """``--now`` as epoch ms (an ISO 8601 time; naive means UTC), or ``None`` for the clock."""
+    from .. import promotion as pr
+
     if not getattr(args, "now", None):
         return None
     try:
@@ -33,7 +40,9 @@ def _gates(args: argparse.Namespace) -> dict[str, Any]:
             "limit": args.limit}
 
 
-def _print_candidate(c: pr.Candidate, *, verbose: bool = True) -> None:
+def _print_candidate(c: pr.PromotionCandidate, *, verbose: bool = True) -> None:
+    from .. import promotion as pr
+
     mark = "" if c.passed else "  (gated)"
     print(f"#{c.rank} {c.score:.3f} {c.path}:{c.start_line}-{c.end_line}{mark}")
     print(f"    key: {c.key}")
@@ -58,21 +67,23 @@ def _print_candidate(c: pr.Candidate, *, verbose: bool = True) -> None:
 
 
 def cmd_promote(args: argparse.Namespace) -> int:
+    from .. import promotion as pr
+
     if sum(bool(x) for x in (args.apply, args.undo, args.explain, args.preview)) > 1:
         raise CliError("choose one of --apply, --preview, --undo, --explain")
     now = _now(args)
-    with _open(args) as idx:
+    with open_index(args) as idx:
         if args.undo:
             res = pr.undo(idx, force=args.force, now=now)
             if args.json:
-                _dump(res.to_dict())
+                dump_json(res.to_dict())
             else:
                 print(res.message)
             return 0 if res.restored else 2
         if args.explain:
             info = pr.explain(idx, args.explain, now=now)
             if args.json:
-                _dump(info)
+                dump_json(info)
             else:
                 _print_explain(info)
             return 0
@@ -93,7 +104,7 @@ def cmd_promote(args: argparse.Namespace) -> int:
                                    "gates": _gate_values(args), "now": pr.iso(pr.now_ms(now))}
             if args.all:
                 out["gated"] = [c.to_dict() for c in cands if not c.passed]
-            _dump(out)
+            dump_json(out)
             return 0
         g = _gate_values(args)
         print(f"{len(passed)} candidate(s) pass the gates (minScore {g['minScore']}, "
@@ -112,6 +123,8 @@ def cmd_promote(args: argparse.Namespace) -> int:
 
 
 def _gate_values(args: argparse.Namespace) -> dict[str, Any]:
+    from .. import promotion as pr
+
     def pick(v: Any, d: Any) -> Any:
         return d if v is None else v
 
@@ -122,8 +135,10 @@ def _gate_values(args: argparse.Namespace) -> dict[str, Any]:
             "limit": pick(args.limit, pr.DEFAULT_LIMIT)}
 
 
-def _apply_or_preview(idx: Any, args: argparse.Namespace, passed: list[pr.Candidate],
+def _apply_or_preview(idx: Any, args: argparse.Namespace, passed: list[pr.PromotionCandidate],
                       now: int | None) -> int:
+    from .. import promotion as pr
+
     plan = pr.preview_apply(idx, passed, now=now)
     impact = None
     if args.impact:
@@ -135,7 +150,7 @@ def _apply_or_preview(idx: Any, args: argparse.Namespace, passed: list[pr.Candid
             out = res.to_dict()
             if impact:
                 out["impact"] = impact.to_dict()
-            _dump(out)
+            dump_json(out)
             return 0
         if impact:
             _print_impact(impact)
@@ -152,7 +167,7 @@ def _apply_or_preview(idx: Any, args: argparse.Namespace, passed: list[pr.Candid
         out = plan.to_dict()
         if impact:
             out["impact"] = impact.to_dict()
-        _dump(out)
+        dump_json(out)
         return 0
     if impact:
         _print_impact(impact)
@@ -211,6 +226,8 @@ def _print_explain(info: dict[str, Any]) -> None:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    from .. import promotion as pr
+
     try:
         log = pr.load_query_log(args.queries)
     except OSError as e:
@@ -223,13 +240,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
         if not args.json and sys.stderr.isatty():
             print(f"\rreplay: {done}/{total} searches", end="", file=sys.stderr, flush=True)
 
-    with _open(args) as idx:
+    with open_index(args) as idx:
         rep = pr.replay(idx, queries, args.days, now=_now(args), progress=progress,
                         mode=args.mode, daily=not args.no_daily, reset=args.reset)
     if not args.json and sys.stderr.isatty():
         print(file=sys.stderr)
     if args.json:
-        _dump(rep.to_dict())
+        dump_json(rep.to_dict())
         return 0
     print(f"Replayed {rep.queries} queries ({rep.mode}) over {rep.days} days "
           f"({rep.first_day} → {rep.last_day}): {rep.searches} searches, "
@@ -239,12 +256,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers: Any) -> None:
-    """Add ``promote`` and ``replay`` to the ``memory-core`` parser."""
-    p = subparsers.add_parser(
-        "promote", help="promotion: list, explain, preview, apply or undo "
-        "recalled diary entries → MEMORY.md")
-    _add_workspace(p)
+def _promote_options(p: argparse.ArgumentParser) -> None:
+    """``promote``'s options; the help quotes the promotion gates' defaults."""
+    from .. import promotion as pr
+
+    add_workspace_args(p)
     p.add_argument("--explain", metavar="KEY", help="everything about one entry")
     p.add_argument("--apply", action="store_true", help="write the candidates into MEMORY.md")
     p.add_argument("--preview", action="store_true", help="show the diff --apply would write")
@@ -269,11 +285,18 @@ def register(subparsers: Any) -> None:
     p.add_argument("--no-duplicates", action="store_true",
                    help="skip the near-duplicate check against MEMORY.md")
     p.add_argument("--now", help="ISO 8601 time to score at (default: the clock)")
+
+
+def register(subparsers: Any) -> None:
+    """Add ``promote`` and ``replay`` to the ``memory-core`` parser."""
+    p = subparsers.add_parser(
+        "promote", help="promotion: list, explain, preview, apply or undo "
+        "recalled diary entries → MEMORY.md", configure=_promote_options)
     p.set_defaults(func=cmd_promote)
 
     r = subparsers.add_parser(
         "replay", help="seed recall signals from a JSONL query log over simulated days")
-    _add_workspace(r)
+    add_workspace_args(r)
     r.add_argument("--queries", required=True, help="JSONL with a 'query' field per line")
     r.add_argument("--days", type=int, default=7, help="simulated days ending today (default 7)")
     r.add_argument("--mode", choices=["spread", "repeat"], default="spread",

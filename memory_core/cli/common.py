@@ -1,0 +1,172 @@
+"""What every ``memory-core`` sub-command shares: errors, JSON output, opening the index,
+the workspace flags and the progress bar.
+
+Sub-command modules import these public names only; nothing here imports a feature package
+(promotion, evaluation), so loading the CLI stays as light as the engine itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..config import PROFILES
+from ..index import MemoryIndex
+
+#: Exit code of every error the user can act on (bad input, missing data, refused path).
+EXIT_USAGE = 2
+
+#: ``progress(stage, done, total)``, as :meth:`MemoryIndex.sync` and the evaluator call it.
+Progress = Callable[[str, int, int], None]
+
+
+class CliError(Exception):
+    """An error the user can act on: printed as one line, exit code 2."""
+
+
+def dump_json(obj: Any) -> None:
+    """Print ``obj`` as indented JSON (non-ASCII kept readable) on stdout."""
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
+
+
+def check_index_path(path: Path, what: str) -> None:
+    """Refuse an index path that can never be a file: an existing folder, or a path under a
+    file. ``what`` names where it came from (``--db``, ``[store] path``) in the one-line error."""
+    if path.is_dir():
+        raise CliError(f"{what} {path} is a folder: give the path of an index file "
+                       f"(for example {path / 'index.sqlite'})")
+    for parent in path.parents:
+        if parent.exists() or parent.is_symlink():
+            if not parent.is_dir():
+                raise CliError(f"{what} {path}: {parent} is a file, not a folder")
+            break
+
+
+def open_index(args: argparse.Namespace) -> MemoryIndex:
+    """Open the index the workspace flags name (``--workspace``, ``--profile``, ``--provider``,
+    ``--db``); an index path that cannot be a file is refused before anything is written."""
+    overrides: dict[str, Any] = {}
+    db = getattr(args, "db", None)
+    if db:
+        overrides["store"] = {"path": db}
+    idx = MemoryIndex.open(args.workspace, profile=getattr(args, "profile", None),
+                           provider=getattr(args, "provider", None), overrides=overrides)
+    try:
+        check_index_path(idx.store_path, "--db" if db else "[store] path")
+    except CliError:
+        idx.close()
+        raise
+    return idx
+
+
+def add_workspace_args(p: argparse.ArgumentParser, profile: bool = True) -> None:
+    """Add ``--workspace``, ``--json``, ``--provider``, ``--db`` (and ``--profile``) to ``p``."""
+    p.add_argument("--workspace", "-w", required=True, help="the agent workspace folder")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--provider", help="embedding provider: local, e5, openai, ollama, lmstudio, "
+                   "none (keyword-only)")
+    p.add_argument("--db", help="index file (default: inside the workspace, .memory/)")
+    if profile:
+        p.add_argument("--profile", choices=PROFILES, help="ranking profile (default: default)")
+
+
+def _unit(stage: str) -> str:
+    last = stage.rsplit(" ", 1)[-1]
+    return {"scan": "file", "query": "query", "sweep": "setting",
+            "sync": "second"}.get(last, "chunk")  # "waiting for another sync": seconds
+
+
+def progress_bar(enabled: bool) -> Progress | None:
+    """A ``progress(stage, done, total)`` callback for long commands, on stderr.
+
+    On a terminal: one tqdm bar per stage. Elsewhere (a pipe, a log file) a bar would write
+    every update; instead a stage prints one line when it starts, at most one every
+    :data:`SUMMARY_EVERY_S` seconds while it runs, and one when it is done.
+    """
+    if not enabled:
+        return None
+    if not sys.stderr.isatty():
+        return _summary_progress()
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover - tqdm comes with sentence-transformers
+        return _summary_progress()
+    bars: dict[str, Any] = {}
+
+    def progress(stage: str, done: int, total: int) -> None:
+        bar = bars.get(stage)
+        if bar is None or bar.total != total:
+            if bar is not None:
+                bar.close()
+            bar = bars[stage] = tqdm(total=total, desc=stage, unit=_unit(stage),
+                                     file=sys.stderr, leave=False)
+        bar.n = done
+        bar.refresh()
+        if done >= total:
+            bar.close()
+
+    return progress
+
+
+#: Seconds between two summary lines of a running stage when stderr is not a terminal.
+SUMMARY_EVERY_S = 30.0
+
+
+def _summary_progress() -> Progress:
+    started: dict[str, float] = {}
+    last: dict[str, float] = {}
+
+    def progress(stage: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if stage not in started:
+            started[stage] = last[stage] = now
+            if done < total:
+                print(f"{stage}: {total} {_unit(stage)}s…", file=sys.stderr, flush=True)
+        if done >= total:
+            took = now - started.pop(stage)
+            last.pop(stage, None)
+            print(f"{stage}: {done}/{total} done ({took:.1f} s)", file=sys.stderr, flush=True)
+        elif now - last[stage] >= SUMMARY_EVERY_S:
+            last[stage] = now
+            print(f"{stage}: {done}/{total}", file=sys.stderr, flush=True)
+
+    return progress
+
+
+class DeferredParser(argparse.ArgumentParser):
+    """A sub-command's parser whose arguments are added the first time it is used.
+
+    ``memory-core`` builds every sub-command's parser at start; a sub-command whose options quote
+    its feature package (the promotion gates' defaults in ``--help``) passes ``configure=`` so that
+    the package is imported only when that sub-command is parsed or its help is shown.
+    """
+
+    def __init__(self, *args: Any,
+                 configure: Callable[[argparse.ArgumentParser], None] | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._configure = configure
+
+    def _configured(self) -> None:
+        if self._configure is not None:
+            configure, self._configure = self._configure, None
+            configure(self)
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None
+                         ) -> tuple[argparse.Namespace, list[str]]:
+        self._configured()
+        return super().parse_known_args(args, namespace)
+
+    def format_help(self) -> str:
+        self._configured()
+        return super().format_help()
+
+    def format_usage(self) -> str:
+        self._configured()
+        return super().format_usage()

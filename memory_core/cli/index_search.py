@@ -1,0 +1,235 @@
+"""``index``, ``search``, ``get``, ``status`` and ``chunk``: the engine's own commands, a thin
+mirror of :class:`memory_core.MemoryIndex` (``memory_search``, ``memory_get``, status).
+
+``search`` records diary hits as recalls for promotion (unless ``--no-record``); the promotion
+package is imported only when a search has hits to record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..chunking import chunk_markdown
+from ..fusion import FusionResult, Hit
+from ..index import MemoryIndex
+from .batch import cap_query, search_batch
+from .common import CliError, add_workspace_args, dump_json, open_index, progress_bar
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    with open_index(args) as idx:
+        report = idx.sync(force=args.force, progress=progress_bar(not args.no_progress))
+        if args.json:
+            dump_json({"report": report.to_dict(), "status": idx.status().to_json()})
+            return 0
+        kind = f"full rebuild ({report.reason})" if report.full else "incremental"
+        print(f"Memory index updated: {kind}.")
+        print(f"  files: {report.files_seen} seen, {report.files_indexed} indexed, "
+              f"{report.files_unchanged + report.files_touched} unchanged, "
+              f"{report.files_deleted} deleted, {report.files_failed} skipped")
+        print(f"  chunks written: {report.chunks_written}; embedded: {report.embedded}; "
+              f"cache hits: {report.cache_hits}; {report.duration_ms / 1000:.1f} s")
+        if idx.fallback:
+            print(f"  fallback: {idx.fallback['from']} → {idx.choice.id}: "
+                  f"{idx.fallback['reason']}")
+        for w in report.warnings:
+            print(f"  warning: {w}", file=sys.stderr)
+    return 0
+
+
+def settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The search-setting flags of ``search`` as :meth:`MemoryIndex.search` keywords."""
+    return {
+        "vector_weight": args.vector_weight, "text_weight": args.text_weight,
+        "candidate_multiplier": args.candidate_multiplier, "fusion": args.fusion,
+    }
+
+
+class LazyRecallRecorder:
+    """``on_hits`` for :meth:`MemoryIndex.search` that records recalls for promotion.
+
+    The promotion package (and its state store) is loaded on the first search that has hits, so
+    a search that finds nothing, or ``--no-record``, never imports it.
+    """
+
+    def __init__(self, index: MemoryIndex) -> None:
+        self._index = index
+        self._record: Any = None
+
+    def __call__(self, query: str, hits: Sequence[Hit]) -> None:
+        if self._record is None:
+            from ..promotion import recall_recorder
+
+            self._record = recall_recorder(self._index)
+        self._record(query, hits)
+
+
+def _result_json(idx: MemoryIndex, res: FusionResult, explain: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "results": [h.to_result(explain) for h in res.hits],
+        "provider": idx.choice.id, "model": idx.choice.model, "mode": res.mode,
+        "profile": idx.config.profile,
+    }
+    if idx.fallback:
+        out["fallback"] = idx.fallback
+    if explain:
+        out["belowGate"] = [h.to_result(True) for h in res.below_gate[:20]]
+        out["settings"] = res.settings.__dict__
+    return out
+
+
+def _print_hits(res: FusionResult, explain: bool) -> None:
+    if not res.hits:
+        print("No results.")
+    for h in res.hits:
+        print(f"{h.score:.3f} {h.path}:{h.start_line}-{h.end_line}")
+        if explain:
+            vr = h.vector_rank if h.vector_rank is not None else "-"
+            tr = h.text_rank if h.text_rank is not None else "-"
+            parts = " + ".join(f"{k} {v:.3f}" for k, v in h.components.items())
+            print(f"      via {h.via}: vector {h.vector_score:.3f} (rank {vr}), "
+                  f"text {h.text_score:.3f} (rank {tr}); score = {parts}")
+        print("      " + h.snippet.replace("\n", "\n      ")[:400])
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    sources = args.sources.split(",") if args.sources else None
+    with open_index(args) as idx:
+        on_hits = None if args.no_record else LazyRecallRecorder(idx)
+        if args.batch:
+            return search_batch(idx, args.batch, max_results=args.max_results,
+                                min_score=args.min_score, sources=sources,
+                                explain=args.explain, on_hits=on_hits,
+                                overrides=settings_overrides(args))
+        if not args.query or not args.query.strip():
+            raise CliError("search needs a QUERY (or --batch FILE)")
+        query, note = cap_query(args.query)
+        res = idx.search(query, max_results=args.max_results, min_score=args.min_score,
+                         sources=sources, use_numpy=args.numpy, on_hits=on_hits,
+                         **settings_overrides(args))
+        if args.json:
+            out = _result_json(idx, res, args.explain)
+            if note:
+                out["note"] = note
+            dump_json(out)
+        else:
+            if note:
+                print(f"note: {note}", file=sys.stderr)
+            _print_hits(res, args.explain)
+    return 0
+
+
+def cmd_get(args: argparse.Namespace) -> int:
+    with open_index(args) as idx:
+        res = idx.get(args.path, args.from_line, args.lines)
+        if args.json:
+            dump_json(res.to_dict())
+        else:
+            print(res.text)
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    with open_index(args) as idx:
+        st = idx.status(deep=args.deep)
+        if args.json:
+            dump_json(st.to_json())
+            return 0
+        print(f"Workspace: {st.workspace_dir}")
+        print(f"Store: {st.db_path}")
+        print(f"Profile: {st.profile}  Provider: {st.provider} "
+              f"(requested {st.requested_provider})  Model: {st.model}")
+        print(f"Indexed: {st.files} files · {st.chunks} chunks  "
+              f"Dirty: {'yes' if st.dirty else 'no'}")
+        for sc in st.source_counts:
+            print(f"  {sc.source}: {sc.files} files, {sc.chunks} chunks")
+        if st.fts is not None:
+            print(f"FTS: {'available' if st.fts.available else 'unavailable'}"
+                  + (f" ({st.fts.error})" if st.fts.error else ""))
+        if st.vector is not None:
+            v = st.vector
+            print(f"Vector: {v.search} search, dims {v.dims}"
+                  + (f" (sqlite-vec: {v.load_error})" if v.load_error else ""))
+        if st.cache is not None:
+            print(f"Embedding cache: {st.cache.entries} entries")
+        if st.fallback is not None:
+            print(f"Fallback: from {st.fallback.from_provider}: {st.fallback.reason}")
+        if st.bad_jsonl_lines:
+            print(f"Malformed transcript lines skipped: {st.bad_jsonl_lines}")
+        t = st.truncation
+        if t is not None and t.available:
+            print(f"Model truncation: {t.truncated}/{t.chunks} chunks "
+                  f"({t.share:.0%}) are longer than {t.max_seq_length} word pieces")
+        for w in st.warnings:
+            print(f"warning: {w}")
+        if st.error:
+            print(f"error: {st.error}")
+    return 0
+
+
+def cmd_chunk(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise CliError(f"{path}: {e.strerror or e}") from e
+    text = data.decode("utf-8", "replace")
+    chunks = chunk_markdown(text, args.tokens, args.overlap, args.mode)
+    if args.json:
+        dump_json({"file": str(path), "mode": args.mode, "tokens": args.tokens,
+                   "overlap": args.overlap, "count": len(chunks),
+                   "chunks": [c.to_dict() for c in chunks]})
+    else:
+        for i, c in enumerate(chunks):
+            print(f"#{i} lines {c.start_line}-{c.end_line} {len(c.text)} chars {c.hash[:12]}")
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add ``index``, ``search``, ``get``, ``status`` and ``chunk`` to the parser."""
+    p = sub.add_parser("index", help="index (or update) a workspace")
+    add_workspace_args(p)
+    p.add_argument("--force", action="store_true", help="full rebuild (built aside, swapped in)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_index)
+
+    p = sub.add_parser("search", help="memory_search: hybrid search of a workspace")
+    p.add_argument("query", nargs="?", help="what to look for")
+    add_workspace_args(p)
+    p.add_argument("--batch", help="JSONL file of {qid, query}; one JSON line out per query")
+    p.add_argument("--max-results", type=int)
+    p.add_argument("--min-score", type=float)
+    p.add_argument("--vector-weight", type=float)
+    p.add_argument("--text-weight", type=float)
+    p.add_argument("--candidate-multiplier", type=int)
+    p.add_argument("--fusion", choices=["reference", "rrf", "normalized"])
+    p.add_argument("--sources", help="comma-separated: memory,sessions")
+    p.add_argument("--explain", action="store_true", help="show each leg's score and rank")
+    p.add_argument("--numpy", action="store_true", help="vector search in numpy (not sqlite-vec)")
+    p.add_argument("--no-record", action="store_true",
+                   help="do not record diary hits as recalls for promotion")
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("get", help="memory_get: read lines of a memory file")
+    p.add_argument("path")
+    add_workspace_args(p, profile=False)
+    p.add_argument("--from", dest="from_line", type=int, default=None)
+    p.add_argument("--lines", type=int, default=None)
+    p.set_defaults(func=cmd_get)
+
+    p = sub.add_parser("status", help="index status")
+    add_workspace_args(p)
+    p.add_argument("--deep", action="store_true", help="also measure model truncation")
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("chunk", help="show how a file is chunked")
+    p.add_argument("file")
+    p.add_argument("--mode", choices=["reference", "bounded"], default="bounded")
+    p.add_argument("--tokens", type=int, default=400)
+    p.add_argument("--overlap", type=int, default=80)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_chunk)

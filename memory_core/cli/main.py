@@ -1,0 +1,93 @@
+"""``memory-core``: the command line, a thin mirror of :class:`memory_core.MemoryIndex`.
+
+Every command takes ``--json`` for machine-readable output. Errors are one line on stderr and
+exit code 2; nothing here writes the user's Markdown (only ``promote --apply`` writes
+``MEMORY.md``).
+
+Sub-commands live in one module per group, each with a ``register(subparsers)``; they are listed
+in :data:`COMMANDS`. A new sub-command is a new module and one line there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .. import __version__
+from ..embeddings import EmbeddingError
+from ..index import WorkspaceError
+from ..reading import PathRefused
+from ..store import StoreError
+from . import evaluate, index_search, mcp, promote, watch
+from .common import EXIT_USAGE, CliError, DeferredParser
+
+#: Exit code after the reader of stdout went away (128 + SIGPIPE, as a shell reports it).
+EXIT_BROKEN_PIPE = 141
+
+#: Every sub-command group, in the order ``memory-core --help`` lists them.
+COMMANDS: tuple[Callable[[Any], None], ...] = (
+    index_search.register,  # index, search, get, status, chunk
+    evaluate.register,      # eval
+    promote.register,       # promote, replay
+    mcp.register,           # mcp (MCP server, live)
+    watch.register,         # watch (follow the files, sync)
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``memory-core`` parser with every sub-command of :data:`COMMANDS`."""
+    parser = argparse.ArgumentParser(prog="memory-core", description=__doc__.split("\n")[0])
+    parser.add_argument("--version", action="version", version=f"memory-core {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=DeferredParser)
+    for register in COMMANDS:
+        register(sub)
+    return parser
+
+
+def _stdout_gone() -> int:
+    """The reader of our output went away (``memory-core … | head``): stop quietly.
+
+    Later writes (and the flush at exit) would raise again, so stdout is pointed at
+    ``/dev/null``; the exit code is the one a shell reports for a command ended by SIGPIPE.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return EXIT_BROKEN_PIPE
+
+
+def _oserror_line(e: OSError) -> str:
+    """An ``OSError`` as ``<file>: <reason>``, without Python's ``[Errno n]`` prefix."""
+    where = " -> ".join(str(f) for f in (e.filename, e.filename2) if f is not None)
+    why = e.strerror or str(e)
+    return f"{where}: {why}" if where else why
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; return its exit code (2 with one line on stderr for a user error)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        return code
+    except BrokenPipeError:
+        return _stdout_gone()
+    except (CliError, WorkspaceError, StoreError, PathRefused, EmbeddingError, ValueError,
+            FileNotFoundError) as e:
+        print(f"memory-core: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as e:  # a folder where a file was expected, a read-only disk, …
+        print(f"memory-core: error: {_oserror_line(e)}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
