@@ -59,6 +59,10 @@ class WorkspaceError(ValueError):
     """The workspace does not exist or is not a folder."""
 
 
+#: The progress stage reported while a sync waits for another process's sync of the same index.
+WAIT_STAGE = "waiting for another sync"
+
+
 class SyncBusy(StoreError):
     """Another process is syncing this index and did not finish within the allowed wait."""
 
@@ -212,11 +216,11 @@ class MemoryIndex:
         An embedding failure during indexing switches to the next provider of the fallback chain
         (the reason is kept for status) and rebuilds with it. One sync at a time per index file,
         across processes: while another holds it, this one waits up to ``lock_wait_s`` seconds
-        (``progress("wait", seconds, bound)`` once a second), then raises :class:`SyncBusy`.
+        (``progress(WAIT_STAGE, seconds, bound)`` once a second), then raises :class:`SyncBusy`.
         """
         def waiting(waited: float, bound: float) -> None:
             if progress is not None:
-                progress("wait", int(waited), int(min(bound, 10**9)))
+                progress(WAIT_STAGE, int(waited), int(min(bound, 10**9)))
 
         try:
             with sync_lock(self.store_path, lock_wait_s, waiting), self._lock:
