@@ -13,10 +13,13 @@ import copy
 import hashlib
 import json
 import os
+import string
 import tomllib
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 CONFIG_FILE = "memory-workbench.toml"
 #: A named set of search settings: ``reference`` (OpenClaw 2026.5.20) or ``default`` (measured).
@@ -28,8 +31,26 @@ FusionMode = Literal["reference", "rrf", "normalized"]
 KeywordQueryMode = Literal["and", "or"]
 #: ``reference`` reproduces the reference's chunk boundaries; ``bounded`` caps long lines.
 ChunkingMode = Literal["reference", "bounded"]
+#: The embedding providers :func:`memory_core.embeddings.build_provider` can start.
+ProviderName = Literal["local", "e5", "openai", "ollama", "lmstudio", "none"]
+#: What can be indexed: the Markdown memory files and the session transcripts.
+SourceName = Literal["memory", "sessions"]
+#: Which engine answers: this project's SQLite engine, or the external ``qmd`` CLI (spec §9).
+BackendKind = Literal["builtin", "qmd"]
+#: qmd's search command: ``search`` (BM25, no model), ``vsearch`` (vectors), ``query`` (hybrid).
+QmdSearchMode = Literal["search", "vsearch", "query"]
 PROFILES: tuple[ProfileName, ...] = get_args(ProfileName)
 FUSION_MODES: tuple[FusionMode, ...] = get_args(FusionMode)
+PROVIDERS: tuple[ProviderName, ...] = get_args(ProviderName)
+#: The placeholders ``[store] path`` may use.
+STORE_PATH_FIELDS = ("chunking", "provider")
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot work: one line naming the key and what it expects.
+
+    A ``ValueError``, so the CLI reports it on one line with exit code 2 like any bad input.
+    """
 
 
 @dataclass
@@ -107,6 +128,42 @@ class SessionsConfig:
 
 
 @dataclass
+class BackendConfig:
+    """``[backend] kind``: the reference's ``memory.backend`` (default ``builtin``)."""
+
+    kind: BackendKind = "builtin"
+
+
+@dataclass
+class QmdConfig:
+    """``[qmd]``: the reference's ``memory.qmd`` settings, with its defaults (backend-config.ts).
+
+    ``home`` is where qmd keeps its index and config (per agent, ``<home>/<agent_id>/xdg-*``),
+    relative to the workspace unless absolute; never the user's own ``~/.cache``. ``paths`` are
+    extra collections (the reference's ``memory.qmd.paths``; ``[sources] extra_paths`` are added
+    too, as the reference adds ``memorySearch.extraPaths``).
+    """
+
+    command: str = "qmd"
+    search_mode: QmdSearchMode = "search"
+    include_default_memory: bool = True
+    paths: list[ExtraPath] = field(default_factory=list)
+    agent_id: str = "main"
+    home: str = ".memory/qmd"
+    max_results: int = 4
+    max_snippet_chars: int = 450
+    max_injected_chars: int = 2200
+    timeout_ms: int = 4000
+    update_interval_ms: int = 300_000
+    debounce_ms: int = 15_000
+    on_boot: bool = True
+    embed_interval_ms: int = 3_600_000
+    command_timeout_ms: int = 30_000
+    update_timeout_ms: int = 120_000
+    embed_timeout_ms: int = 120_000
+
+
+@dataclass
 class SearchSettings:
     """Everything fusion needs. A pure value: the workbench's sliders edit a copy of it."""
 
@@ -180,6 +237,8 @@ class MemoryConfig:
     search: SearchSettings | None = None  # None: the profile's settings
     watch: WatchConfig = field(default_factory=WatchConfig)
     sessions: SessionsConfig = field(default_factory=SessionsConfig)
+    backend: BackendConfig = field(default_factory=BackendConfig)
+    qmd: QmdConfig = field(default_factory=QmdConfig)
 
     def settings(self) -> SearchSettings:
         """Search settings in force: explicit ones, or the profile's."""
@@ -204,45 +263,321 @@ class MemoryConfig:
         return asdict(self)
 
 
+# --------------------------------------------------------------------------- validation
+#
+# The raw TOML (or an override dict) is validated against pydantic models that mirror the
+# dataclasses above, field for field (a test keeps them in step), before anything is built:
+# strict types (no "5000" for an integer, no letter-by-letter reading of a string given for a
+# list), ranges, the store path's placeholders, no unknown key. Only the keys given are then
+# applied, so a file and the overrides layer on the defaults as before; checks that involve two
+# keys run once on the merged result.
+
+_STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+_Count = Annotated[int, Field(ge=0)]
+_Positive = Annotated[int, Field(ge=1)]
+_Unit = Annotated[float, Field(ge=0.0, le=1.0)]
+_NonEmpty = Annotated[str, Field(min_length=1)]
+
+
+class _ExtraPathModel(BaseModel):
+    model_config = _STRICT
+    path: _NonEmpty
+    pattern: _NonEmpty = "**/*.md"
+
+
+class _SourcesModel(BaseModel):
+    model_config = _STRICT
+    sources: list[SourceName] = ["memory", "sessions"]
+    extra_paths: list[_ExtraPathModel] = []
+    sessions_dir: _NonEmpty = "sessions"
+    follow_symlinks: bool = False
+
+    @field_validator("extra_paths", mode="before")
+    @classmethod
+    def _paths_or_tables(cls, value: Any) -> Any:
+        """A bare string is one path written without its list: refused, not read per letter."""
+        if isinstance(value, str):
+            raise ValueError(f"expects a list of folders or .md files, e.g. [{json.dumps(value)}]")
+        if not isinstance(value, list):
+            return value  # the list type reports it
+        out: list[Any] = []
+        for item in value:
+            if isinstance(item, str):
+                out.append({"path": item})
+            elif isinstance(item, dict):
+                out.append(item)
+            else:
+                raise ValueError("each entry is a path or a { path, pattern } table "
+                                 f"(got {_shown(item)})")
+        return out
+
+
+class _ChunkingModel(BaseModel):
+    model_config = _STRICT
+    tokens: _Positive = 400
+    overlap: _Count = 80
+    mode: ChunkingMode = "bounded"
+
+
+class _ProviderModel(BaseModel):
+    model_config = _STRICT
+    provider: ProviderName = "local"
+    model: _NonEmpty | None = None
+    base_url: _NonEmpty | None = None
+    api_key_env: _NonEmpty = "OPENAI_API_KEY"
+    dimensions: _Positive | None = None
+    fallback: list[ProviderName] = ["none"]
+    batch_items: _Positive = 96
+    batch_bytes: _Positive = 8000
+    concurrency: _Positive = 2
+    timeout_s: Annotated[float, Field(gt=0)] = 120.0
+    query_timeout_s: Annotated[float, Field(gt=0)] = 60.0
+    max_retries: _Count = 3
+
+
+class _StoreModel(BaseModel):
+    model_config = _STRICT
+    path: _NonEmpty = ".memory/{chunking}-{provider}.sqlite"
+    cache_enabled: bool = True
+    cache_max_entries: _Count | None = None
+    busy_timeout_ms: _Count = 5000
+
+    @field_validator("path")
+    @classmethod
+    def _known_placeholders(cls, value: str) -> str:
+        allowed = ", ".join("{" + f + "}" for f in STORE_PATH_FIELDS)
+        try:
+            names = [name for _, name, _, _ in string.Formatter().parse(value) if name is not None]
+        except ValueError as e:
+            raise ValueError(f"is not a valid path template ({e}); placeholders: {allowed}, "
+                             "a literal brace is written twice") from None
+        for name in names:
+            if name not in STORE_PATH_FIELDS:
+                raise ValueError(f"unknown placeholder {{{name}}} (known: {allowed})")
+        return value
+
+
+class _WatchModel(BaseModel):
+    model_config = _STRICT
+    enabled: bool = True
+    debounce_ms: _Count = 1500
+
+
+class _SessionsModel(BaseModel):
+    model_config = _STRICT
+    delta_bytes: _Count = 100_000
+    delta_messages: _Count = 50
+
+
+class _BackendModel(BaseModel):
+    model_config = _STRICT
+    kind: BackendKind = "builtin"
+
+
+class _QmdModel(BaseModel):
+    model_config = _STRICT
+    command: _NonEmpty = "qmd"
+    search_mode: QmdSearchMode = "search"
+    include_default_memory: bool = True
+    paths: list[_ExtraPathModel] = []
+    agent_id: _NonEmpty = "main"
+    home: _NonEmpty = ".memory/qmd"
+    max_results: _Positive = 4
+    max_snippet_chars: _Positive = 450
+    max_injected_chars: _Count = 2200
+    timeout_ms: _Positive = 4000
+    update_interval_ms: _Count = 300_000
+    debounce_ms: _Count = 15_000
+    on_boot: bool = True
+    embed_interval_ms: _Count = 3_600_000
+    command_timeout_ms: _Positive = 30_000
+    update_timeout_ms: _Positive = 120_000
+    embed_timeout_ms: _Positive = 120_000
+
+
+class _SearchModel(BaseModel):
+    model_config = _STRICT
+    max_results: _Positive = 6
+    min_score: _Unit = 0.35
+    vector_weight: _Unit = 0.7
+    text_weight: _Unit = 0.3
+    candidate_multiplier: _Positive = 4
+    hybrid: bool = True
+    fusion: FusionMode = "reference"
+    rrf_k: _Count = 60
+    keyword_query: KeywordQueryMode = "and"
+    cjk_bigrams: bool = False
+    keyword_only_fill: bool = False
+    relaxed_min_score: _Unit = 0.0
+    mmr_enabled: bool = False
+    mmr_lambda: _Unit = 0.7
+    decay_enabled: bool = False
+    half_life_days: Annotated[float, Field(gt=0)] = 30.0
+    now_ms: int | None = None
+    lexical_boost: bool = True
+    date_hint: Annotated[float, Field(ge=0)] = 0.0
+
+
+class _MemoryConfigModel(BaseModel):
+    model_config = _STRICT
+    profile: ProfileName = "default"
+    sources: _SourcesModel = _SourcesModel()
+    chunking: _ChunkingModel = _ChunkingModel()
+    provider: _ProviderModel = _ProviderModel()
+    store: _StoreModel = _StoreModel()
+    search: _SearchModel | None = None
+    watch: _WatchModel = _WatchModel()
+    sessions: _SessionsModel = _SessionsModel()
+    backend: _BackendModel = _BackendModel()
+    qmd: _QmdModel = _QmdModel()
+
+
+#: Each dataclass and the model that validates its keys (tests check they list the same fields).
+CONFIG_MODELS: dict[type, type[BaseModel]] = {
+    MemoryConfig: _MemoryConfigModel, SourcesConfig: _SourcesModel, ExtraPath: _ExtraPathModel,
+    ChunkingConfig: _ChunkingModel, ProviderConfig: _ProviderModel, StoreConfig: _StoreModel,
+    WatchConfig: _WatchModel, SessionsConfig: _SessionsModel, SearchSettings: _SearchModel,
+    BackendConfig: _BackendModel, QmdConfig: _QmdModel,
+}
+
+
+def _shown(value: Any) -> str:
+    """A value as the user wrote it (TOML and JSON agree on strings, numbers, lists), short."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _key_path(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _what(err: Any) -> str:
+    """What a pydantic error says the key expects, in the words of a config file."""
+    kind, msg = err["type"], err["msg"]
+    if kind == "extra_forbidden":
+        return "unknown key"
+    if kind == "missing":
+        return "is required"
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        return "expects a table of settings"
+    if kind == "value_error":
+        return msg.removeprefix("Value error, ")
+    if kind in ("finite_number", "float_type") and "finite" in msg:
+        return "expects a finite number"
+    if msg.startswith("Input should be a valid "):
+        noun = msg.removeprefix("Input should be a valid ")
+        noun = {"boolean": "true or false", "integer": "an integer"}.get(noun, "a " + noun)
+        return "expects " + noun
+    if msg.startswith(("Input should be greater", "Input should be less")):
+        return msg.replace("Input should be", "expects a value", 1)
+    return msg.replace("Input should be", "expects", 1)
+
+
+def _describe(error: ValidationError, source: str) -> str:
+    """All problems of one config source on one line: ``<source>: key: what it expects (got x)``."""
+    parts = []
+    for err in error.errors():
+        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+        line = f"{_key_path(loc)}: {_what(err)}"
+        if err["type"] not in ("extra_forbidden", "missing", "value_error"):
+            line += f" (got {_shown(err['input'])})"
+        parts.append(line)
+    more = f" (and {len(parts) - 3} more)" if len(parts) > 3 else ""
+    return f"{source}: " + "; ".join(parts[:3]) + more
+
+
+def _plain(value: Any) -> Any:
+    """Keys with ``-`` read as ``_`` (TOML style), dataclass values as their dicts."""
+    if is_dataclass(value) and not isinstance(value, type):
+        value = asdict(value)
+    if isinstance(value, dict):
+        return {str(k).replace("-", "_"): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _validated(data: Any, source: str) -> dict[str, Any]:
+    """``data`` checked against the models; only the keys it gives, with their checked values."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expects a table of settings (got {_shown(data)})")
+    try:
+        model = _MemoryConfigModel.model_validate(_plain(data))
+    except ValidationError as e:
+        raise ConfigError(_describe(e, source)) from None
+    return model.model_dump(exclude_unset=True)
+
+
+def provider_name(name: str, key: str = "provider") -> ProviderName:
+    """``name`` if it is a provider that exists; otherwise a :class:`ConfigError` naming ``key``.
+
+    For values that reach the config outside a file or an override dict (``--provider``).
+    """
+    if name not in PROVIDERS:
+        raise ConfigError(f"{key}: unknown provider {_shown(name)} (expected one of "
+                          f"{', '.join(PROVIDERS)})")
+    return name  # type: ignore[return-value]  # checked just above
+
+
+def _check_merged(cfg: MemoryConfig, source: str) -> None:
+    """The rules that involve more than one key, on the merged configuration."""
+    if cfg.chunking.overlap >= cfg.chunking.tokens:
+        raise ConfigError(f"{source}: chunking.overlap ({cfg.chunking.overlap}) must be smaller "
+                          f"than chunking.tokens ({cfg.chunking.tokens})")
+
+
 def _merge(obj: Any, data: dict[str, Any]) -> Any:
-    """Return a copy of dataclass ``obj`` with ``data`` applied, recursing into nested ones."""
+    """Return a copy of dataclass ``obj`` with (validated) ``data`` applied, recursing."""
     known = {f.name: f for f in fields(obj)}
     changes: dict[str, Any] = {}
     for key, value in data.items():
-        key = key.replace("-", "_")
-        if key not in known:
-            raise ValueError(f"unknown config key {key!r} in [{type(obj).__name__}]")
+        if key not in known:  # unreachable after validation; kept as a guard
+            raise ConfigError(f"unknown config key {key!r} in [{type(obj).__name__}]")
         current = getattr(obj, key)
         if key == "extra_paths":
-            changes[key] = [ExtraPath(**v) if isinstance(v, dict) else ExtraPath(str(v))
-                            for v in value]
+            changes[key] = [ExtraPath(**v) for v in value]
+        elif key == "paths" and isinstance(obj, QmdConfig):
+            changes[key] = [ExtraPath(**v) for v in value]
         elif key == "search" and isinstance(value, dict):
             base = current or profile_settings(data.get("profile", obj.profile))
             changes[key] = _merge(base, value)
         elif is_dataclass(current) and isinstance(value, dict):
             changes[key] = _merge(current, value)
         else:
-            changes[key] = value
+            changes[key] = copy.deepcopy(value)
     return replace(obj, **changes)
 
 
 def load_config(workspace: Path, overrides: dict[str, Any] | None = None) -> MemoryConfig:
-    """Defaults, then ``memory-workbench.toml`` in the workspace, then ``overrides``."""
+    """Defaults, then ``memory-workbench.toml`` in the workspace, then ``overrides``.
+
+    Every value is validated on the way in (:class:`ConfigError`, one line, on the first source
+    that has a problem), so nothing downstream meets a string where it expects a number.
+    """
     cfg = MemoryConfig()
     f = workspace / CONFIG_FILE
+    source = "overrides"
     if f.is_file():
         try:
             data = tomllib.loads(f.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-            raise ValueError(f"{f}: {e}") from e
-        cfg = _merge(cfg, data)
+            raise ConfigError(f"{f}: {e}") from e
+        cfg = _merge(cfg, _validated(data, str(f)))
+        source = str(f)
     if overrides:
-        cfg = _merge(cfg, overrides)
+        cfg = _merge(cfg, _validated(overrides, "overrides"))
+        source = f"{source} + overrides" if source != "overrides" else source
     if cfg.profile == "reference" and cfg.chunking.mode != "reference" and not (
         overrides and "chunking" in overrides
     ):
         cfg.chunking.mode = "reference"
-    profile_settings(cfg.profile)
+    _check_merged(cfg, source if (f.is_file() or overrides) else "defaults")
     return cfg
 
 

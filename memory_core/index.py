@@ -24,7 +24,7 @@ import numpy as np
 from .candidates import Candidates
 from .common.fileio import file_changed
 from .common.synclock import DEFAULT_WAIT_S, SyncLockTimeout, sync_lock
-from .config import MemoryConfig, ProfileName, SearchSettings, load_config
+from .config import MemoryConfig, ProfileName, SearchSettings, load_config, provider_name
 from .embeddings import EmbeddingError, ProviderChoice, create_provider
 from .fusion import FusionResult, Hit, fuse
 from .reading import ReadResult, read_lines
@@ -125,7 +125,7 @@ class MemoryIndex:
         if profile:
             cfg = cfg.with_profile(profile)
         if provider:
-            cfg.provider.provider = provider
+            cfg.provider.provider = provider_name(provider)
         return cls(ws, cfg)
 
     def __enter__(self) -> MemoryIndex:

@@ -1,0 +1,184 @@
+"""Config is validated when it is loaded (issue #13 item 9).
+
+Each bad ``memory-workbench.toml`` below used to load: a string or number went into the
+dataclasses as it was and failed later with a traceback (``5.format``, ``'<' not supported``),
+was read letter by letter (``extra_paths = "notes"``), or silently turned the index keyword-only
+(an unknown provider with no fallback). Now ``load_config`` raises :class:`ConfigError`, one line
+naming the key and what it expects, and every CLI command exits 2 with that line, no traceback,
+and nothing written into the workspace.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memory_core import MemoryIndex
+from memory_core.cli import main as cli_main
+from memory_core.config import CONFIG_FILE, CONFIG_MODELS, ConfigError, load_config
+
+from .conftest import ROOT
+
+#: (TOML text, words the one-line error must contain: the key, then what it expects)
+BAD: list[tuple[str, tuple[str, ...]]] = [
+    ("[store]\npath = 5\n", ("store.path", "expects a string", "got 5")),
+    ('[store]\nbusy_timeout_ms = "x"\n', ("store.busy_timeout_ms", "expects an integer")),
+    ("[store]\nbusy_timeout_ms = true\n", ("store.busy_timeout_ms", "expects an integer")),
+    ('[search]\nmin_score = "high"\n', ("search.min_score", "expects a number", '"high"')),
+    ("[search]\nmin_score = nan\n", ("search.min_score", "finite")),
+    ("sources = 5\n", ("sources", "expects a table")),
+    ("search = 5\n", ("search", "expects a table")),
+    ("[sources]\nextra_paths = [{bogus = 1}]\n",
+     ("sources.extra_paths[0].bogus: unknown key", "sources.extra_paths[0].path: is required")),
+    ("[sources]\nextra_paths = [5]\n", ("sources.extra_paths", "path or a { path, pattern }")),
+    ('[sources]\nextra_paths = "notes"\n', ("sources.extra_paths", "expects a list", '["notes"]')),
+    ('[sources]\nsources = ["memory", "notes"]\n', ("sources.sources[1]", "'sessions'")),
+    ("[chunking]\ntokens = 0\n", ("chunking.tokens", "greater than or equal to 1")),
+    ("[chunking]\ntokens = -5\n", ("chunking.tokens", "greater than or equal to 1")),
+    ("[chunking]\ntokens = 100\noverlap = 100\n",
+     ("chunking.overlap (100) must be smaller than chunking.tokens (100)",)),
+    ("[chunking]\ntokens = 50\n", ("chunking.overlap (80)", "chunking.tokens (50)")),
+    ('[store]\npath = ".memory/{profile}.sqlite"\n',
+     ("store.path", "unknown placeholder {profile}", "{chunking}, {provider}")),
+    ('[store]\npath = ".memory/{chunking.sqlite"\n', ("store.path", "not a valid path template")),
+    ('[provider]\nprovider = "bogus"\nfallback = []\n',
+     ("provider.provider", "'local'", "'none'", '"bogus"')),
+    ('[provider]\nfallback = ["nonesuch"]\n', ("provider.fallback[0]", '"nonesuch"')),
+    ('profile = "fast"\n', ("profile", "'reference' or 'default'")),
+    ("[stroe]\npath = 'x.sqlite'\n", ("stroe: unknown key",)),
+]
+IDS = [toml.split("\n")[0][:40] + ("…" if toml.count("\n") > 1 else "") for toml, _ in BAD]
+
+
+def _ws(tmp_path: Path, toml: str) -> Path:
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Memory\n\n- PG_POOL_MAX is 32.\n", encoding="utf-8")
+    (ws / CONFIG_FILE).write_text(toml, encoding="utf-8")
+    return ws
+
+
+def _snapshot(ws: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(ws)): p.read_bytes() if p.is_file() else b"<dir>"
+            for p in sorted(ws.rglob("*"))}
+
+
+@pytest.mark.parametrize(("toml", "words"), BAD, ids=IDS)
+def test_load_config_names_the_key_and_what_it_expects(tmp_path: Path, toml: str,
+                                                       words: tuple[str, ...]) -> None:
+    ws = _ws(tmp_path, toml)
+    with pytest.raises(ConfigError) as err:
+        load_config(ws)
+    msg = str(err.value)
+    assert "\n" not in msg
+    assert msg.startswith(str(ws / CONFIG_FILE) + ": ")
+    for w in words:
+        assert w in msg, msg
+    assert isinstance(err.value, ValueError)  # what the CLI maps to exit code 2
+
+
+@pytest.mark.parametrize(("toml", "words"), BAD, ids=IDS)
+def test_cli_exits_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                   toml: str, words: tuple[str, ...]) -> None:
+    ws = _ws(tmp_path, toml)
+    before = _snapshot(ws)
+    code = cli_main(["search", "PG_POOL_MAX", "-w", str(ws), "--provider", "none"])
+    out, errtext = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    lines = [ln for ln in errtext.splitlines() if ln.strip()]
+    assert len(lines) == 1, errtext
+    assert lines[0].startswith("memory-core: error: ")
+    for w in words:
+        assert w in lines[0], lines[0]
+    assert _snapshot(ws) == before  # no index created, nothing of the user's touched
+
+
+def test_cli_process_has_no_traceback(tmp_path: Path) -> None:
+    """The same, as a user runs it: a real process, several sub-commands."""
+    ws = _ws(tmp_path, '[sources]\nextra_paths = "notes"\n')
+    for args in (["index"], ["status"], ["search", "pool"]):
+        proc = subprocess.run([sys.executable, "-m", "memory_core", *args, "-w", str(ws)],
+                              capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert "Traceback" not in proc.stderr
+        lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+        assert len(lines) == 1 and "sources.extra_paths: expects a list" in lines[0], proc.stderr
+    assert not (ws / ".memory").exists()
+
+
+def test_overrides_are_validated_the_same_way(tmp_path: Path) -> None:
+    ws = _ws(tmp_path, "")
+    with pytest.raises(ConfigError, match=r"^overrides: store\.busy_timeout_ms: expects an int"):
+        load_config(ws, {"store": {"busy_timeout_ms": "x"}})
+    with pytest.raises(ConfigError, match=r"^overrides: search\.max_results"):
+        load_config(ws, {"search": {"max_results": 0}})
+    with pytest.raises(ConfigError, match=r"unknown placeholder \{nope\}"):
+        load_config(ws, {"store": {"path": "/tmp/{nope}.sqlite"}})
+    # a file and the overrides together: the cross-key rule sees the merged values
+    (ws / CONFIG_FILE).write_text("[chunking]\ntokens = 50\n", encoding="utf-8")
+    assert load_config(ws, {"chunking": {"overlap": 10}}).chunking.tokens == 50
+    with pytest.raises(ConfigError, match="overlap"):
+        load_config(ws, {"chunking": {"overlap": 60}})
+
+
+def test_unknown_provider_argument_is_refused(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """``--provider bogus`` used to start keyword-only without a word; now exit 2."""
+    ws = _ws(tmp_path, "")
+    with pytest.raises(ConfigError, match="unknown provider \"bogus\""):
+        MemoryIndex.open(ws, provider="bogus")
+    assert cli_main(["search", "pool", "-w", str(ws), "--provider", "bogus"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("memory-core: error: provider: unknown provider \"bogus\"")
+    assert cli_main(["search", "pool", "-w", str(ws), "--provider", "none",
+                     "--db", str(tmp_path / "{what}.sqlite")]) == 2
+    assert "unknown placeholder {what}" in capsys.readouterr().err
+    assert not (ws / ".memory").exists()
+
+
+def test_valid_configs_still_load(tmp_path: Path) -> None:
+    ws = _ws(tmp_path, """profile = "reference"
+[sources]
+extra_paths = ["notes", { path = "docs", pattern = "*.md" }]
+[chunking]
+tokens = 200
+overlap = 0
+[search]
+max-results = 3
+min_score = 0
+[provider]
+provider = "none"
+fallback = []
+timeout_s = 5
+[store]
+path = "{{literal}}/{chunking}-{provider}.sqlite"
+""")
+    cfg = load_config(ws)
+    assert [(e.path, e.pattern) for e in cfg.sources.extra_paths] == [
+        ("notes", "**/*.md"), ("docs", "*.md")]
+    assert (cfg.chunking.tokens, cfg.chunking.overlap, cfg.chunking.mode) == (200, 0, "reference")
+    s = cfg.settings()
+    assert (s.max_results, s.min_score, s.fusion) == (3, 0.0, "reference")
+    assert isinstance(s.min_score, float) and isinstance(cfg.provider.timeout_s, float)
+    assert cfg.provider.fallback == []
+    assert cfg.store_path(ws) == ws / "{literal}" / "reference-none.sqlite"
+
+
+def test_models_mirror_the_dataclasses() -> None:
+    """Every dataclass field has a validator field of the same name, and the same default."""
+    for dc, model in CONFIG_MODELS.items():
+        names = [f.name for f in dataclasses.fields(dc)]
+        assert names == list(model.model_fields), dc.__name__
+        defaults = dc() if dc.__name__ != "ExtraPath" else dc("x")
+        checked = model.model_validate(dataclasses.asdict(defaults) if dc.__name__ != "MemoryConfig"
+                                       else {})
+        for name in names:
+            want = getattr(defaults, name)
+            got = getattr(checked, name)
+            if not dataclasses.is_dataclass(want) and want is not None:
+                assert got == want, (dc.__name__, name)
