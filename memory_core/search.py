@@ -42,17 +42,20 @@ def keyword_leg(store: Store, query: str, settings: SearchSettings, pool: int,
 
 
 def vector_leg(store: Store, qvec: np.ndarray | None, pool: int,
-               sources: Sequence[str] | None, *, use_numpy: bool = False) -> list[LegHit]:
+               sources: Sequence[str] | None, *, use_numpy: bool = False,
+               engine: str = "auto") -> list[LegHit]:
+    """The ``pool`` nearest chunks (``engine``: see :meth:`Store.vector_search`)."""
     if qvec is None or not np.any(qvec):
         return []
-    rows = store.vector_search(qvec, pool, sources, use_numpy=use_numpy)
+    rows = store.vector_search(qvec, pool, sources, use_numpy=use_numpy, engine=engine)
     return [LegHit(cid, score, i + 1, score) for i, (cid, score) in enumerate(rows)]
 
 
 def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: str,
                      settings: SearchSettings, sources: Sequence[str] | None = None,
                      *, pool: int = POOL, use_numpy: bool = False,
-                     query_vector: np.ndarray | None = None) -> Candidates:
+                     query_vector: np.ndarray | None = None,
+                     engine: str = "auto") -> Candidates:
     """Fetch both legs for ``query`` once. Empty query → empty candidates."""
     q = query.strip()
     timings: dict[str, float] = {}
@@ -83,7 +86,7 @@ def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: st
         qvec = query_vector if query_vector is not None else provider.embed_query(q)
         timings["embed_ms"] = (time.perf_counter() - t1) * 1000
         t2 = time.perf_counter()
-        vector = vector_leg(store, qvec, pool, sources, use_numpy=use_numpy)
+        vector = vector_leg(store, qvec, pool, sources, use_numpy=use_numpy, engine=engine)
         timings["vector_ms"] = (time.perf_counter() - t2) * 1000
     ids = {h.id for h in vector} | {h.id for h in keyword}
     for lst in fallback:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from . import migrations
+from . import migrations, vectors
 
 try:  # sqlean can load extensions; fall back to the stdlib where it is missing.
     import sqlean as sqlite  # type: ignore[import-untyped]
@@ -26,6 +26,8 @@ except ImportError:  # pragma: no cover - sqlean is a dependency
     import sqlite3 as sqlite  # type: ignore[no-redef]
 
 DatabaseError = sqlite.DatabaseError
+#: sqlite-vec's largest ``k``.
+_VEC0_MAX_K = 4096
 OperationalError = sqlite.OperationalError
 META_KEY = "memory_index_meta_v1"
 
@@ -99,6 +101,7 @@ class Store:
         self.fts_error: str | None = None
         self._vec_dims: int | None = None
         self._matrix_cache: tuple[int, list[str], np.ndarray] | None = None
+        self._sidecar: vectors.VectorMatrix | None = None
         if not readonly:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -383,15 +386,18 @@ class Store:
         if self._matrix_cache and self._matrix_cache[0] == key:
             return self._matrix_cache[1], self._matrix_cache[2]
         ids: list[str] = []
-        vecs: list[np.ndarray] = []
+        blobs: list[bytes] = []
         for cid, b in self.db.execute(
             f"SELECT id, embedding FROM chunks WHERE embedding IS NOT NULL{clause}"
             " ORDER BY rowid", params):
-            v = _vec(b)
-            if v is not None and v.size:
+            if b:
                 ids.append(cid)
-                vecs.append(v)
-        mat = np.vstack(vecs) if vecs else np.zeros((0, 0), dtype=np.float32)
+                blobs.append(b)
+        # one buffer and one view, not one array per row and a vstack copy
+        mat = (np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
+               if blobs and len({len(b) for b in blobs}) == 1
+               else np.vstack([_vec(b) for b in blobs]) if blobs
+               else np.zeros((0, 0), dtype=np.float32))
         self._matrix_cache = (key, ids, mat)
         return ids, mat
 
@@ -428,27 +434,76 @@ class Store:
             [*like_params, *params, limit]).fetchall()
         return [(r[0], 0.0) for r in rows]
 
+    # ------------------------------------------------------------------ vector sidecar
+
+    def vector_stamp(self) -> str:
+        """The stamp a fresh vector sidecar must carry (see :mod:`memory_core.vectors`)."""
+        return vectors.stamp_of(self.get_meta())
+
+    def refresh_vectors(self) -> bool:
+        """Write ``<index>.vectors`` unless it is fresh; True when it was written.
+
+        Called by sync after each commit (and on a no-op sync, so an index built before the
+        sidecar existed gets one). Rows are in rowid order.
+        """
+        stamp = self.vector_stamp()
+        current = vectors.load(self.path, stamp)
+        if current is not None:
+            self._sidecar = current
+            return False
+        rowids: list[int] = []
+        ids: list[str] = []
+        srcs: list[str] = []
+        blobs: list[bytes] = []
+        for rid, cid, src, b in self.db.execute(
+                "SELECT rowid, id, source, embedding FROM chunks WHERE embedding IS NOT NULL"
+                " ORDER BY rowid"):
+            if b:
+                rowids.append(rid)
+                ids.append(cid)
+                srcs.append(src)
+                blobs.append(b)
+        if len({len(b) for b in blobs}) > 1:
+            return False  # mixed widths cannot form one matrix: searches use the blobs
+        mat = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
+        self._sidecar = vectors.write(self.path, stamp, np.asarray(rowids, dtype=np.int64),
+                                      ids, srcs, mat)
+        return True
+
+    def vector_matrix(self) -> vectors.VectorMatrix | None:
+        """The mapped sidecar if it matches the index's current state, else ``None``."""
+        stamp = self.vector_stamp()
+        if self._sidecar is None or self._sidecar.stamp != stamp:
+            self._sidecar = vectors.load(self.path, stamp)
+        return self._sidecar
+
+    # ------------------------------------------------------------------ vector leg
+
     def vector_search(self, query: np.ndarray, limit: int,
-                      sources: Sequence[str] | None = None, *, use_numpy: bool = False
-                      ) -> list[tuple[str, float]]:
-        """The ``limit`` chunks closest to ``query`` by cosine, as ``(id, 1 - distance)``."""
+                      sources: Sequence[str] | None = None, *, use_numpy: bool = False,
+                      engine: str = "auto") -> list[tuple[str, float]]:
+        """The ``limit`` chunks closest to ``query`` by cosine, as ``(id, cosine)``.
+
+        ``engine``: ``auto`` (the sidecar when fresh: exact, or approximate above
+        :data:`memory_core.vectors.ANN_MIN_ROWS`; else sqlite-vec; else numpy), ``sqlite-vec``,
+        ``numpy`` (exact; ``use_numpy=True`` means the same) or ``exact`` (the sidecar, never
+        approximate). All exact paths rank identically.
+        """
         if limit <= 0:
             return []
         q = np.asarray(query, dtype=np.float32)
-        if self.vec_available and self._vec_dims and not use_numpy:
-            if self._vec_dims != q.size:
-                raise StoreError(f"query has {q.size} dims, the index {self._vec_dims}")
-            total = int(self.db.execute("SELECT count(*) FROM chunks_vec").fetchone()[0])
-            k = min(total, limit * 8)
-            while True:
-                rows = self.db.execute(
-                    "SELECT v.id, v.distance, c.source FROM chunks_vec v JOIN chunks c"
-                    " ON c.id = v.id WHERE v.embedding MATCH ? AND k = ? ORDER BY v.distance",
-                    (q.tobytes(), k)).fetchall()
-                hits = [(r[0], 1.0 - float(r[1])) for r in rows if not sources or r[2] in sources]
-                if len(hits) >= limit or k >= total:
-                    return hits[:limit]
-                k = total
+        if use_numpy:
+            engine = "numpy"
+        if engine in ("auto", "numpy", "exact"):
+            vm = self.vector_matrix()
+            if vm is not None and vm.rows and vm.dims != q.size:
+                raise StoreError(f"query has {q.size} dims, the index {vm.dims}")
+            if vm is not None and vm.rows:
+                return vm.search(q, limit, sources, exact=engine != "auto")
+        if engine in ("auto", "sqlite-vec") and self.vec_available and self._vec_dims:
+            hits = self._vec0_search(q, limit, sources)
+            if hits is not None:
+                return hits
         ids, mat = self.embeddings(sources)
         if not ids:
             return []
@@ -457,8 +512,29 @@ class Store:
         norms = np.linalg.norm(mat, axis=1) * max(float(np.linalg.norm(q)), 1e-30)
         sims = (mat @ q) / np.where(norms == 0, 1.0, norms)
         sims = np.where(norms == 0, 0.0, sims)
-        top = np.argsort(-sims, kind="stable")[:limit]
+        k = min(limit, len(ids))
+        top = np.argpartition(-sims, k - 1)[:k] if k < len(ids) else np.arange(len(ids))
+        top = top[np.lexsort((top, -sims[top]))]  # = a stable full sort's first k
         return [(ids[i], float(sims[i])) for i in top]
+
+    def _vec0_search(self, q: np.ndarray, limit: int, sources: Sequence[str] | None
+                     ) -> list[tuple[str, float]] | None:
+        """sqlite-vec KNN: ``k = limit`` (more only when a source filter drops rows); no
+        per-query ``count(*)``. ``None`` when the filter needs more than vec0's k cap."""
+        if self._vec_dims != q.size:
+            raise StoreError(f"query has {q.size} dims, the index {self._vec_dims}")
+        k = limit if not sources else limit * 8
+        while True:
+            rows = self.db.execute(
+                "SELECT v.id, v.distance, c.source FROM chunks_vec v JOIN chunks c"
+                " ON c.id = v.id WHERE v.embedding MATCH ? AND k = ? ORDER BY v.distance",
+                (q.tobytes(), k)).fetchall()
+            hits = [(r[0], 1.0 - float(r[1])) for r in rows if not sources or r[2] in sources]
+            if len(hits) >= limit or len(rows) < k:
+                return hits[:limit]
+            if k >= _VEC0_MAX_K:
+                return None
+            k = min(_VEC0_MAX_K, k * 4)
 
     @property
     def vector_dims(self) -> int | None:

@@ -29,7 +29,7 @@ from .common.fileio import file_changed
 from .config import MemoryConfig, fingerprint
 from .embeddings import EmbeddingProvider, ProviderChoice
 from .sources import SourceDoc, SourceError, SourceFile, list_files, load
-from .store import FileRow, Store, StoredChunk, StoreError
+from .store import DatabaseError, FileRow, Store, StoredChunk, StoreError
 from .text import cjk_bigrams
 from .version import __version__
 
@@ -315,8 +315,27 @@ class Indexer:
         else:
             report.full, report.reason = True, reason
             self._rebuild(store_path, old, listing.files, report)
+        if self.provider is not None:
+            self._refresh_vectors(store_path, report)
         report.duration_ms = (time.perf_counter() - t0) * 1000
         return report
+
+    def _refresh_vectors(self, store_path: Path, report: SyncReport) -> None:
+        """Write the vector sidecar for the state just committed (a no-op when it is fresh).
+
+        A failure only costs speed (searches use sqlite-vec), so it is a warning, not an error.
+        """
+        try:
+            store = Store(store_path, self.config.store.busy_timeout_ms)
+        except StoreError as e:
+            report.warnings.append(f"vector sidecar not written: {e}")
+            return
+        try:
+            store.refresh_vectors()
+        except (OSError, ValueError, StoreError, DatabaseError) as e:
+            report.warnings.append(f"vector sidecar not written: {e}")
+        finally:
+            store.close()
 
     def _incremental(self, store: Store, files: list[SourceFile], report: SyncReport) -> None:
         known = store.files()
