@@ -54,6 +54,18 @@ def load_sentence_transformer(model: str) -> object:
         return st
 
 
+def _check_available(model: str) -> None:
+    """Raise :class:`ProviderUnavailable` if the model or the library is surely missing."""
+    import importlib.util
+
+    path = _resolve_model_path(model)
+    if importlib.util.find_spec("sentence_transformers") is None:
+        raise ProviderUnavailable("local provider: sentence-transformers is not installed")
+    looks_local = os.path.isabs(path) or path.startswith((".", "~"))
+    if looks_local and not os.path.exists(path):
+        raise ProviderUnavailable(f"local provider: cannot load model {model!r}: no such path")
+
+
 class LocalEmbeddingProvider:
     """sentence-transformers in-process; vectors L2-normalised float32."""
 
@@ -63,7 +75,17 @@ class LocalEmbeddingProvider:
         self.model = model or DEFAULT_MODEL
         self.batch_size = batch_size
         self.stats = ProviderStats()
-        self._st = load_sentence_transformer(self.model)
+        # Loading the model imports sentence-transformers (seconds of CPU): deferred to the
+        # first use, so a no-op sync never pays it. What makes a start fail early is checked
+        # here, cheaply, so the fallback chain still works at start-up.
+        _check_available(self.model)
+        self._model: object | None = None
+
+    @property
+    def _st(self) -> object:
+        if self._model is None:
+            self._model = load_sentence_transformer(self.model)
+        return self._model
 
     @property
     def dims(self) -> int:

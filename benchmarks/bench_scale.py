@@ -1,0 +1,426 @@
+"""Scale: issue #10's table on synthetic 1k / 10k / 100k-chunk workspaces, with its baselines.
+
+Every row is measured next to the limit it is compared with, in the same run on the same machine
+(a shared two-core machine is noisy: ratios, not absolute times, are what to read). Workspaces
+and their indexes are built once under ``<cache root>/bench-scale`` (the 100k build takes tens of
+minutes) and reused; vectors come from a real OpenAI-compatible server on 127.0.0.1
+(``scale_support.HashEmbedServer``: deterministic hashed bag-of-words vectors, 384 dims).
+
+    .venv/bin/python benchmarks/bench_scale.py                      # 1k, 10k, 100k
+    .venv/bin/python benchmarks/bench_scale.py --sizes 1k,10k --skip-cold --skip-concurrency
+
+Slopes: for rows measured at several sizes, ``cost ∝ N^slope`` fitted by least squares on
+log(cost) vs log(N).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from scale_support import (  # noqa: E402
+    DIMS,
+    HashEmbedServer,
+    bench_queries,
+    hash_embed,
+    make_workspace,
+)
+
+from memory_core import MemoryIndex, fuse  # noqa: E402
+from memory_core.common.locations import cache_root  # noqa: E402
+
+SIZES = {"1k": 1_000, "10k": 10_000, "100k": 100_000}
+ROWS: list[dict[str, object]] = []
+
+
+def _ov(base_url: str) -> dict[str, object]:
+    return {"provider": {"provider": "openai", "base_url": base_url, "model": "hash-384",
+                         "fallback": []}}
+
+
+def median_ms(fn, reps: int) -> float:  # type: ignore[no-untyped-def]
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        ts.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(ts)
+
+
+def row(what: str, n: int | None, now: float, unit: str, base: float | None, base_what: str,
+        goal: str, ok: bool | None) -> None:
+    ratio = (now / base) if base else None
+    ROWS.append({"what": what, "n": n, "now": now, "unit": unit, "base": base,
+                 "base_what": base_what, "ratio": ratio, "goal": goal, "ok": ok})
+    r = f"{ratio:7.2f}×" if ratio is not None else "      —"
+    verdict = "" if ok is None else ("met" if ok else "NOT MET")
+    nn = f"{n:>7}" if n else "      —"
+    b = f"{base:10.1f}" if base is not None else "         —"
+    print(f"{what:<46} {nn} {now:10.1f} {unit:<6} {b}  {base_what:<34} {r}  {goal:<8} "
+          f"{verdict}", flush=True)
+
+
+def build(size: str, base_url: str) -> Path:
+    ws = make_workspace(cache_root() / "bench-scale" / f"ws-{SIZES[size]}-g1", SIZES[size])
+    with MemoryIndex.open(ws, overrides=_ov(base_url)) as idx:
+        t0 = time.perf_counter()
+        rep = idx.sync()
+        if rep.wrote_anything:
+            print(f"  built {size}: {rep.chunks_written} chunks in "
+                  f"{time.perf_counter() - t0:.0f} s", flush=True)
+    return ws
+
+
+def bench_search(size: str, ws: Path, base_url: str, nq: int) -> None:
+    queries = bench_queries(nq)
+    qvecs = hash_embed(queries)
+    with MemoryIndex.open(ws, overrides=_ov(base_url)) as idx:
+        t0 = time.perf_counter()
+        rep = idx.sync()  # no-op; writes the sidecar the first time (and the ANN graph)
+        if (time.perf_counter() - t0) > 2:
+            print(f"  sidecar for {size} written in {time.perf_counter() - t0:.0f} s")
+        del rep
+        st = idx.store
+        vm = st.vector_matrix()
+        assert vm is not None, "no sidecar"
+        n = vm.rows
+        mat = np.array(vm.matrix)  # an in-memory copy: the baseline's matrix
+        s = idx.settings()
+
+        def exact(q: np.ndarray) -> np.ndarray:
+            sims = mat @ q
+            top = np.argpartition(-sims, 23)[:24]
+            return top[np.argsort(-sims[top])]
+
+        base = statistics.median(
+            [median_ms(lambda q=q: exact(q), 3) for q in qvecs])
+
+        def hybrid(engine: str) -> tuple[float, float, float]:
+            tot, kw, vec = [], [], []
+            for q, qv in zip(queries, qvecs, strict=True):
+                t = time.perf_counter()
+                c = idx.candidates(q, settings=s, auto_sync=False, query_vector=qv,
+                                   **({"use_numpy": True} if engine == "numpy" else {}))
+                fuse(c, s)
+                tot.append((time.perf_counter() - t) * 1000)
+                kw.append(c.timings_ms.get("keyword_ms", 0.0))
+                vec.append(c.timings_ms.get("vector_ms", 0.0))
+            return statistics.median(tot), statistics.median(kw), statistics.median(vec)
+
+        # the engines, through search's own path (fetch_candidates picks via Store)
+        from memory_core.search import fetch_candidates
+
+        def hybrid_engine(engine: str) -> tuple[float, float, float]:
+            tot, kw, vec = [], [], []
+            for q, qv in zip(queries, qvecs, strict=True):
+                t = time.perf_counter()
+                c = fetch_candidates(st, idx.choice.provider, q, s, query_vector=qv,
+                                     engine=engine)
+                fuse(c, s)
+                tot.append((time.perf_counter() - t) * 1000)
+                kw.append(c.timings_ms.get("keyword_ms", 0.0))
+                vec.append(c.timings_ms.get("vector_ms", 0.0))
+            return statistics.median(tot), statistics.median(kw), statistics.median(vec)
+
+        hybrid_engine("auto")  # warm the page cache
+        for engine, label in (("auto", "default (sidecar" + (", ANN" if vm.ann is not None
+                                                              else ", exact") + ")"),
+                              ("sqlite-vec", "sqlite-vec"), ("exact", "numpy exact")):
+            tot, kw, vec = hybrid_engine(engine)
+            row(f"hybrid search/query, {label}", n, tot, "ms", base,
+                "exact numpy top-24, same matrix", "≤ 2×", tot <= 2 * base)
+            print(f"{'':<8}legs: vector {vec:.1f} ms, keyword {kw:.1f} ms")
+        # recall of the approximate index against exact search
+        if vm.ann is not None:
+            rec = []
+            for qv in qvecs:
+                a = {i for i, _ in st.vector_search(qv, 24)}
+                e = {i for i, _ in st.vector_search(qv, 24, engine="exact")}
+                rec.append(len(a & e) / 24)
+            row("ANN recall@24 vs exact (mean)", n, float(np.mean(rec)), "", None, "",
+                "≥ 0.99", float(np.mean(rec)) >= 0.99)
+        # the old per-process cost: a matrix built from SQLite blobs
+        t = time.perf_counter()
+        st.embeddings()
+        blobs_ms = (time.perf_counter() - t) * 1000
+    new_process(size, ws, base_url, n, base, blobs_ms, mat.nbytes)
+
+
+_CHILD = r"""
+import json, resource, sys, time
+t0 = time.perf_counter()
+import numpy as np
+from memory_core import MemoryIndex
+ws, base_url, q = sys.argv[1], sys.argv[2], sys.argv[3]
+ov = {"provider": {"provider": "openai", "base_url": base_url, "model": "hash-384", "fallback": []}}
+qv = np.frombuffer(bytes.fromhex(q), dtype=np.float32)
+rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+with MemoryIndex.open(ws, overrides=ov) as idx:
+    t1 = time.perf_counter()
+    hits = idx.store.vector_search(qv, 200, engine=sys.argv[4])
+    first = (time.perf_counter() - t1) * 1000
+    t2 = time.perf_counter()
+    idx.store.vector_search(qv, 200, engine=sys.argv[4])
+    second = (time.perf_counter() - t2) * 1000
+rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"first_ms": first, "second_ms": second, "rss0_kb": rss0, "rss1_kb": rss1}))
+"""
+
+
+def new_process(size: str, ws: Path, base_url: str, n: int, base_ms: float, blobs_ms: float,
+                matrix_bytes: int) -> None:
+    qv = hash_embed(["backup restore on the replica"])[0]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", _CHILD, str(ws), base_url, qv.tobytes().hex(),
+                          "exact"], capture_output=True, text=True, env=env, timeout=600)
+    if out.returncode:
+        print(out.stderr[-2000:])
+        return
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    row("new process: first numpy vector search", n, r["first_ms"], "ms", blobs_ms,
+        "old: matrix from SQLite blobs", "≤ 0.1×", r["first_ms"] <= 0.1 * blobs_ms)
+    peak = (r["rss1_kb"] - r["rss0_kb"]) * 1024 / 1e6
+    row("peak memory added by a numpy-path search", n, peak, "MB", matrix_bytes / 1e6,
+        "the matrix itself", "≤ 1.3×", peak <= 1.3 * matrix_bytes / 1e6)
+
+
+def bench_noop(size: str, ws: Path, base_url: str) -> None:
+    def walk() -> None:
+        for dirpath, _, files in os.walk(ws):
+            for f in files:
+                os.stat(os.path.join(dirpath, f))
+
+    base = median_ms(walk, 3)
+    with MemoryIndex.open(ws, overrides=_ov(base_url)) as idx:
+        idx.sync()
+
+        def noop() -> None:
+            with MemoryIndex.open(ws, overrides=_ov(base_url)) as i2:
+                r = i2.sync()
+                assert not r.wrote_anything
+
+        now = median_ms(noop, 3)
+        files = idx.status().files
+    row(f"no-op index ({files} files)", None, now, "ms", base, "os.walk + stat of the tree",
+        "≤ 3×", now <= 3 * base)
+
+
+def bench_indexing(size: str, ws: Path) -> None:
+    """Chunks/s with an in-process provider that costs nothing vs keyword-only, into temp."""
+    from memory_core.embeddings import ProviderChoice
+
+    class Free:
+        id = "openai"
+        model = "hash-384"
+        dims = DIMS
+        max_input_tokens = 8192
+        provider_key = "free"
+
+        def __init__(self) -> None:
+            self.cache: dict[str, np.ndarray] = {}
+
+        def embed_documents(self, texts, progress=None):  # type: ignore[no-untyped-def]
+            out = np.zeros((len(texts), DIMS), dtype=np.float32)
+            out[:, 0] = 1.0
+            out[np.arange(len(texts)), np.arange(len(texts)) % DIMS] += 1.0
+            return out
+
+        def embed_query(self, text):  # type: ignore[no-untyped-def]
+            return self.embed_documents([text])[0]
+
+    rates = {}
+    for label, prov in (("free", Free()), ("none", None)):
+        with tempfile.TemporaryDirectory() as tmp:
+            idx = MemoryIndex.open(ws, overrides={"store": {"path": f"{tmp}/i.sqlite"}})
+            idx._choice = ProviderChoice(prov, label)  # benchmark injection
+            t = time.perf_counter()
+            r = idx.sync()
+            rates[label] = r.chunks_written / (time.perf_counter() - t)
+            idx.close()
+    row("indexing, zero-cost provider (chunks/s)", None, rates["free"], "c/s", rates["none"],
+        "keyword-only indexing (chunks/s)", "≥ 0.5×", rates["free"] >= 0.5 * rates["none"])
+
+
+def bench_mmr(reps: int) -> None:
+    from bench_rerank import synthetic_candidates
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from dataclasses import replace
+
+    from memory_core import profile_settings
+    from memory_core.rerank import mmr_order
+
+    cands = synthetic_candidates(200)
+    s = replace(profile_settings("default"), max_results=50, candidate_multiplier=20)
+    res = fuse(cands, s)
+    hits = res.hits + res.below_gate
+    texts, scores = [h.snippet for h in hits], [h.score for h in hits]
+    now = median_ms(lambda: mmr_order(texts, scores, 0.7), reps)
+    try:
+        from test_vectors_mmr import _loop_order  # the previous implementation, as the oracle
+        old = median_ms(lambda: _loop_order(texts, scores, 0.7), 3)
+    except ImportError:
+        old = None
+    row(f"MMR, 200 per leg ({len(hits)} hits)", None, now, "ms", 50.0, "the re-rank budget",
+        "< 50 ms", now < 50)
+    if old:
+        print(f"{'':<8}the previous pair-by-pair loop, same input: {old:.0f} ms "
+              f"({old / now:.0f}× slower)")
+
+
+def bench_pca(ws10k: Path, base_url: str) -> None:
+    from workbench.projection import fit_pca
+
+    with MemoryIndex.open(ws10k, overrides=_ov(base_url)) as idx:
+        idx.sync()
+        vm = idx.store.vector_matrix()
+        assert vm is not None
+        x = np.array(vm.matrix[:10_000])
+    now = median_ms(lambda: fit_pca(x, 2), 3)
+    old = median_ms(lambda: np.linalg.svd(x.astype(np.float64) - x.mean(axis=0),
+                                          full_matrices=False), 1)
+    row("PCA of 10k points, first fit", 10_000, now, "ms", old, "old: full SVD, same run",
+        "< 1 s", now < 1000)
+
+
+def bench_cold(runs: int = 1) -> None:
+    """Cold ``memory-core search`` with the local model vs ``import torch`` (CPU seconds)."""
+    ws = cache_root() / "bench-scale" / "demo-local"
+    if not (ws / ".memory").is_dir():
+        shutil.rmtree(ws, ignore_errors=True)
+        shutil.copytree(ROOT / "examples" / "demo-workspace", ws,
+                        ignore=shutil.ignore_patterns(".memory"))
+        subprocess.run([sys.executable, "-m", "memory_core", "index", "--workspace", str(ws)],
+                       env=dict(os.environ, PYTHONPATH=str(ROOT)), check=True,
+                       capture_output=True, timeout=900)
+
+    def cpu(cmd: list[str]) -> tuple[float, float]:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t = time.perf_counter()
+        subprocess.run(cmd, env=dict(os.environ, PYTHONPATH=str(ROOT)), check=True,
+                       capture_output=True, timeout=900)
+        wall = time.perf_counter() - t
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+    _, torch_cpu = cpu([sys.executable, "-c", "import torch"])
+    for label, args in (("hybrid", []), ("keyword-only", ["--provider", "none"])):
+        wall, c = cpu([sys.executable, "-m", "memory_core", "search", "postgres upgrade plan",
+                       "--workspace", str(ws), *args])
+        if label == "hybrid":
+            row("cold `memory-core search`, local model (CPU s)", None, c, "s", torch_cpu,
+                "`python -c 'import torch'` CPU s", "≤ 1.5×", c <= 1.5 * torch_cpu)
+            print(f"{'':<8}wall {wall:.1f} s")
+        else:
+            print(f"{'':<8}keyword-only cold search: {c:.1f} CPU s, wall {wall:.1f} s")
+
+
+def bench_concurrency(texts_n: int, latency_ms: float) -> None:
+    from memory_core.embeddings.openai import OpenAIEmbeddingProvider
+
+    texts = bench_queries(texts_n, seed=11)
+    texts = [t * 8 for t in texts]  # ~400-char inputs
+    for lat in (0.0, latency_ms):
+        with HashEmbedServer(0, latency_ms=lat) as srv:
+            base = None
+            for c in (1, 2, 4, 8):
+                p = OpenAIEmbeddingProvider(srv.base_url, "hash-384", concurrency=c,
+                                            max_batch_items=16, max_batch_bytes=8000)
+                t = time.perf_counter()
+                p.embed_documents(texts)
+                rate = len(texts) / (time.perf_counter() - t)
+                base = base or rate
+                row(f"embedding throughput, concurrency {c}, +{lat:.0f} ms/request", None,
+                    rate, "t/s", base, "concurrency 1", "—", None)
+
+
+def slopes() -> None:
+    groups: dict[str, list[tuple[int, float]]] = {}
+    for r in ROWS:
+        if r["n"] and isinstance(r["now"], float) and r["unit"] in ("ms", "MB"):
+            groups.setdefault(str(r["what"]), []).append((int(r["n"]), float(r["now"])))
+    print("\nGrowth with N (least-squares slope of log cost on log N):")
+    for what, pts in groups.items():
+        if len(pts) < 2:
+            continue
+        x = np.log([p[0] for p in pts])
+        y = np.log([max(p[1], 1e-6) for p in pts])
+        k = float(np.polyfit(x, y, 1)[0])
+        print(f"  {what:<46} ∝ N^{k:.2f}   ({', '.join(f'{n}: {v:.1f}' for n, v in pts)})")
+
+
+class _Shared:
+    """Another bench process's server on the same port (its vectors are the same)."""
+
+    def __init__(self, port: int) -> None:
+        self.base_url = f"http://127.0.0.1:{port}/v1"
+
+    def __enter__(self) -> _Shared:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+def _server(port: int) -> HashEmbedServer | _Shared:
+    try:
+        return HashEmbedServer(port)
+    except OSError:
+        print(f"(port {port} busy: using the hash server already there)")
+        return _Shared(port)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", default="1k,10k,100k")
+    ap.add_argument("--queries", type=int, default=30)
+    ap.add_argument("--port", type=int, default=47831, help="fixed: keeps the indexes valid")
+    ap.add_argument("--index-sizes", default="10k", help="sizes for the indexing-rate row")
+    ap.add_argument("--skip-cold", action="store_true")
+    ap.add_argument("--skip-concurrency", action="store_true")
+    ap.add_argument("--latency-ms", type=float, default=20.0,
+                    help="per-request delay of the imitation remote server")
+    ap.add_argument("--json", help="also write the rows here")
+    args = ap.parse_args(argv)
+    sizes = [s for s in args.sizes.split(",") if s]
+    print(f"{'what':<46} {'N':>7} {'now':>10} {'unit':<6} {'baseline':>10}  "
+          f"{'baseline is':<34} {'ratio':>8}  {'goal':<8}")
+    with _server(args.port) as srv:
+        workspaces = {s: build(s, srv.base_url) for s in sizes}
+        for s in sizes:
+            print(f"-- {s}")
+            bench_search(s, workspaces[s], srv.base_url, args.queries)
+            bench_noop(s, workspaces[s], srv.base_url)
+            if s in args.index_sizes.split(","):
+                bench_indexing(s, workspaces[s])
+        print("-- independent of N")
+        bench_mmr(20)
+        if "10k" in workspaces:
+            bench_pca(workspaces["10k"], srv.base_url)
+    if not args.skip_concurrency:
+        bench_concurrency(400, args.latency_ms)
+    if not args.skip_cold:
+        bench_cold()
+    slopes()
+    if args.json:
+        Path(args.json).write_text(json.dumps(ROWS, indent=1, default=float))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
