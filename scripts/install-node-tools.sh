@@ -14,6 +14,7 @@ ROOT="$PWD/.tools"
 NODE_VERSION="${MEMORY_NODE_VERSION:-24}"
 PACKAGES=(
   "@modelcontextprotocol/inspector@^0"
+  "@tobilu/qmd@2.8.3"
 )
 NODE_BIN="$ROOT/node_modules/node/bin/node"
 log() { printf 'install-node-tools: %s\n' "$*"; }

@@ -1,0 +1,229 @@
+"""Opening a backend, and the reference's fallback from qmd to builtin (``search-manager.ts``).
+
+* Opening qmd fails (the workspace's qmd folder cannot be made, the binary is missing, adding
+  the collections fails): builtin answers, with ``fallback = {from: "qmd", reason}``; the
+  failure is remembered for **60 s** per workspace and agent (the reference's open-failure
+  cooldown), during which the backend is not tried again in this process.
+* A qmd search fails (non-zero exit, timeout, unreadable output, models missing): the
+  :class:`FallbackBackend` switches to builtin for good (the reference's ``primaryFailed``),
+  answers from builtin at once, and reports the reason in the result and in ``status``.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from ..config import fingerprint
+from ..index import MemoryIndex
+from ..reading import ReadResult
+from ..sync import SyncProgress
+from .builtin import BuiltinBackend
+from .protocol import BackendSearch, BackendStatus, FallbackNote, MemoryBackend, OnHits
+from .qmd import QmdBackend
+from .qmd_process import QmdError, check_available
+
+#: The reference's ``QMD_MANAGER_OPEN_FAILURE_COOLDOWN_MS``.
+OPEN_FAILURE_COOLDOWN_S = 60.0
+BackendChoice = Literal["builtin", "qmd"]
+
+_failures: dict[str, tuple[str, str, float]] = {}  # scope -> (identity, reason, retry at)
+_failures_lock = threading.Lock()
+
+
+def _scope(workspace: Path, agent: str) -> str:
+    return f"{workspace}::{agent}"
+
+
+def active_open_failure(scope: str, identity: str, now: float | None = None) -> str | None:
+    """The recorded open failure of ``scope`` while its cooldown lasts (and the identity holds)."""
+    now = time.monotonic() if now is None else now
+    with _failures_lock:
+        rec = _failures.get(scope)
+        if rec is None:
+            return None
+        if rec[0] != identity or rec[2] <= now:
+            del _failures[scope]
+            return None
+        return rec[1]
+
+
+def record_open_failure(scope: str, identity: str, reason: str) -> None:
+    with _failures_lock:
+        _failures[scope] = (identity, reason, time.monotonic() + OPEN_FAILURE_COOLDOWN_S)
+
+
+def clear_open_failures() -> None:
+    """Forget every recorded failure (tests; a user who just installed qmd)."""
+    with _failures_lock:
+        _failures.clear()
+
+
+class FallbackBackend:
+    """qmd first; builtin from the first failure on (the reference's FallbackMemoryManager)."""
+
+    kind = "qmd"
+
+    def __init__(self, primary: QmdBackend, builtin: MemoryIndex) -> None:
+        self.primary = primary
+        self.workspace = primary.workspace
+        self._builtin_index = builtin
+        self._builtin: BuiltinBackend | None = None
+        self.primary_failed = False
+        self.last_error: str | None = None
+
+    def __enter__(self) -> FallbackBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.primary.close()
+        self._builtin_index.close()
+
+    @property
+    def index(self) -> MemoryIndex:
+        """The builtin index that answers after a fallback (the workbench's fallback view)."""
+        return self._builtin_index
+
+    def _fallback(self) -> BuiltinBackend:
+        if self._builtin is None:
+            self._builtin = BuiltinBackend(self._builtin_index, requested="qmd")
+        return self._builtin
+
+    def _note(self) -> FallbackNote:
+        return FallbackNote("qmd", self.last_error or "unknown")
+
+    def fail(self, error: Exception | str) -> None:
+        """Switch to builtin for good, remembering why."""
+        self.primary_failed = True
+        self.last_error = str(error)
+        self.primary.close()
+
+    def search(self, query: str, *, max_results: int | None = None,
+               min_score: float | None = None, sources: Sequence[str] | None = None,
+               on_hits: OnHits | None = None) -> BackendSearch:
+        if not self.primary_failed:
+            try:
+                return self.primary.search(query, max_results=max_results,
+                                           min_score=min_score, sources=sources,
+                                           on_hits=on_hits)
+            except QmdError as e:
+                self.fail(e)
+        res = self._fallback().search(query, max_results=max_results, min_score=min_score,
+                                      sources=sources, on_hits=on_hits)
+        res.fallback = self._note()
+        return res
+
+    def get(self, path: str, from_line: int | None = None, lines: int | None = None
+            ) -> ReadResult:
+        if not self.primary_failed:
+            return self.primary.get(path, from_line, lines)
+        return self._fallback().get(path, from_line, lines)
+
+    def sync(self, *, force: bool = False, progress: SyncProgress | None = None) -> Any:
+        if not self.primary_failed:
+            try:
+                return self.primary.sync(force=force, progress=progress)
+            except QmdError as e:
+                self.fail(e)
+        report = self._fallback().sync(force=force, progress=progress)
+        return report
+
+    def status(self, *, deep: bool = False) -> BackendStatus:
+        if not self.primary_failed:
+            return self.primary.status(deep=deep)
+        st = self._fallback().status(deep=deep)
+        return with_fallback(st, self._note())
+
+    def probe_vector(self) -> bool:
+        if not self.primary_failed:
+            return self.primary.probe_vector()
+        return self._fallback().probe_vector()
+
+    def probe_embedding(self) -> dict[str, Any]:
+        if not self.primary_failed:
+            return self.primary.probe_embedding()
+        return self._fallback().probe_embedding()
+
+
+class OpenedFallback(BuiltinBackend):
+    """Builtin answering because qmd could not be opened: every answer says so."""
+
+    def __init__(self, index: MemoryIndex, note: FallbackNote) -> None:
+        super().__init__(index, requested="qmd")
+        self.note = note
+
+    def search(self, query: str, *, max_results: int | None = None,
+               min_score: float | None = None, sources: Sequence[str] | None = None,
+               on_hits: OnHits | None = None, **overrides: Any) -> BackendSearch:
+        res = super().search(query, max_results=max_results, min_score=min_score,
+                             sources=sources, on_hits=on_hits, **overrides)
+        res.fallback = self.note
+        return res
+
+    def status(self, *, deep: bool = False) -> BackendStatus:
+        return with_fallback(super().status(deep=deep), self.note)
+
+
+def with_fallback(st: BackendStatus, note: FallbackNote) -> BackendStatus:
+    """Builtin's status as the reference reports it after a fallback from qmd."""
+    from ..status import FallbackInfo
+
+    return BackendStatus.of(st, fallback=FallbackInfo(note.from_backend, note.reason),
+                            requested_backend="qmd",
+                            custom={**st.custom, "fallback": {"disabled": True,
+                                                              "reason": note.reason}})
+
+
+def open_backend(workspace: str | os.PathLike[str] | MemoryIndex,
+                 kind: BackendChoice | str | None = None, *, profile: str | None = None,
+                 provider: str | None = None, overrides: dict[str, Any] | None = None,
+                 mode: str = "full") -> MemoryBackend:
+    """The backend ``kind`` (default: the workspace's ``[backend] kind``) for ``workspace``.
+
+    ``workspace`` may be an open :class:`MemoryIndex`, whose configuration is used (and which
+    becomes the builtin fallback). ``mode="status"`` opens qmd without touching its collections.
+    qmd that cannot be opened gives builtin with the reason (see the module docstring).
+    """
+    idx = workspace if isinstance(workspace, MemoryIndex) else MemoryIndex.open(
+        workspace, profile=profile, provider=provider, overrides=overrides)
+    choice = kind or idx.config.backend.kind
+    if choice == "builtin":
+        return BuiltinBackend(idx)
+    if choice != "qmd":
+        idx.close()
+        raise ValueError(f"unknown backend {choice!r} (expected builtin or qmd)")
+    cfg = idx.config
+    scope = _scope(idx.workspace, cfg.qmd.agent_id)
+    identity = fingerprint({"qmd": copy.deepcopy(cfg.qmd).__dict__,
+                            "extra": [e.__dict__ for e in cfg.sources.extra_paths]})
+    recent = active_open_failure(scope, identity)
+    if recent is not None:
+        return OpenedFallback(idx, FallbackNote("qmd", recent))
+    primary = QmdBackend(idx.workspace, cfg)
+    reason: str | None = None
+    try:
+        primary.qmd_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        reason = f"qmd workspace unavailable ({primary.qmd_dir}): {e.strerror or e}"
+    if reason is None:
+        err = check_available(cfg.qmd.command, primary.env, idx.workspace)
+        if err is not None:
+            reason = f"qmd binary unavailable ({cfg.qmd.command}): {err}"
+    if reason is None:
+        try:
+            primary.open(mode)
+        except (QmdError, OSError) as e:
+            reason = f"qmd memory unavailable: {e}"
+    if reason is not None:
+        primary.close()
+        record_open_failure(scope, identity, reason)
+        return OpenedFallback(idx, FallbackNote("qmd", reason))
+    return FallbackBackend(primary, idx)
