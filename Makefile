@@ -20,10 +20,11 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 run: $(STAMP)
+	-bash scripts/install-node-tools.sh  # node 24 + qmd (the qmd backend) in .tools/ (skipped without npm)
 	$(VENV)/bin/streamlit run app.py --server.headless true
 
 test: $(STAMP)
-	-bash scripts/install-node-tools.sh  # node 24 + MCP Inspector in .tools/ (skipped without npm)
+	-bash scripts/install-node-tools.sh  # node 24, MCP Inspector, qmd in .tools/ (skipped without npm)
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest --nbmake tests notebooks
 
@@ -31,7 +32,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
 test-fast: $(STAMP)
-	-bash scripts/install-node-tools.sh  # node 24 + MCP Inspector in .tools/ (skipped without npm)
+	-bash scripts/install-node-tools.sh  # node 24, MCP Inspector, qmd in .tools/ (skipped without npm)
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest tests -m "$(FAST_MARKERS)"
 
