@@ -64,6 +64,24 @@ def open_index(args: argparse.Namespace) -> MemoryIndex:
     return idx
 
 
+def add_backend_arg(p: argparse.ArgumentParser) -> None:
+    """Add ``--backend builtin|qmd`` (default: the workspace's ``[backend] kind``)."""
+    p.add_argument("--backend", choices=["builtin", "qmd"],
+                   help="memory backend (default: [backend] kind, builtin); qmd falls back to "
+                   "builtin, and says why, when it cannot answer")
+
+
+def open_backend_for(idx: MemoryIndex, args: argparse.Namespace) -> Any:
+    """The qmd backend over ``idx`` when ``--backend`` (or the config) asks for qmd, else
+    ``None`` (the caller keeps using ``idx``, the builtin engine)."""
+    kind = getattr(args, "backend", None) or idx.config.backend.kind
+    if kind != "qmd":
+        return None
+    from ..backends import open_backend
+
+    return open_backend(idx, "qmd")
+
+
 def add_workspace_args(p: argparse.ArgumentParser, profile: bool = True) -> None:
     """Add ``--workspace``, ``--json``, ``--provider``, ``--db`` (and ``--profile``) to ``p``."""
     p.add_argument("--workspace", "-w", required=True, help="the agent workspace folder")

@@ -17,11 +17,39 @@ from ..chunking import chunk_markdown
 from ..fusion import FusionResult, Hit
 from ..index import MemoryIndex
 from .batch import cap_query, search_batch
-from .common import CliError, add_workspace_args, dump_json, open_index, progress_bar
+from .common import (
+    CliError,
+    add_backend_arg,
+    add_workspace_args,
+    dump_json,
+    open_backend_for,
+    open_index,
+    progress_bar,
+)
+
+
+def _backend_index(backend: Any, args: argparse.Namespace) -> int:
+    """``index --backend qmd``: ``qmd update`` (forced), or builtin's sync after a fallback."""
+    with backend:
+        report = backend.sync(force=True, progress=progress_bar(not args.no_progress))
+        st = backend.status()
+        if args.json:
+            rep = report if isinstance(report, dict) else report.to_dict()
+            dump_json({"report": rep, "status": st.to_json()})
+            return 0
+        if st.fallback is not None:
+            print(f"note: qmd fell back to builtin: {st.fallback.reason}", file=sys.stderr)
+        print(f"Memory index updated ({st.backend}): {st.files} files.")
+        for w in st.warnings:
+            print(f"  warning: {w}", file=sys.stderr)
+    return 0
 
 
 def cmd_index(args: argparse.Namespace) -> int:
     with open_index(args) as idx:
+        backend = open_backend_for(idx, args)
+        if backend is not None:
+            return _backend_index(backend, args)
         report = idx.sync(force=args.force, progress=progress_bar(not args.no_progress))
         if args.json:
             dump_json({"report": report.to_dict(), "status": idx.status().to_json()})
@@ -96,10 +124,47 @@ def _print_hits(res: FusionResult, explain: bool) -> None:
         print("      " + h.snippet.replace("\n", "\n      ")[:400])
 
 
+def _backend_search(backend: Any, idx: MemoryIndex, args: argparse.Namespace,
+                    sources: list[str] | None, on_hits: Any) -> int:
+    """``search --backend qmd``: qmd's hits in the one result shape (or builtin's, with the
+    reason, when qmd could not answer)."""
+    if args.batch:
+        raise CliError("--batch is not available with --backend qmd")
+    if not args.query or not args.query.strip():
+        raise CliError("search needs a QUERY (or --batch FILE)")
+    query, note = cap_query(args.query)
+    with backend:
+        res = backend.search(query, max_results=args.max_results, min_score=args.min_score,
+                             sources=sources, on_hits=on_hits)
+    if args.json:
+        out = res.to_json(args.explain)
+        out["requestedBackend"] = "qmd"
+        out["profile"] = idx.config.profile
+        if res.backend == "builtin":
+            out.update(provider=idx.choice.id, model=idx.choice.model)
+        if note:
+            out["note"] = note
+        dump_json(out)
+        return 0
+    if note:
+        print(f"note: {note}", file=sys.stderr)
+    if res.fallback is not None:
+        print(f"note: qmd fell back to builtin: {res.fallback.reason}", file=sys.stderr)
+    if not res.hits:
+        print("No results.")
+    for h in res.hits:
+        print(f"{h.score:.3f} {h.path}:{h.start_line}-{h.end_line}")
+        print("      " + h.snippet.replace("\n", "\n      ")[:400])
+    return 0
+
+
 def cmd_search(args: argparse.Namespace) -> int:
     sources = args.sources.split(",") if args.sources else None
     with open_index(args) as idx:
         on_hits = None if args.no_record else LazyRecallRecorder(idx)
+        backend = open_backend_for(idx, args)
+        if backend is not None:
+            return _backend_search(backend, idx, args, sources, on_hits)
         if args.batch:
             return search_batch(idx, args.batch, max_results=args.max_results,
                                 min_score=args.min_score, sources=sources,
@@ -125,7 +190,12 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_get(args: argparse.Namespace) -> int:
     with open_index(args) as idx:
-        res = idx.get(args.path, args.from_line, args.lines)
+        backend = open_backend_for(idx, args)
+        if backend is not None:
+            with backend:
+                res = backend.get(args.path, args.from_line, args.lines)
+        else:
+            res = idx.get(args.path, args.from_line, args.lines)
         if args.json:
             dump_json(res.to_dict())
         else:
@@ -135,11 +205,23 @@ def cmd_get(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     with open_index(args) as idx:
-        st = idx.status(deep=args.deep)
+        backend = open_backend_for(idx, args)
+        if backend is not None:
+            with backend:
+                st = backend.status(deep=args.deep)
+        else:
+            st = idx.status(deep=args.deep)
         if args.json:
             dump_json(st.to_json())
             return 0
         print(f"Workspace: {st.workspace_dir}")
+        qmd = getattr(st, "custom", {}).get("qmd")
+        if st.backend != "builtin" or qmd:
+            print(f"Backend: {st.backend}" + (f" (qmd {qmd['version']}, mode "
+                                              f"{qmd['searchMode']})" if qmd else ""))
+            for c in (qmd or {}).get("collections", []):
+                print(f"  collection {c['name']}: {c['path']} ({c['pattern']}), "
+                      f"{c['files']} files")
         print(f"Store: {st.db_path}")
         print(f"Profile: {st.profile}  Provider: {st.provider} "
               f"(requested {st.requested_provider})  Model: {st.model}")
@@ -193,6 +275,7 @@ def register(sub: Any) -> None:
     """Add ``index``, ``search``, ``get``, ``status`` and ``chunk`` to the parser."""
     p = sub.add_parser("index", help="index (or update) a workspace")
     add_workspace_args(p)
+    add_backend_arg(p)
     p.add_argument("--force", action="store_true", help="full rebuild (built aside, swapped in)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_index)
@@ -201,6 +284,7 @@ def register(sub: Any) -> None:
     p.add_argument("query", nargs="?", help="what to look for")
     add_workspace_args(p)
     p.add_argument("--batch", help="JSONL file of {qid, query}; one JSON line out per query")
+    add_backend_arg(p)
     p.add_argument("--max-results", type=int)
     p.add_argument("--min-score", type=float)
     p.add_argument("--vector-weight", type=float)
@@ -217,12 +301,14 @@ def register(sub: Any) -> None:
     p = sub.add_parser("get", help="memory_get: read lines of a memory file")
     p.add_argument("path")
     add_workspace_args(p, profile=False)
+    add_backend_arg(p)
     p.add_argument("--from", dest="from_line", type=int, default=None)
     p.add_argument("--lines", type=int, default=None)
     p.set_defaults(func=cmd_get)
 
     p = sub.add_parser("status", help="index status")
     add_workspace_args(p)
+    add_backend_arg(p)
     p.add_argument("--deep", action="store_true", help="also measure model truncation")
     p.set_defaults(func=cmd_status)
 
