@@ -33,8 +33,8 @@ SEARCH_DESCRIPTION = (
 GET_DESCRIPTION = (
     "Read exact lines of a memory file, usually one that memory_search returned: pass its "
     "path and startLine as 'from' (1-based) and how many 'lines' to read (default 120). Only "
-    "memory files can be read (MEMORY.md, memory/**/*.md, configured extra paths, session "
-    "transcripts); anything else is refused with an error. A long read is truncated with a "
+    "Markdown memory files can be read (MEMORY.md, memory/**/*.md, configured extra paths); "
+    "anything else is refused with an error. A long read is truncated with a "
     "'nextFrom' line number to continue from. A missing file returns empty text.")
 STATUS_DESCRIPTION = (
     "Report the state of the memory index: how many files and chunks it holds, the embedding "
