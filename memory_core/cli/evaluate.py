@@ -104,6 +104,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--out", help="write the JSON report (with per-query rows) to this file")
     p.add_argument("--markdown", help="write the Markdown tables to this file")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--backend", choices=["builtin", "qmd"], default="builtin",
+                   help="qmd: run the real qmd on the set's own workspaces (top 4, as the "
+                   "reference, and top 10); builtin settings flags do not apply")
+    p.add_argument("--qmd-mode", choices=["search", "vsearch", "query"], default="search",
+                   help="qmd's search command with --backend qmd (default search, BM25)")
     p.set_defaults(func=cmd_eval)
 
 
@@ -113,6 +118,25 @@ def _progress(enabled: bool) -> Any:
 
 def _target(args: argparse.Namespace) -> str | None:
     return args.workspace if args.workspace else None
+
+
+def _eval_qmd(args: argparse.Namespace, qs: Any) -> int:
+    """``eval --backend qmd``: the real qmd on the same labelled set."""
+    from ..evaluation.backend_eval import run_qmd_eval
+
+    if args.sweep or args.legs or args.compare_profile or args.set or args.grid:
+        raise CliError("--sweep, --legs, --compare-profile, --set and --grid apply to the "
+                       "builtin engine, not to --backend qmd")
+    rep = run_qmd_eval(qs, mode=args.qmd_mode, progress=_progress(not args.no_progress),
+                       limit=args.limit)
+    out = {"reports": [rep.to_dict()]}
+    text = rep.to_markdown()
+    if args.out:
+        Path(args.out).write_text(json.dumps(out, ensure_ascii=False, indent=1), encoding="utf-8")
+    if args.markdown:
+        Path(args.markdown).write_text(text, encoding="utf-8")
+    sys.stdout.write(json.dumps(out, ensure_ascii=False, indent=1) + "\n" if args.json else text)
+    return 0
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -144,6 +168,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if qs.workspaces.get("") is None and len(qs.workspaces) == 1 and not args.workspace:
         raise CliError(f"{args.queries}: a query file needs --workspace")
+    if args.backend == "qmd":
+        return _eval_qmd(args, qs)
     target = _target(args) if args.workspace and Path(args.queries).suffix == ".jsonl" else None
     profile = args.profile or "default"
     progress = _progress(not args.no_progress)
