@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 
 from .candidates import Candidates
-from .common.fileio import file_changed
 from .common.synclock import DEFAULT_WAIT_S, SyncLockTimeout, sync_lock
 from .config import MemoryConfig, ProfileName, SearchSettings, load_config, provider_name
 from .embeddings import EmbeddingError, ProviderChoice, create_provider
@@ -41,12 +40,23 @@ from .status import (
     TruncationInfo,
     VectorInfo,
 )
-from .store import ChunkRow, FileRow, Store, StoreError
+from .store import (
+    ChunkRow,
+    DatabaseError,
+    FileRow,
+    IndexPathRefused,
+    IndexUnavailable,
+    SkippedRow,
+    Store,
+    StoreError,
+    is_corruption,
+)
 from .sync import (
     Indexer,
     SyncProgress,
     SyncReport,
     cleanup_stale_temp,
+    guard_index_path,
     identity_diff,
     index_identity,
 )
@@ -153,6 +163,7 @@ class MemoryIndex:
 
     def _open_store(self) -> Store:
         if self._store is None:
+            guard_index_path(self.store_path, self.workspace, self.config)
             self._store = Store(self.store_path, self.config.store.busy_timeout_ms)
         return self._store
 
@@ -222,6 +233,8 @@ class MemoryIndex:
             if progress is not None:
                 progress(WAIT_STAGE, int(waited), int(min(bound, 10**9)))
 
+        # before the lock file is made beside it: a user's file gets no company either
+        guard_index_path(self.store_path, self.workspace, self.config)
         try:
             with sync_lock(self.store_path, lock_wait_s, waiting), self._lock:
                 return self._sync_locked(force, progress)
@@ -295,9 +308,34 @@ class MemoryIndex:
             self.ensure_synced()
         s = settings or self.settings()
         src = self._source_filter(sources)
+        try:
+            return self._fetch(query, s, src, use_numpy, query_vector)
+        except IndexUnavailable:
+            if not (auto_sync and self.auto_sync):
+                raise
+        # Damaged: rebuild aside from the Markdown (the truth), then answer; if that cannot
+        # happen now, the error stands (never an empty success, issue #13 item 7).
+        try:
+            self.sync(force=True)
+        except SyncBusy as e:
+            raise IndexUnavailable(f"index {self.store_path} is damaged and another process "
+                                   f"is syncing it; try again shortly ({e})") from e
+        return self._fetch(query, s, src, use_numpy, query_vector)
+
+    def _fetch(self, query: str, s: SearchSettings, src: list[str] | None, use_numpy: bool,
+               query_vector: np.ndarray | None) -> Candidates:
+        """Both legs, or :class:`IndexUnavailable` when the index turns out to be damaged."""
         with self._lock:
-            return fetch_candidates(self._open_store(), self.choice.provider, query, s, src,
-                                    use_numpy=use_numpy, query_vector=query_vector)
+            store = self._open_store()
+            if store.damaged:
+                raise store.unavailable()
+            try:
+                return fetch_candidates(store, self.choice.provider, query, s, src,
+                                        use_numpy=use_numpy, query_vector=query_vector)
+            except DatabaseError as e:
+                if not is_corruption(e):
+                    raise
+                raise store.unavailable(e) from e
 
     def _source_filter(self, sources: Sequence[str] | None) -> list[str] | None:
         if not sources:
@@ -389,6 +427,7 @@ class MemoryIndex:
             extra_paths=[e.path for e in cfg.sources.extra_paths],
             chunking=ChunkingInfo(cfg.chunking.tokens, cfg.chunking.overlap, cfg.chunking.mode),
         )
+        guard_index_path(self.store_path, self.workspace, cfg)  # a user's file: refused
         listing = list_files(self.workspace, cfg)
         base["warnings"] = list(listing.warnings)
         if not self.store_path.exists():
@@ -397,10 +436,23 @@ class MemoryIndex:
         try:
             with self._lock:
                 st = self._open_store()
-                meta = st.get_meta() or {}
-                counts = st.counts()
-                rows = st.files()
-                cache_entries = st.cache_count()
+                try:
+                    meta = st.get_meta() or {}
+                    counts = st.counts()
+                    rows = st.files()
+                    skipped = st.skipped()
+                    cache_entries = st.cache_count()
+                    damage = st.damaged or (st.check_integrity() if deep else None)
+                except DatabaseError as e:
+                    if not is_corruption(e):
+                        raise
+                    raise st.unavailable(e) from e
+                if damage:
+                    raise st.unavailable() if st.damaged else IndexUnavailable(
+                        f"index {self.store_path} is damaged ({damage}); run `memory-core "
+                        "index` to rebuild it from the Markdown")
+        except IndexPathRefused:
+            raise
         except StoreError as e:
             return Status(**base, indexed=False, error=str(e), dirty=True)
         provider = meta.get("provider")
@@ -413,7 +465,7 @@ class MemoryIndex:
             **base,
             indexed=bool(meta), files=sum(c["files"] for c in counts.values()),
             chunks=sum(c["chunks"] for c in counts.values()),
-            dirty=_is_dirty(listing.files, rows),
+            dirty=_is_dirty(listing.files, rows, skipped),
             source_counts=[SourceCount(k, v["files"], v["chunks"])
                            for k, v in sorted(counts.items())],
             identity=identity,
@@ -428,7 +480,9 @@ class MemoryIndex:
             fallback=FallbackInfo.from_dict(meta.get("fallback") or self.fallback),
             search_mode="fts-only" if provider in (None, "none") else "hybrid",
             bad_jsonl_lines=sum(r.bad_lines for r in rows.values()),
-            file_warnings={p: r.warnings for p, r in rows.items() if r.warnings},
+            file_warnings={**{p: r.warnings for p, r in rows.items() if r.warnings},
+                           **{p: r.reason for p, r in skipped.items()}},
+            skipped_files=len(skipped) + listing.unlisted,
             built_at=meta.get("builtAt"),
             last_sync=self.last_sync.to_dict() if self.last_sync else None,
             truncation=self.truncation() if deep else None,
@@ -458,16 +512,22 @@ def _as_int(value: Any) -> int:
         return 0
 
 
-def _is_dirty(files: Sequence[SourceFile], rows: dict[str, FileRow]) -> bool:
-    """True when the listing and the index disagree: a file added, removed or changed."""
-    if {f.path for f in files} != set(rows):
+def _is_dirty(files: Sequence[SourceFile], rows: dict[str, FileRow],
+              skipped: dict[str, SkippedRow]) -> bool:
+    """True when the listing and the index disagree: a file added, removed or changed.
+
+    A file the last sync skipped (binary, unreadable) counts as in line while its stat is
+    the one recorded: otherwise one such file kept the workspace "dirty" forever.
+    """
+    if {f.path for f in files} != set(rows) | set(skipped):
         return True
     for f in files:
-        try:
-            st = f.abs_path.stat()
-        except OSError:
-            return True
-        r = rows[f.path]
-        if file_changed(r.mtime, r.size, st):
+        r = rows.get(f.path)
+        if r is not None:
+            if (f.mtime_ms, f.size) != (r.mtime, r.size):
+                return True
+            continue
+        k = skipped[f.path]
+        if (f.mtime_ms, f.size, f.ctime_ms) != (k.mtime, k.size, k.ctime):
             return True
     return False

@@ -167,8 +167,57 @@ def m005_stemmed_keyword_table(db: Any) -> None:
                    [(cjk_bigrams(text), cid, source) for cid, source, text in rows])
 
 
+def m006_owned_skipped_aligned(db: Any) -> None:
+    """Three things a sync needs to be safe and fast (issue #13 items 2, 6, 14):
+
+    - ``application_id`` marks the file as this project's index, so an index path that names a
+      user's file is refused instead of overwritten (``store.check_index_file``);
+    - ``skipped_files`` remembers each file that could not be read (binary, unreadable, a
+      failing parser) with its mtime, size and ctime, so status counts it, the dirty check
+      matches it, and a no-op sync does not read it again until it changes;
+    - both FTS tables are refilled with ``rowid = chunks.rowid``, so a sync deletes a file's
+      FTS rows by rowid instead of scanning the table for their ids. A fresh index already
+      has equal rowids (rows are inserted in the same order); the refill keeps the text.
+    """
+    from .text import cjk_bigrams
+
+    db.execute("PRAGMA application_id = 1297566040")  # 0x4D574958, "MWIX"
+    _run(db,
+        """
+        CREATE TABLE IF NOT EXISTS skipped_files (
+            path TEXT PRIMARY KEY,
+            source TEXT NOT NULL,
+            mtime INTEGER NOT NULL,
+            size INTEGER NOT NULL,
+            ctime INTEGER NOT NULL,
+            reason TEXT NOT NULL
+        )
+        """
+    )
+    aligned = db.execute(
+        "SELECT count(*) FROM chunks_fts f LEFT JOIN chunks c ON c.rowid = f.rowid"
+        " WHERE c.id IS NOT f.id").fetchone()[0] == 0 and db.execute(
+        "SELECT count(*) FROM chunks_fts").fetchone()[0] == db.execute(
+        "SELECT count(*) FROM chunks").fetchone()[0]
+    if aligned:
+        aligned = db.execute(
+            "SELECT count(*) FROM chunks_fts_bigram b LEFT JOIN chunks c ON c.rowid = b.rowid"
+            " WHERE c.id IS NOT b.id").fetchone()[0] == 0
+    if aligned:
+        return
+    db.execute("DELETE FROM chunks_fts")
+    db.execute(
+        "INSERT INTO chunks_fts(rowid, text, id, path, source, model, start_line, end_line)"
+        " SELECT rowid, text, id, path, source, model, start_line, end_line FROM chunks"
+        " ORDER BY rowid")
+    db.execute("DELETE FROM chunks_fts_bigram")
+    rows = db.execute("SELECT rowid, id, source, text FROM chunks ORDER BY rowid").fetchall()
+    db.executemany("INSERT INTO chunks_fts_bigram(rowid, text, id, source) VALUES (?,?,?,?)",
+                   [(rid, cjk_bigrams(text), cid, source) for rid, cid, source, text in rows])
+
+
 MIGRATIONS: list[Migration] = [m001_initial, m002_fts, m003_file_diagnostics, m004_recalls,
-                               m005_stemmed_keyword_table]
+                               m005_stemmed_keyword_table, m006_owned_skipped_aligned]
 
 
 def migrate(db: Any) -> int:

@@ -1,18 +1,18 @@
 """``memory_get``: exact lines from a memory file, refusing anything else (spec §5).
 
-Allowed: ``MEMORY.md``, ``dreams.md`` and ``memory/**`` inside the workspace, and files inside a
-configured extra-path folder (or exactly a configured extra ``.md`` file). Always ``.md``. The
-real path must stay inside the allowed root, so ``..`` and symlinks cannot escape it.
+Allowed: what :class:`memory_core.sources.MemoryScope` admits, the same rule the listing uses:
+``MEMORY.md``, ``dreams.md`` and ``memory/**`` inside the workspace, ``.md`` files of a configured
+extra-path folder that its pattern admits, or exactly a configured extra ``.md`` file. Always
+``.md``, target included; ``..`` and symlinks cannot escape.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from .config import MemoryConfig
-from .sources import is_memory_path
+from .sources import MARKDOWN_SUFFIX, MemoryScope, display_path
 
 DEFAULT_LINES = 120
 DEFAULT_MAX_CHARS = 12_000
@@ -41,37 +41,25 @@ class ReadResult:
         return d
 
 
-def _inside(child: str, root: str) -> bool:
-    return child == root or child.startswith(root.rstrip(os.sep) + os.sep)
-
-
 def resolve_memory_path(workspace: Path, config: MemoryConfig, path: str) -> Path:
-    """The real file ``path`` names, or :class:`PathRefused` with the reason."""
+    """The real file ``path`` names, or :class:`PathRefused` with the reason.
+
+    What is readable is decided by :class:`memory_core.sources.MemoryScope`, the rule the
+    listing (and so search) applies too: a file search can cite is a file ``memory_get`` reads,
+    and the other way round.
+    """
     p = (path or "").strip()
     if not p:
         raise PathRefused("path required")
-    if not p.lower().endswith(".md"):
-        raise PathRefused(f"{p}: only .md memory files can be read")
-    ws_real = os.path.realpath(workspace)
-    candidate = Path(os.path.expanduser(p))
-    if not candidate.is_absolute():
-        candidate = workspace / candidate
-    real = os.path.realpath(candidate)
-    if _inside(real, ws_real):
-        rel = Path(os.path.relpath(real, ws_real)).as_posix()
-        if is_memory_path(rel):
-            return Path(real)
-    for extra in config.sources.extra_paths:
-        root = Path(os.path.expanduser(extra.path))
-        if not root.is_absolute():
-            root = workspace / root
-        root_real = os.path.realpath(root)
-        if root.is_dir() and _inside(real, root_real) and real != root_real:
-            return Path(real)
-        if root.is_file() and real == root_real:
-            return Path(real)
-    raise PathRefused(f"{p}: not a memory file of this workspace (MEMORY.md, memory/**, or a "
-                      "configured extra path)")
+    if "\x00" in p:
+        raise PathRefused("path contains a NUL character")
+    if not p.endswith(MARKDOWN_SUFFIX):
+        raise PathRefused(f"{display_path(p)}: only .md memory files can be read")
+    real = MemoryScope(workspace, config).readable(p)
+    if real is None:
+        raise PathRefused(f"{display_path(p)}: not a memory file of this workspace (MEMORY.md, "
+                          "memory/**, or a configured extra path and pattern; Markdown only)")
+    return Path(real)
 
 
 def read_lines(workspace: Path, config: MemoryConfig, path: str, from_line: int | None = None,

@@ -14,9 +14,10 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
+import math
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -36,12 +37,23 @@ _WATCH_IGNORED = {".git", "node_modules", ".pnpm-store", ".venv", "venv", ".tox"
 
 @dataclass(frozen=True)
 class SourceFile:
-    """A file that belongs to the memory: where it is and which source it feeds."""
+    """A file that belongs to the memory: where it is and which source it feeds.
+
+    ``mtime_ms``, ``size`` and ``ctime_ms`` come from the one ``stat`` the listing made (``-1``
+    when unknown), so the "changed?" test of a sync costs no second system call.
+    """
 
     path: str  # workspace-relative, forward slashes ("../x" for extra paths outside)
-    abs_path: Path
+    abs: str  # absolute path as listed (through any followed symlink)
     source: str  # "memory" or "sessions"
     kind: str  # "markdown" or "session"
+    mtime_ms: int = -1
+    size: int = -1
+    ctime_ms: int = -1
+
+    @property
+    def abs_path(self) -> Path:
+        return Path(self.abs)
 
 
 @dataclass
@@ -69,14 +81,42 @@ class SourceDoc:
 
 @dataclass
 class Listing:
-    """The result of listing a workspace: the files, and what was skipped and why."""
+    """The result of listing a workspace: the files, and what was skipped and why.
+
+    ``unlisted`` counts the files left out for a reason worth a warning (a name that is not
+    UTF-8); symlinks skipped by configuration are only warned about.
+    """
 
     files: list[SourceFile]
     warnings: list[str] = field(default_factory=list)
+    unlisted: int = 0
 
 
 class SourceError(ValueError):
     """A file cannot be read as memory (binary, unreadable, too large)."""
+
+
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def display_path(path: str | os.PathLike[str]) -> str:
+    """``path`` safe to print on one line: bytes that are not UTF-8 and control characters
+    escaped as ``\\xNN`` (a file name may hold any byte but ``/`` and NUL)."""
+    s = os.fspath(path)
+    if not s.isascii():
+        s = s.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return _CONTROL_RE.sub(lambda m: f"\\x{ord(m.group()):02x}", s)
+
+
+def _is_text_name(name: str) -> bool:
+    """True when a name decoded from the file system is valid UTF-8 (no escaped bytes)."""
+    if name.isascii():
+        return True
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def rel_path(workspace: Path, p: Path) -> str:
@@ -84,111 +124,316 @@ def rel_path(workspace: Path, p: Path) -> str:
     return Path(os.path.relpath(p, workspace)).as_posix()
 
 
-def _walk(root: Path, pattern: str, follow: bool, warnings: list[str]) -> Iterator[Path]:
-    """Files under ``root`` matching ``pattern``, safe against symlink loops."""
-    visited: set[str] = set()
-    stack = [root]
+# --------------------------------------------------------------------------- what is readable
+
+MARKDOWN_SUFFIX = ".md"
+_ANY_MARKDOWN = "**/*.md"
+
+
+def pattern_admits(pattern: str, rel: str) -> bool:
+    """Whether a file at ``rel`` (relative to its root, forward slashes) is memory under
+    ``pattern``: Markdown only (sources are Markdown, spec §2.1), then the glob pattern, which
+    can only narrow the ``.md`` files, never widen to other files."""
+    if not rel.endswith(MARKDOWN_SUFFIX):
+        return False
+    if pattern == _ANY_MARKDOWN:
+        return True
+    return fnmatch.fnmatchcase(rel, pattern) or (
+        pattern.startswith("**/") and fnmatch.fnmatchcase(rel, pattern[3:]))
+
+
+@dataclass(frozen=True)
+class _ExtraRoot:
+    abs: str  # absolute, normalised, as configured (``~`` expanded)
+    real: str
+    pattern: str | None  # None: a single configured file
+
+
+class MemoryScope:
+    """The one rule that decides which files are memory, for the listing and ``memory_get``.
+
+    A file is readable memory when its path is ``MEMORY.md`` (or ``dreams.md``, which
+    ``memory_get`` reads as the reference does) at the workspace root, a ``.md`` file under
+    ``memory/``, a ``.md`` file under an extra-path folder that its pattern admits, or exactly a
+    configured extra ``.md`` file; and its real target is a ``.md`` file too. A path through a
+    symlink is readable when its real target is itself such a file, or when symlinks are
+    followed (``sources.follow_symlinks``), as the listing then indexes it.
+    """
+
+    def __init__(self, workspace: Path, config: MemoryConfig):
+        self.ws = os.path.abspath(workspace)
+        self.ws_real = os.path.realpath(workspace)
+        self.follow = config.sources.follow_symlinks
+        self.extras: list[_ExtraRoot] = []
+        for extra in config.sources.extra_paths:
+            p = os.path.expanduser(extra.path)
+            p = os.path.normpath(p if os.path.isabs(p) else os.path.join(self.ws, p))
+            if os.path.isdir(p):
+                self.extras.append(_ExtraRoot(p, os.path.realpath(p), extra.pattern))
+            elif os.path.isfile(p):
+                self.extras.append(_ExtraRoot(p, os.path.realpath(p), None))
+
+    def _admits(self, path: str, ws: str, real: bool) -> bool:
+        """The location half of the rule, on an absolute normalised path."""
+        if not path.endswith(MARKDOWN_SUFFIX):
+            return False
+        if path.startswith(ws + os.sep):
+            rel = path[len(ws) + 1:]
+            if rel == MEMORY_FILE or rel.lower() == "dreams.md":
+                return True
+            if rel.startswith(MEMORY_DIR + os.sep):
+                return True
+        for root in self.extras:
+            base = root.real if real else root.abs
+            if root.pattern is None:
+                if path == base:
+                    return True
+            elif path.startswith(base + os.sep) and pattern_admits(
+                    root.pattern, path[len(base) + 1:].replace(os.sep, "/")):
+                return True
+        return False
+
+    def readable(self, path: str) -> str | None:
+        """The real path of ``path`` (absolute, or relative to the workspace) if it is readable
+        memory, else ``None``."""
+        p = os.path.expanduser(path)
+        p = os.path.normpath(p if os.path.isabs(p) else os.path.join(self.ws, p))
+        if not p.endswith(MARKDOWN_SUFFIX):
+            return None
+        real = os.path.realpath(p)
+        if not real.endswith(MARKDOWN_SUFFIX):
+            return None  # a .md name pointing at something that is not Markdown
+        if self._admits(real, self.ws_real, True):
+            return real
+        if (real == p or self.follow) and self._admits(p, self.ws, False):
+            return real
+        return None
+
+
+def is_readable_memory_path(workspace: Path, config: MemoryConfig, path: str) -> bool:
+    """Whether ``path`` is a memory file of this workspace (see :class:`MemoryScope`)."""
+    return MemoryScope(workspace, config).readable(path) is not None
+
+
+def index_path_conflict(workspace: Path, config: MemoryConfig, path: Path) -> str | None:
+    """Why ``path`` may not hold the index because it lies among the memory sources, or
+    ``None``. The index must never overwrite (or sit among) the files it reads: a Markdown
+    file anywhere, ``MEMORY.md``, anything under ``memory/``, an extra path or the sessions
+    folder."""
+    p = os.path.realpath(path)
+    ws = os.path.realpath(workspace)
+    shown = display_path(path)
+    where: str | None = None
+    if p.endswith(MARKDOWN_SUFFIX):
+        where = "a Markdown file"
+    elif _is_session_name(p):
+        where = "a transcript"
+    elif p == os.path.join(ws, MEMORY_FILE) or p.startswith(
+            os.path.join(ws, MEMORY_DIR) + os.sep):
+        where = "MEMORY.md / memory/"
+    else:
+        roots = [r.real for r in MemoryScope(workspace, config).extras]
+        if "sessions" in config.sources.sources:
+            sdir = os.path.expanduser(config.sources.sessions_dir)
+            roots.append(os.path.realpath(sdir if os.path.isabs(sdir)
+                                          else os.path.join(ws, sdir)))
+        for root in roots:
+            if p == root or p.startswith(root + os.sep):
+                where = f"under {display_path(root)}"
+                break
+    if where is None:
+        return None
+    return (f"index path {shown} is inside the memory sources ({where}): the index must not "
+            "overwrite or sit among the files it reads; choose another --db / [store] path")
+
+
+# --------------------------------------------------------------------------- listing
+
+
+@dataclass
+class _Walk:
+    """State of one listing: what was found, de-duplicated by real path, and the warnings."""
+
+    follow: bool
+    warnings: list[str]
+    seen: set[str] = field(default_factory=set)
+    unlisted: int = 0
+
+
+def _walk(root: str, root_real: str, admit: Callable[[str], bool],
+          target_ok: Callable[[str], bool], w: _Walk
+          ) -> Iterator[tuple[str, str, os.stat_result]]:
+    """``(absolute path, path relative to root, stat)`` of the files under ``root`` that
+    ``admit`` accepts (given their root-relative path), de-duplicated by real path; a followed
+    symlink's real target must pass ``target_ok`` too (a ``.md`` link to a text file is not
+    Markdown).
+
+    Strings and ``os.scandir`` only, one ``stat`` per file, ``realpath`` only for symlinks;
+    symlinked folders are followed only when asked, and a loop is cut by the folders' real
+    paths. A name that is not UTF-8 is skipped with an escaped warning: it could not be stored,
+    cited, or handed back to ``memory_get``.
+    """
+    visited = {root_real}
+    stack: list[tuple[str, str, str]] = [(root, root_real, "")]
     while stack:
-        d = stack.pop()
-        try:
-            real = os.path.realpath(d)
-        except OSError as e:  # pragma: no cover - realpath rarely fails
-            warnings.append(f"{d}: {e}")
-            continue
-        if real in visited:
-            warnings.append(f"{d}: symlink loop, not descended again")
-            continue
-        visited.add(real)
+        d, d_real, prefix = stack.pop()
         try:
             entries = sorted(os.scandir(d), key=lambda e: e.name)
         except OSError as e:
-            warnings.append(f"{d}: cannot list ({e.strerror or e})")
+            w.warnings.append(f"{display_path(d)}: cannot list ({e.strerror or e})")
             continue
-        subdirs = []
+        subdirs: list[tuple[str, str, str]] = []
         for e in entries:
-            is_link = e.is_symlink()
-            if is_link and not follow:
-                warnings.append(f"{e.path}: symlink skipped (set follow_symlinks to index it)")
-                continue
+            name = e.name
             try:
+                is_link = e.is_symlink()
+                if is_link and not w.follow:
+                    w.warnings.append(f"{display_path(e.path)}: symlink skipped "
+                                      "(set follow_symlinks to index it)")
+                    continue
                 if e.is_dir():
-                    if e.name not in _WATCH_IGNORED:
-                        subdirs.append(Path(e.path))
+                    if name in _WATCH_IGNORED:
+                        continue
+                    if not _is_text_name(name):
+                        w.warnings.append(f"{display_path(e.path)}: folder name is not valid "
+                                          "UTF-8, skipped with its files (rename it to index it)")
+                        w.unlisted += 1
+                        continue
+                    real = os.path.realpath(e.path) if is_link else d_real + os.sep + name
+                    if real in visited:
+                        w.warnings.append(f"{display_path(e.path)}: symlink loop, not "
+                                          "descended again")
+                        continue
+                    visited.add(real)
+                    subdirs.append((e.path, real, prefix + name + "/"))
                     continue
                 if not e.is_file():
                     continue
             except OSError as err:
-                warnings.append(f"{e.path}: {err.strerror or err}")
+                w.warnings.append(f"{display_path(e.path)}: {err.strerror or err}")
                 continue
-            rel = Path(e.path).relative_to(root).as_posix()
-            if fnmatch.fnmatch(rel, pattern) or (
-                pattern.startswith("**/") and fnmatch.fnmatch(rel, pattern[3:])
-            ):
-                yield Path(e.path)
+            rel = prefix + name
+            if not admit(rel):
+                continue
+            if not _is_text_name(name):
+                w.warnings.append(f"{display_path(e.path)}: file name is not valid UTF-8, "
+                                  "skipped (rename it to index it)")
+                w.unlisted += 1
+                continue
+            real = os.path.realpath(e.path) if is_link else d_real + os.sep + name
+            if is_link and not target_ok(real):
+                w.warnings.append(f"{display_path(e.path)}: symlink to a file of another "
+                                  "kind, skipped")
+                continue
+            if real in w.seen:
+                continue
+            try:
+                st = e.stat()
+            except OSError as err:
+                w.warnings.append(f"{display_path(e.path)}: {err.strerror or err}")
+                continue
+            w.seen.add(real)
+            yield e.path, rel, st
         stack.extend(reversed(subdirs))
 
 
+def _is_markdown(path: str) -> bool:
+    return path.endswith(MARKDOWN_SUFFIX)
+
+
+def _is_session_name(path: str) -> bool:
+    return _SESSION_NAME_RE.search(os.path.basename(path)) is not None
+
+
+def _source_file(path: str, abs_path: str, source: str, kind: str,
+                 st: os.stat_result) -> SourceFile:
+    mtime_ms, size = stat_signature(st)
+    return SourceFile(path, abs_path, source, kind, mtime_ms, size, int(st.st_ctime * 1000))
+
+
 def list_files(workspace: Path, config: MemoryConfig) -> Listing:
-    """List every file of the configured sources, de-duplicated by real path."""
+    """List every file of the configured sources, de-duplicated by real path.
+
+    Memory files are those :class:`MemoryScope` admits (the listing applies the same
+    :func:`pattern_admits` and Markdown-target rule while it walks).
+    """
     warnings: list[str] = []
     found: list[SourceFile] = []
-    seen: set[str] = set()
     follow = config.sources.follow_symlinks
+    w = _Walk(follow, warnings)
+    ws = os.path.abspath(workspace)
 
-    def add(p: Path, source: str, kind: str) -> None:
-        real = os.path.realpath(p)
-        if real in seen:
+    def prefix_of(root: str) -> str:
+        if root.startswith(ws + os.sep):
+            return root[len(ws) + 1:].replace(os.sep, "/") + "/"
+        return Path(os.path.relpath(root, ws)).as_posix() + "/"
+
+    def walk_root(root: str, source: str, kind: str, admit: Callable[[str], bool]) -> None:
+        target_ok = _is_markdown if kind == "markdown" else _is_session_name
+        if os.path.islink(root) and not follow:
+            warnings.append(f"{display_path(root)}: symlink skipped")
             return
-        seen.add(real)
-        found.append(SourceFile(rel_path(workspace, p), p, source, kind))
+        if not os.path.isdir(root):
+            return
+        pre = prefix_of(root)
+        for abs_p, rel, st in _walk(root, os.path.realpath(root), admit, target_ok, w):
+            found.append(_source_file(pre + rel, abs_p, source, kind, st))
+
+    def add_single(p: str, st: os.stat_result) -> None:
+        real = os.path.realpath(p)
+        if real in w.seen:
+            return
+        w.seen.add(real)
+        rel = (p[len(ws) + 1:].replace(os.sep, "/") if p.startswith(ws + os.sep)
+               else Path(os.path.relpath(p, ws)).as_posix())
+        found.append(_source_file(rel, p, "memory", "markdown", st))
 
     if "memory" in config.sources.sources:
-        root_md = workspace / MEMORY_FILE
-        if root_md.is_symlink() and not follow:
+        root_md = os.path.join(ws, MEMORY_FILE)
+        if os.path.islink(root_md) and not follow:
             warnings.append(f"{root_md}: symlink skipped")
-        elif root_md.is_file():
-            add(root_md, "memory", "markdown")
-        mem_dir = workspace / MEMORY_DIR
-        if mem_dir.is_symlink() and not follow:
-            warnings.append(f"{mem_dir}: symlink skipped")
-        elif mem_dir.is_dir():
-            for p in _walk(mem_dir, "**/*.md", follow, warnings):
-                add(p, "memory", "markdown")
+        elif os.path.isfile(root_md) and os.path.realpath(root_md).endswith(MARKDOWN_SUFFIX):
+            add_single(root_md, os.stat(root_md))
+        walk_root(os.path.join(ws, MEMORY_DIR), "memory", "markdown", _is_markdown)
         for extra in config.sources.extra_paths:
-            p = Path(os.path.expanduser(extra.path))
-            if not p.is_absolute():
-                p = workspace / p
-            if p.is_symlink() and not follow:
-                warnings.append(f"{p}: symlinked extra path skipped")
-            elif p.is_dir():
-                for f in _walk(p, extra.pattern, follow, warnings):
-                    add(f, "memory", "markdown")
-            elif p.is_file():
-                if p.suffix.lower() == ".md":
-                    add(p, "memory", "markdown")
+            p = os.path.expanduser(extra.path)
+            p = os.path.normpath(p if os.path.isabs(p) else os.path.join(ws, p))
+            shown = display_path(p)
+            if os.path.islink(p) and not follow:
+                warnings.append(f"{shown}: symlinked extra path skipped")
+            elif os.path.isdir(p):
+                pattern = extra.pattern
+                walk_root(p, "memory", "markdown",
+                          lambda rel, pattern=pattern: pattern_admits(pattern, rel))
+            elif os.path.isfile(p):
+                if not (p.endswith(MARKDOWN_SUFFIX)
+                        and os.path.realpath(p).endswith(MARKDOWN_SUFFIX)):
+                    warnings.append(f"{shown}: extra path is not a .md file, skipped")
+                elif not _is_text_name(p):
+                    warnings.append(f"{shown}: file name is not valid UTF-8, skipped")
+                    w.unlisted += 1
                 else:
-                    warnings.append(f"{p}: extra path is not a .md file, skipped")
+                    add_single(p, os.stat(p))
             else:
-                warnings.append(f"{p}: extra path does not exist")
+                warnings.append(f"{shown}: extra path does not exist")
 
     if "sessions" in config.sources.sources:
-        sdir = Path(os.path.expanduser(config.sources.sessions_dir))
-        if not sdir.is_absolute():
-            sdir = workspace / sdir
-        if sdir.is_dir():
-            for p in _walk(sdir, "**/*", follow, warnings):
-                if _SESSION_NAME_RE.search(p.name):
-                    add(p, "sessions", "session")
+        sdir = os.path.expanduser(config.sources.sessions_dir)
+        sdir = os.path.normpath(sdir if os.path.isabs(sdir) else os.path.join(ws, sdir))
+        if os.path.isdir(sdir):
+            walk_root(sdir, "sessions", "session", _is_session_name)
     found.sort(key=lambda f: (f.source, f.path))
-    return Listing(found, warnings)
+    return Listing(found, warnings, w.unlisted)
 
 
 def _read_bytes(f: SourceFile) -> tuple[bytes, os.stat_result]:
     try:
-        st = f.abs_path.stat()
-        if st.st_size > MAX_FILE_BYTES:
-            raise SourceError(f"{f.path}: {st.st_size} bytes is over the {MAX_FILE_BYTES} limit")
-        data = f.abs_path.read_bytes()
+        with open(f.abs, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if st.st_size > MAX_FILE_BYTES:
+                raise SourceError(
+                    f"{f.path}: {st.st_size} bytes is over the {MAX_FILE_BYTES} limit")
+            data = fh.read()
     except OSError as e:
         raise SourceError(f"{f.path}: cannot read ({e.strerror or e})") from e
     return data, st
@@ -244,15 +489,29 @@ def _message_text(content: object) -> str:
     return ""
 
 
+#: Times outside years 1..9999 (in epoch ms) are not times: ignored, as the text is not.
+_MIN_MS, _MAX_MS = -62_135_596_800_000, 253_402_300_799_999
+
+
 def _timestamp_ms(value: object) -> int | None:
+    """Epoch milliseconds from a transcript's ``timestamp`` (seconds or ms, or ISO 8601), or
+    ``None`` for anything that is not a time: booleans, ``Infinity``/``NaN`` (which Python's JSON
+    parser accepts), numbers beyond year 9999, unparsable strings."""
+    ms: float
+    if isinstance(value, bool):
+        return None
     if isinstance(value, (int, float)):
-        return int(value * 1000) if value < 1e11 else int(value)
-    if isinstance(value, str):
-        try:
-            return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
-        except ValueError:
+        if not math.isfinite(value):
             return None
-    return None
+        ms = value * 1000 if abs(value) < 1e11 else value
+    elif isinstance(value, str):
+        try:
+            ms = datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000
+        except (ValueError, OverflowError, OSError):
+            return None
+    else:
+        return None
+    return int(ms) if _MIN_MS <= ms <= _MAX_MS else None
 
 
 def split_message(text: str, limit: int = SESSION_SPLIT_CHARS) -> list[str]:
@@ -281,7 +540,7 @@ def render_session(raw: str) -> RenderedSession:
             continue
         try:
             rec = json.loads(row)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # too deep a nesting is a bad line too
             bad += 1
             continue
         if not isinstance(rec, dict) or rec.get("type") != "message":

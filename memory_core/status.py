@@ -167,6 +167,8 @@ class Status:
     search_mode: str | None = None  # "hybrid" or "fts-only"
     bad_jsonl_lines: int = 0
     file_warnings: dict[str, str] = field(default_factory=dict)
+    #: Files left out because they could not be read (or their name is not UTF-8).
+    skipped_files: int = 0
     built_at: int | None = None
     last_sync: dict[str, Any] | None = None
     truncation: TruncationInfo | None = None
@@ -195,6 +197,7 @@ class Status:
                 fallback=self.fallback.to_json() if self.fallback else None,
                 custom={"searchMode": self.search_mode},
                 badJsonlLines=self.bad_jsonl_lines, fileWarnings=dict(self.file_warnings),
+                skippedFiles=self.skipped_files,
                 builtAt=self.built_at,
             )
         if self.last_sync is not None:

@@ -8,6 +8,7 @@ numpy over the float32 blobs kept in ``chunks.embedding``; both paths rank ident
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -34,6 +35,62 @@ META_KEY = "memory_index_meta_v1"
 
 class StoreError(RuntimeError):
     """The index database cannot be used (locked, corrupt, unreadable); the message says why."""
+
+
+class IndexPathRefused(StoreError):
+    """The index path names a file this project did not create (a user's Markdown, somebody
+    else's database): it is never opened, rebuilt or replaced. The message is one line."""
+
+
+class IndexUnavailable(StoreError):
+    """The index cannot answer right now: it is damaged (and not yet rebuilt from the
+    Markdown), so a search must report an error, never an empty success. One line says why."""
+
+
+#: ``PRAGMA application_id`` of every index this project writes (ASCII ``MWIX``): together with
+#: the SQLite header it tells our index from any other file, even when its pages are damaged.
+APPLICATION_ID = 0x4D574958
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_OUR_TABLES = {"meta", "files", "chunks", "chunks_fts"}
+
+
+def is_corruption(e: BaseException) -> bool:
+    """Whether a SQLite error says the database file is damaged."""
+    msg = str(e).lower()
+    return "malformed" in msg or "not a database" in msg or "corrupt" in msg
+
+
+def check_index_file(path: Path) -> None:
+    """Raise :class:`IndexPathRefused` unless ``path`` is missing or one of our indexes.
+
+    Ours: a SQLite header with our ``application_id``, or (indexes written before it was set) a
+    SQLite database holding our tables. Reads at most the header and the schema; writes nothing.
+    """
+    try:
+        with open(path, "rb") as f:
+            head = f.read(100)
+    except FileNotFoundError:
+        return
+    except IsADirectoryError as e:
+        raise IndexPathRefused(f"index path {path} is a folder, not an index file") from e
+    except OSError as e:
+        raise IndexPathRefused(f"index path {path}: {e.strerror or e}") from e
+    refusal = (f"index path {path} is an existing file that is not an index this project "
+               "created; it is left untouched: choose another --db / [store] path")
+    if len(head) < 100 or not head.startswith(_SQLITE_MAGIC):
+        raise IndexPathRefused(refusal)
+    if int.from_bytes(head[68:72], "big") == APPLICATION_ID:
+        return
+    try:  # an index from before the application id: recognise it by its tables
+        con = sqlite.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            names = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
+        finally:
+            con.close()
+    except DatabaseError as e:
+        raise IndexPathRefused(f"{refusal} ({e})") from e
+    if not _OUR_TABLES <= names:
+        raise IndexPathRefused(refusal)
 
 
 @dataclass(frozen=True)
@@ -63,6 +120,18 @@ class ChunkRow:
     hash: str
     text: str
     mtime_ms: int
+
+
+@dataclass(frozen=True)
+class SkippedRow:
+    """A file the last sync could not read, and the stat it had (the "changed?" test)."""
+
+    path: str
+    source: str
+    mtime: int
+    size: int
+    ctime: int
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -102,6 +171,9 @@ class Store:
         self._vec_dims: int | None = None
         self._matrix_cache: tuple[int, list[str], np.ndarray] | None = None
         self._sidecar: vectors.VectorMatrix | None = None
+        #: Why the file is damaged, once a read has found out (``None``: not known damaged).
+        self.damaged: str | None = None
+        check_index_file(self.path)
         if not readonly:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -115,19 +187,23 @@ class Store:
                 migrations.migrate(self.db)
             else:
                 self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            self._load_vec()
+            self._probe_fts()
         except DatabaseError as e:
+            with contextlib.suppress(Exception):
+                self.db.close()
+            if is_corruption(e):
+                raise IndexUnavailable(self._explain(e)) from e
             raise StoreError(self._explain(e)) from e
-        self._load_vec()
-        self._probe_fts()
 
     def _explain(self, e: Exception) -> str:
         msg = str(e)
         if "locked" in msg or "busy" in msg:
             return (f"index {self.path} is locked by another process ({msg}); "
                     "wait for it to finish or stop it")
-        if "not a database" in msg or "malformed" in msg or "corrupt" in msg:
-            return (f"index {self.path} is corrupt ({msg}); the Markdown is untouched: "
-                    "run `memory-core index --force` to rebuild it")
+        if is_corruption(e):
+            return (f"index {self.path} is damaged ({msg}); the Markdown is untouched: "
+                    "run `memory-core index` to rebuild it from the Markdown")
         return f"index {self.path}: {msg}"
 
     # ------------------------------------------------------------------ capabilities
@@ -160,6 +236,28 @@ class Store:
             self.fts_available = True
         except DatabaseError as e:
             self.fts_error = str(e)
+            if is_corruption(e):
+                self.damaged = str(e)
+
+    def unavailable(self, e: BaseException | None = None) -> IndexUnavailable:
+        """The error to raise for a damaged index (``e``: the read that found out)."""
+        if e is not None:
+            self.damaged = str(e)
+        return IndexUnavailable(
+            f"index {self.path} is damaged ({self.damaged}); the Markdown is untouched: "
+            "run `memory-core index` to rebuild it from the Markdown")
+
+    def check_integrity(self) -> str | None:
+        """``PRAGMA quick_check``: ``None`` when the file is sound, else what is wrong.
+
+        It reads every page (about 0.1 s per 50 MB here), so it runs when a read has failed or
+        the caller asks (``status(deep=True)``), not on every open.
+        """
+        try:
+            rows = [r[0] for r in self.db.execute("PRAGMA quick_check(5)")]
+        except DatabaseError as e:
+            return str(e)
+        return None if rows == ["ok"] else "; ".join(str(r) for r in rows)
 
     def close(self) -> None:
         try:
@@ -207,59 +305,113 @@ class Store:
 
     def delete_file(self, path: str) -> None:
         """Remove a file and every row derived from it."""
-        ids = [r[0] for r in self.db.execute("SELECT id FROM chunks WHERE path = ?", (path,))]
-        self._delete_chunk_rows(ids)
-        self.db.execute("DELETE FROM chunks WHERE path = ?", (path,))
-        self.db.execute("DELETE FROM files WHERE path = ?", (path,))
+        self.delete_files([path])
 
-    def _delete_chunk_rows(self, ids: list[str]) -> None:
-        for i in range(0, len(ids), 500):
-            part = ids[i : i + 500]
+    def delete_files(self, paths: Sequence[str]) -> None:
+        """Remove files and every row derived from them (call inside a transaction).
+
+        FTS rows are deleted by rowid (they share the chunk's rowid, migration 6): deleting by
+        the unindexed ``id`` column scanned the whole FTS table once per file.
+        """
+        for i in range(0, len(paths), 500):
+            part = list(paths[i : i + 500])
+            marks = ",".join("?" * len(part))
+            rows = self.db.execute(
+                f"SELECT rowid, id FROM chunks WHERE path IN ({marks})", part).fetchall()
+            self._delete_chunk_rows([r[0] for r in rows], [r[1] for r in rows])
+            self.db.execute(f"DELETE FROM files WHERE path IN ({marks})", part)
+            self.db.execute(f"DELETE FROM skipped_files WHERE path IN ({marks})", part)
+        self._matrix_cache = None
+
+    def _delete_chunk_rows(self, rowids: list[int], ids: list[str]) -> None:
+        for i in range(0, len(rowids), 500):
+            part = rowids[i : i + 500]
             marks = ",".join("?" * len(part))
             if self.vec_available and self._vec_dims:
-                self.db.execute(f"DELETE FROM chunks_vec WHERE id IN ({marks})", part)
+                self.db.execute(f"DELETE FROM chunks_vec WHERE id IN ({marks})", ids[i : i + 500])
             if self.fts_available:
-                self.db.execute(f"DELETE FROM chunks_fts WHERE id IN ({marks})", part)
-                self.db.execute(f"DELETE FROM chunks_fts_bigram WHERE id IN ({marks})", part)
+                self.db.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", part)
+                self.db.execute(f"DELETE FROM chunks_fts_bigram WHERE rowid IN ({marks})", part)
+            self.db.execute(f"DELETE FROM chunks WHERE rowid IN ({marks})", part)
 
     def replace_file(self, file: FileRow, chunks: Sequence[StoredChunk],
                      bigram_texts: Sequence[str]) -> None:
         """Replace all rows of ``file`` with ``chunks`` (call inside a transaction)."""
-        self.delete_file(file.path)
+        self.replace_files([(file, chunks, bigram_texts)])
+
+    def replace_files(self, items: Sequence[tuple[FileRow, Sequence[StoredChunk], Sequence[str]]]
+                      ) -> None:
+        """Replace all rows of each file with its chunks, in batches (inside a transaction).
+
+        The old rows go by rowid; the new chunks get consecutive rowids that their FTS rows
+        share, and every table is written with one ``executemany``.
+        """
+        if not items:
+            return
+        self.delete_files([f.path for f, _, _ in items])
         now = int(time.time() * 1000)
-        for c, bi in zip(chunks, bigram_texts, strict=True):
-            emb = None if c.embedding is None else _blob(c.embedding)
-            self.db.execute(
-                "INSERT INTO chunks(id, path, source, start_line, end_line, hash, model, text,"
-                " embedding, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET"
-                " hash=excluded.hash, model=excluded.model, text=excluded.text,"
-                " embedding=excluded.embedding, updated_at=excluded.updated_at",
-                (c.id, c.path, c.source, c.start_line, c.end_line, c.hash, c.model, c.text, emb,
-                 now),
-            )
-            if c.embedding is not None and self.vec_available:
-                self._ensure_vec_table(len(c.embedding))
-                self.db.execute("DELETE FROM chunks_vec WHERE id = ?", (c.id,))
-                self.db.execute("INSERT INTO chunks_vec(id, embedding) VALUES (?, ?)",
-                                (c.id, emb))
-            if self.fts_available:
-                self.db.execute(
-                    "INSERT INTO chunks_fts(text, id, path, source, model, start_line, end_line)"
-                    " VALUES (?,?,?,?,?,?,?)",
-                    (c.text, c.id, c.path, c.source, c.model, c.start_line, c.end_line),
-                )
-                self.db.execute(
-                    "INSERT INTO chunks_fts_bigram(text, id, source) VALUES (?,?,?)",
-                    (bi, c.id, c.source))
-        self.db.execute(
+        top = self.db.execute("SELECT max(rowid) FROM chunks").fetchone()[0] or 0
+        chunk_rows: list[tuple[Any, ...]] = []
+        fts_rows: list[tuple[Any, ...]] = []
+        bigram_rows: list[tuple[Any, ...]] = []
+        vec_rows: list[tuple[str, bytes]] = []
+        dims: int | None = None
+        for _, chunks, bigram_texts in items:
+            for c, bi in zip(chunks, bigram_texts, strict=True):
+                top += 1
+                emb = None if c.embedding is None else _blob(c.embedding)
+                chunk_rows.append((top, c.id, c.path, c.source, c.start_line, c.end_line, c.hash,
+                                   c.model, c.text, emb, now))
+                fts_rows.append((top, c.text, c.id, c.path, c.source, c.model, c.start_line,
+                                 c.end_line))
+                bigram_rows.append((top, bi, c.id, c.source))
+                if emb is not None and c.embedding is not None:
+                    dims = len(c.embedding)
+                    vec_rows.append((c.id, emb))
+        self.db.executemany(
+            "INSERT INTO chunks(rowid, id, path, source, start_line, end_line, hash, model, text,"
+            " embedding, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)", chunk_rows)
+        if vec_rows and self.vec_available and dims:
+            self._ensure_vec_table(dims)
+            self.db.executemany("INSERT INTO chunks_vec(id, embedding) VALUES (?, ?)", vec_rows)
+        if self.fts_available:
+            self.db.executemany(
+                "INSERT INTO chunks_fts(rowid, text, id, path, source, model, start_line,"
+                " end_line) VALUES (?,?,?,?,?,?,?,?)", fts_rows)
+            self.db.executemany(
+                "INSERT INTO chunks_fts_bigram(rowid, text, id, source) VALUES (?,?,?,?)",
+                bigram_rows)
+        self.db.executemany(
             "INSERT INTO files(path, source, hash, mtime, size, bad_lines, warnings)"
             " VALUES (?,?,?,?,?,?,?) ON CONFLICT(path) DO UPDATE SET source=excluded.source,"
             " hash=excluded.hash, mtime=excluded.mtime, size=excluded.size,"
             " bad_lines=excluded.bad_lines, warnings=excluded.warnings",
-            (file.path, file.source, file.hash, file.mtime, file.size, file.bad_lines,
-             file.warnings),
-        )
+            [(f.path, f.source, f.hash, f.mtime, f.size, f.bad_lines, f.warnings)
+             for f, _, _ in items])
         self._matrix_cache = None
+
+    # ------------------------------------------------------------------ skipped files
+
+    def skipped(self) -> dict[str, SkippedRow]:
+        """Files that could not be read at their last sync, with the stat they had then."""
+        rows = self.db.execute(
+            "SELECT path, source, mtime, size, ctime, reason FROM skipped_files")
+        return {r[0]: SkippedRow(*r) for r in rows}
+
+    def set_skipped(self, rows: Sequence[SkippedRow]) -> None:
+        """Remember skipped files (their indexed rows, if any, are removed first)."""
+        if not rows:
+            return
+        self.delete_files([r.path for r in rows])
+        self.db.executemany(
+            "INSERT INTO skipped_files(path, source, mtime, size, ctime, reason)"
+            " VALUES (?,?,?,?,?,?)",
+            [(r.path, r.source, r.mtime, r.size, r.ctime, r.reason) for r in rows])
+
+    def touch_files(self, rows: Sequence[tuple[str, int, int]]) -> None:
+        """Record new ``(path, mtime, size)`` for files whose content hash did not change."""
+        self.db.executemany("UPDATE files SET mtime = ?, size = ? WHERE path = ?",
+                            [(m, sz, p) for p, m, sz in rows])
 
     def touch_file(self, path: str, mtime: int, size: int) -> None:
         """Record a new mtime/size for a file whose content hash did not change."""

@@ -28,8 +28,26 @@ from .common.dates import now_ms
 from .common.fileio import file_changed
 from .config import MemoryConfig, fingerprint
 from .embeddings import EmbeddingProvider, ProviderChoice
-from .sources import SourceDoc, SourceError, SourceFile, list_files, load
-from .store import DatabaseError, FileRow, Store, StoredChunk, StoreError
+from .sources import (
+    SourceDoc,
+    SourceError,
+    SourceFile,
+    display_path,
+    index_path_conflict,
+    list_files,
+    load,
+)
+from .store import (
+    DatabaseError,
+    FileRow,
+    IndexPathRefused,
+    SkippedRow,
+    Store,
+    StoredChunk,
+    StoreError,
+    check_index_file,
+    is_corruption,
+)
 from .text import cjk_bigrams
 from .version import __version__
 
@@ -61,7 +79,7 @@ class SyncReport:
     @property
     def wrote_anything(self) -> bool:
         return bool(self.files_indexed or self.files_touched or self.files_deleted
-                    or self.chunks_written)
+                    or self.chunks_written or self.files_failed)
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
@@ -199,6 +217,7 @@ class Indexer:
     def _write(self, store: Store, pending: list[_Pending], vectors: dict[str, np.ndarray],
                report: SyncReport) -> None:
         model = self.choice.model
+        batch: list[tuple[FileRow, list[StoredChunk], list[str]]] = []
         for item in pending:
             doc = item.doc
             # Identical pieces of one line share an id (as in the reference): keep one row each,
@@ -211,9 +230,10 @@ class Indexer:
             ]
             row = FileRow(doc.path, doc.source, doc.hash, doc.mtime_ms, doc.size, doc.bad_lines,
                           "\n".join(doc.warnings) or None)
-            store.replace_file(row, stored, [cjk_bigrams(c.text) for c in stored])
+            batch.append((row, stored, [cjk_bigrams(c.text) for c in stored]))
             report.files_indexed += 1
             report.chunks_written += len(stored)
+        store.replace_files(batch)
 
     def _flush(self, store: Store, pending: list[_Pending], report: SyncReport,
                progress_state: list[int], total_chunks: int) -> None:
@@ -234,35 +254,59 @@ class Indexer:
     # --------------------------------------------------------------- passes
 
     def index_files(self, store: Store, files: list[SourceFile], report: SyncReport,
-                    known: dict[str, FileRow] | None) -> None:
-        """Index ``files`` into ``store``; with ``known`` rows, skip what has not changed."""
+                    known: dict[str, FileRow] | None,
+                    skipped: dict[str, SkippedRow] | None = None) -> None:
+        """Index ``files`` into ``store``; with ``known`` rows, skip what has not changed.
+
+        A file that cannot be read or chunked, for whatever reason, is skipped with a warning
+        naming it and remembered in ``skipped_files`` with its stat, so status counts it and
+        the next sync does not read it again until it changes. ``skipped``: the files the
+        last sync skipped.
+        """
         to_do: list[_Pending] = []
+        touched: list[tuple[str, int, int]] = []
+        failed: list[SkippedRow] = []
+        n = len(files)
         for i, f in enumerate(files):
-            self.progress("scan", i + 1, len(files))
+            if i % 256 == 0 or i + 1 == n:
+                self.progress("scan", i + 1, n)
             row = known.get(f.path) if known else None
-            if row is not None:
-                try:
-                    st = f.abs_path.stat()
-                except OSError as e:
-                    report.warnings.append(f"{f.path}: cannot stat ({e.strerror or e})")
-                    continue
-                if not file_changed(row.mtime, row.size, st):
-                    report.files_unchanged += 1
-                    continue
+            if row is not None and not _changed(f, row.mtime, row.size):
+                report.files_unchanged += 1
+                continue
+            old_skip = skipped.get(f.path) if skipped else None
+            if old_skip is not None and not _changed(f, old_skip.mtime, old_skip.size,
+                                                     old_skip.ctime):
+                report.files_unchanged += 1
+                continue
             try:
                 doc = load(f)
-            except SourceError as e:
+                if row is not None and row.hash == doc.hash:
+                    touched.append((f.path, doc.mtime_ms, doc.size))
+                    report.files_touched += 1
+                    continue
+                pending = _Pending(doc, chunks_for(doc, self.config, self.provider))
+            except Exception as e:  # one bad file never stops the others (issue #13.6)
+                reason = str(e) if isinstance(e, SourceError) else (
+                    f"{display_path(f.path)}: skipped, {type(e).__name__}: {e}")
                 report.files_failed += 1
-                report.warnings.append(str(e))
+                report.warnings.append(reason)
+                failed.append(SkippedRow(f.path, f.source, f.mtime_ms, f.size, f.ctime_ms,
+                                         reason))
                 continue
             report.warnings.extend(doc.warnings)
             if doc.bad_lines:
                 report.warnings.append(f"{f.path}: {doc.bad_lines} malformed JSONL line(s) skipped")
-            if row is not None and row.hash == doc.hash:
-                store.touch_file(f.path, doc.mtime_ms, doc.size)
-                report.files_touched += 1
-                continue
-            to_do.append(_Pending(doc, chunks_for(doc, self.config, self.provider)))
+            to_do.append(pending)
+        if touched or failed:
+            store.begin()
+            try:
+                store.touch_files(touched)
+                store.set_skipped(failed)  # a file indexed before and unreadable now loses its rows
+                store.commit()
+            except BaseException:
+                store.rollback()
+                raise
         total_chunks = sum(len(p.chunks) for p in to_do)
         state = [0]
         group: list[_Pending] = []
@@ -293,28 +337,50 @@ class Indexer:
         listing = list_files(self.workspace, self.config)
         report.warnings.extend(listing.warnings)
         report.files_seen = len(listing.files)
+        guard_index_path(store_path, self.workspace, self.config)
         reason = "forced" if force else None
         old: Store | None = None
+        previous: dict[str, Any] | None = None
         if store_path.exists():
             try:
                 old = Store(store_path, self.config.store.busy_timeout_ms)
+            except IndexPathRefused:
+                raise
             except StoreError as e:
                 if "locked" in str(e):
                     raise
                 reason = reason or f"index unreadable, rebuilding ({e})"
-        if reason is None and old is not None:
-            reason = identity_diff(old.get_meta(),
-                                   index_identity(self.config, self.workspace, self.choice))
+        if old is not None:
+            try:
+                previous = old.get_meta()
+            except DatabaseError as e:
+                if not is_corruption(e):
+                    raise
+                old.damaged = str(e)
+            if reason is None and old.damaged:
+                reason = f"index damaged, rebuilding from the Markdown ({old.damaged})"
+            if reason is None:
+                reason = identity_diff(previous, index_identity(self.config, self.workspace,
+                                                                self.choice))
         elif reason is None:
             reason = "no index yet"
         if reason is None and old is not None:
             try:
                 self._incremental(old, listing.files, report)
+            except DatabaseError as e:  # damage found by the incremental: rebuild instead
+                if not is_corruption(e):
+                    raise
+                old.rollback()
+                reason = f"index damaged, rebuilding from the Markdown ({e})"
+                report = SyncReport(warnings=list(listing.warnings),
+                                    files_seen=len(listing.files))
             finally:
                 old.close()
-        else:
+        elif old is not None:
+            old.close()
+        if reason is not None:
             report.full, report.reason = True, reason
-            self._rebuild(store_path, old, listing.files, report)
+            self._rebuild(store_path, previous, listing.files, report)
         if self.provider is not None:
             self._refresh_vectors(store_path, report)
         report.duration_ms = (time.perf_counter() - t0) * 1000
@@ -339,14 +405,15 @@ class Indexer:
 
     def _incremental(self, store: Store, files: list[SourceFile], report: SyncReport) -> None:
         known = store.files()
-        self.index_files(store, files, report, known)
+        skipped = store.skipped()
+        self.index_files(store, files, report, known, skipped)
         present = {f.path for f in files}
         gone = [p for p in known if p not in present]
-        if gone:
+        gone_skipped = [p for p in skipped if p not in present]
+        if gone or gone_skipped:
             store.begin()
             try:
-                for path in gone:
-                    store.delete_file(path)
+                store.delete_files(gone + gone_skipped)
                 store.commit()
             except BaseException:
                 store.rollback()
@@ -358,18 +425,14 @@ class Indexer:
             store.set_meta({**previous, **self.meta(store, previous)})
             store.commit()
 
-    def _rebuild(self, target: Path, old: Store | None, files: list[SourceFile],
+    def _rebuild(self, target: Path, previous: dict[str, Any] | None, files: list[SourceFile],
                  report: SyncReport) -> None:
+        """Build the whole index aside (``<db>.tmp-<id>``), seeded with the old file's embedding
+        cache, then swap it in; ``previous``: the old meta (the generation continues from it)."""
         tmp = target.with_name(f"{target.name}.tmp-{uuid.uuid4().hex[:12]}")
         new = Store(tmp, self.config.store.busy_timeout_ms)
-        previous: dict[str, Any] | None = None
         try:
-            if old is not None:
-                try:
-                    previous = old.get_meta()
-                except StoreError:
-                    previous = None  # unreadable: the generation restarts from its file
-                old.close()
+            if target.exists():
                 new.seed_cache_from(target)
             self.index_files(new, files, report, None)
             new.begin()
@@ -377,12 +440,41 @@ class Indexer:
             new.cache_prune(self.config.store.cache_max_entries)
             new.commit()
             new.checkpoint()
+            new.close()
+            _swap(tmp, target)
         except BaseException:
             new.close()
             _remove_db(tmp)
             raise
-        new.close()
-        _swap(tmp, target)
+
+
+def guard_index_path(store_path: Path, workspace: Path, config: MemoryConfig) -> None:
+    """Refuse (:class:`IndexPathRefused`) an index path among the memory sources, or naming an
+    existing file that is not one of our indexes: only a file this project created is ever
+    opened, rebuilt or replaced (issue #13 item 2)."""
+    conflict = index_path_conflict(workspace, config, store_path)
+    if conflict:
+        raise IndexPathRefused(conflict)
+    check_index_file(store_path)
+
+
+def _changed(f: SourceFile, mtime: int, size: int, ctime: int | None = None) -> bool:
+    """Whether ``f`` differs from a recorded stat, using the stat the listing already made.
+
+    ``ctime`` (kept for skipped files) also catches a ``chmod``, which makes an unreadable file
+    readable without touching its mtime or size.
+    """
+    if f.size < 0:
+        try:
+            st = os.stat(f.abs)
+        except OSError:
+            return True
+        if ctime is not None and int(st.st_ctime * 1000) != ctime:
+            return True
+        return file_changed(mtime, size, st)
+    if ctime is not None and f.ctime_ms != ctime:
+        return True
+    return (f.mtime_ms, f.size) != (mtime, size)
 
 
 def _remove_db(path: Path) -> None:
@@ -408,6 +500,7 @@ def _swap(tmp: Path, target: Path) -> None:
         except FileNotFoundError:
             pass
     _remove_db_sidecars(tmp)
+    check_index_file(target)  # a file that appeared meanwhile and is not ours stays untouched
     os.replace(tmp, target)
 
 

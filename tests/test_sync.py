@@ -14,7 +14,7 @@ import pytest
 
 from memory_core import MemoryIndex
 from memory_core.promotion import recall_recorder, state_of
-from memory_core.store import Store, StoreError
+from memory_core.store import IndexPathRefused, Store, StoreError
 
 from .conftest import ROOT
 
@@ -147,14 +147,28 @@ def test_corrupt_index_is_rebuilt_and_markdown_untouched(demo_ws: Path) -> None:
     before = {p: p.read_bytes() for p in demo_ws.rglob("*.md")}
     for suffix in ("-wal", "-shm"):
         Path(f"{idx.store_path}{suffix}").unlink(missing_ok=True)
-    idx.store_path.write_bytes(b"this is not a database" * 100)
-    with pytest.raises(StoreError, match="corrupt"):
-        Store(idx.store_path)
+    data = bytearray(idx.store_path.read_bytes())
+    page = int.from_bytes(data[16:18], "big")
+    data[page:] = b"this is not a database" * ((len(data) - page) // 22) + b"x" * (
+        (len(data) - page) % 22)  # every page but the first (header and schema) destroyed
+    idx.store_path.write_bytes(bytes(data))
     with MemoryIndex.open(demo_ws, provider="none") as idx:
         report = idx.sync()
-        assert report.full and "unreadable" in report.reason
+        assert report.full and "damaged" in report.reason
         assert len(idx.chunks()) == n
     assert {p: p.read_bytes() for p in demo_ws.rglob("*.md")} == before
+
+
+def test_a_file_that_is_not_our_index_is_never_replaced(demo_ws: Path) -> None:
+    with MemoryIndex.open(demo_ws, provider="none") as idx:
+        path = idx.store_path
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"this is not a database" * 100)  # whatever it is, we did not write it
+    with pytest.raises(IndexPathRefused, match="not an index this project created"):
+        Store(path)
+    with MemoryIndex.open(demo_ws, provider="none") as idx, pytest.raises(IndexPathRefused):
+        idx.sync(force=True)
+    assert path.read_bytes() == b"this is not a database" * 100
 
 
 def test_locked_index_gives_a_clear_error(demo_ws: Path) -> None:
@@ -179,7 +193,8 @@ _KILL_SCRIPT = textwrap.dedent("""
     import sys, time
     from memory_core import MemoryIndex
     ws = sys.argv[1]
-    with MemoryIndex.open(ws, provider="none", overrides={"chunking": {"tokens": 60}}) as idx:
+    small = {"chunking": {"tokens": 60, "overlap": 10}}
+    with MemoryIndex.open(ws, provider="none", overrides=small) as idx:
         def progress(stage, done, total):
             if stage == "write" and done > 0:
                 print("WRITING", flush=True)
