@@ -39,6 +39,7 @@ from .status import (
     Status,
     TruncationInfo,
     VectorInfo,
+    multilingual_warning,
 )
 from .store import (
     ChunkRow,
@@ -442,6 +443,7 @@ class MemoryIndex:
                     rows = st.files()
                     skipped = st.skipped()
                     cache_entries = st.cache_count()
+                    language_sample = _sample_texts(st, list(rows))
                     damage = st.damaged or (st.check_integrity() if deep else None)
                 except DatabaseError as e:
                     if not is_corruption(e):
@@ -456,6 +458,9 @@ class MemoryIndex:
         except StoreError as e:
             return Status(**base, indexed=False, error=str(e), dirty=True)
         provider = meta.get("provider")
+        warn = multilingual_warning(provider, meta.get("model"), language_sample)
+        if warn:
+            base["warnings"].append(warn)
         identity = None
         if self._choice is not None:
             want = index_identity(cfg, self.workspace, self._choice)
@@ -503,6 +508,19 @@ class MemoryIndex:
         return TruncationInfo(True, int(limit), len(counts), over,
                               (over / len(counts)) if counts else 0.0,
                               float(np.mean(counts)) if counts else 0.0)
+
+
+def _sample_texts(store: Store, paths: Sequence[str], files: int = 24, per_file: int = 4
+                  ) -> list[str]:
+    """A few chunks of files spread over the index: enough to tell its main script, and cheap
+    on any index size (status is called often)."""
+    if not paths:
+        return []
+    step = max(1, len(paths) // files)
+    out: list[str] = []
+    for path in sorted(paths)[::step][:files]:
+        out.extend(r.text for r in store.chunks_for_path(path)[:per_file])
+    return out
 
 
 def _as_int(value: Any) -> int:
