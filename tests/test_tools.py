@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import random
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from memory_core import MemoryIndex
 from memory_core.tools import memory_get, memory_search
@@ -25,3 +30,111 @@ def test_memory_get_returns_errors(demo_ws: Path) -> None:
     assert memory_get(idx, "memory/2026-11-03.md", 1, 1)["text"] == "# 2026-11-03"
     bad = memory_get(idx, "../secrets.md")
     assert bad["disabled"] is True and bad["text"] == "" and "not a memory file" in bad["error"]
+
+
+# ------------------------------------------------------------------ issue #13 items 11 and 7
+
+
+@pytest.fixture
+def fts_index(demo_ws: Path) -> Iterator[MemoryIndex]:
+    """The demo workspace, keyword-only (no model), indexed."""
+    with MemoryIndex.open(demo_ws, provider="none") as idx:
+        idx.sync()
+        yield idx
+
+
+BAD_SEARCHES: list[tuple[tuple[object, ...], str]] = [
+    ((None,), "query required"),
+    ((123,), "query required"),
+    ((["cookie"],), "query required"),
+    (("   ",), "query required"),
+    (("cookie\x00",), "query must not contain NUL"),
+    (("cookie", "x"), "maxResults must be a number"),
+    (("cookie", True), "maxResults must be a number"),
+    (("cookie", float("nan")), "maxResults must be a finite number"),
+    (("cookie", None, "high"), "minScore must be a number"),
+    (("cookie", None, None, "wiki"), "corpus must be one of memory, sessions, all"),
+    (("cookie", None, None, 5), "corpus must be one of"),
+]
+
+
+@pytest.mark.parametrize(("args", "error"), BAD_SEARCHES,
+                         ids=[repr(a)[:40] for a, _ in BAD_SEARCHES])
+def test_memory_search_never_raises(fts_index: MemoryIndex, args: tuple[object, ...],
+                                    error: str) -> None:
+    out = memory_search(fts_index, *args)  # type: ignore[arg-type]
+    assert out["results"] == []
+    assert out["error"].startswith(error), out
+    assert "unavailable" not in out  # a bad argument, not a broken index
+    json.dumps(out)
+
+
+def test_numeric_strings_are_read_as_numbers(fts_index: MemoryIndex) -> None:
+    """As the reference's ``readNumberParam``: ``"5"`` is 5 (a model often quotes numbers)."""
+    as_int = memory_search(fts_index, "cookie", 2)
+    as_str = memory_search(fts_index, "cookie", " 2 ", "0")
+    assert len(as_int["results"]) == 2
+    assert as_str["results"] == as_int["results"]
+    assert len(memory_search(fts_index, "cookie", "1.9")["results"]) == 1  # truncated
+
+
+BAD_GETS: list[tuple[tuple[object, ...], str]] = [
+    (("MEMORY.md\x00",), "path must not contain NUL"),
+    (("MEMORY.md", "x"), "from must be a number"),
+    (("MEMORY.md", 1, "ten"), "lines must be a number"),
+    (("MEMORY.md", float("inf")), "from must be a finite number"),
+    (("MEMORY.md", [1]), "from must be a number"),
+    ((None,), "path required"),
+    ((42,), "path required"),
+    (("",), "path required"),
+    (("memory/\x00/../MEMORY.md",), "path must not contain NUL"),
+]
+
+
+@pytest.mark.parametrize(("args", "error"), BAD_GETS, ids=[repr(a)[:40] for a, _ in BAD_GETS])
+def test_memory_get_never_raises(demo_ws: Path, args: tuple[object, ...], error: str) -> None:
+    idx = MemoryIndex.open(demo_ws, provider="none")
+    out = memory_get(idx, *args)  # type: ignore[arg-type]
+    assert out["disabled"] is True and out["text"] == ""
+    assert out["error"].startswith(error), out
+    assert out["path"] == (args[0] if isinstance(args[0], str) else "")
+    json.dumps(out)
+
+
+def test_memory_get_reads_numeric_strings(demo_ws: Path) -> None:
+    idx = MemoryIndex.open(demo_ws, provider="none")
+    assert memory_get(idx, "memory/2026-11-03.md", "1", "1.7") == \
+        memory_get(idx, "memory/2026-11-03.md", 1, 1)
+
+
+def _damage(db: Path) -> None:
+    """Random bytes over the middle third of the file's pages (header page kept)."""
+    data = bytearray(db.read_bytes())
+    page = int.from_bytes(data[16:18], "big") or 65536
+    pages = len(data) // page
+    rnd = random.Random(13)
+    for n in range(max(1, pages // 3), max(2, 2 * pages // 3)):
+        data[n * page:(n + 1) * page] = rnd.randbytes(page)
+    db.write_bytes(bytes(data))
+
+
+def test_damaged_index_is_unavailable_never_an_empty_success(demo_ws: Path) -> None:
+    """Item 7, the tool's side: with random pages in the index, search used to answer
+    ``{"results": []}``. When it cannot rebuild now (a live index never syncs on search), the
+    result says ``unavailable`` and why; when it can, it answers from the rebuilt index."""
+    with MemoryIndex.open(demo_ws, provider="none") as idx:
+        idx.sync()
+        healthy = memory_search(idx, "cookie", record=False)["results"]
+        db = idx.store_path
+    assert healthy
+    _damage(db)
+    with MemoryIndex.open(demo_ws, provider="none") as idx:
+        idx.auto_sync = False
+        out = memory_search(idx, "cookie", record=False)
+    assert out["results"] == [] and out["unavailable"] is True and out["disabled"] is True
+    assert "damaged" in out["error"] and "memory-core index" in out["action"]
+    json.dumps(out)
+    with MemoryIndex.open(demo_ws, provider="none") as idx:
+        again = memory_search(idx, "cookie", record=False)
+    assert again.get("unavailable") or [r["path"] for r in again["results"]] == \
+        [r["path"] for r in healthy]
