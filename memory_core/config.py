@@ -67,6 +67,10 @@ class SourcesConfig:
     extra_paths: list[ExtraPath] = field(default_factory=list)
     sessions_dir: str = "sessions"
     follow_symlinks: bool = False
+    #: An OpenClaw agent id: ``sessions_dir`` is then that agent's sessions folder, listed as the
+    #: reference lists it (flat; primary transcripts and ``.reset.``/``.deleted.`` archives) and
+    #: cited ``sessions/<agent>/<file>`` (spec §2.2). ``None``: a workspace's own folder.
+    sessions_agent: str | None = None
 
 
 @dataclass
@@ -291,6 +295,7 @@ class _SourcesModel(BaseModel):
     extra_paths: list[_ExtraPathModel] = []
     sessions_dir: _NonEmpty = "sessions"
     follow_symlinks: bool = False
+    sessions_agent: _NonEmpty | None = None
 
     @field_validator("extra_paths", mode="before")
     @classmethod
@@ -554,13 +559,18 @@ def _merge(obj: Any, data: dict[str, Any]) -> Any:
     return replace(obj, **changes)
 
 
-def load_config(workspace: Path, overrides: dict[str, Any] | None = None) -> MemoryConfig:
-    """Defaults, then ``memory-workbench.toml`` in the workspace, then ``overrides``.
+def load_config(workspace: Path, overrides: dict[str, Any] | None = None, *,
+                base: dict[str, Any] | None = None, base_source: str = "base") -> MemoryConfig:
+    """Defaults, then ``base`` (an OpenClaw home's ``openclaw.json`` settings, named
+    ``base_source`` in errors), then ``memory-workbench.toml`` in the workspace, then
+    ``overrides``.
 
     Every value is validated on the way in (:class:`ConfigError`, one line, on the first source
     that has a problem), so nothing downstream meets a string where it expects a number.
     """
     cfg = MemoryConfig()
+    if base:
+        cfg = _merge(cfg, _validated(base, base_source))
     f = workspace / CONFIG_FILE
     source = "overrides"
     if f.is_file():

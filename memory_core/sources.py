@@ -420,10 +420,65 @@ def list_files(workspace: Path, config: MemoryConfig) -> Listing:
     if "sessions" in config.sources.sources:
         sdir = os.path.expanduser(config.sources.sessions_dir)
         sdir = os.path.normpath(sdir if os.path.isabs(sdir) else os.path.join(ws, sdir))
-        if os.path.isdir(sdir):
+        if config.sources.sessions_agent:
+            found.extend(list_agent_sessions(sdir, config.sources.sessions_agent, w.seen))
+        elif os.path.isdir(sdir):
             walk_root(sdir, "sessions", "session", _is_session_name)
     found.sort(key=lambda f: (f.source, f.path))
     return Listing(found, warnings, w.unlisted)
+
+
+#: ``YYYY-MM-DDTHH-MM-SS[.mmm]Z``: the time stamp of a transcript archive's name (the reference's
+#: ``ARCHIVE_TIMESTAMP_RE``, ``src/config/sessions/artifacts.ts``).
+_ARCHIVE_STAMP_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d{3})?Z$")
+_CHECKPOINT_RE = re.compile(r"^(.+)\.checkpoint\.([0-9a-f]{8}-[0-9a-f]{4}-[1-5][0-9a-f]{3}-"
+                            r"[89ab][0-9a-f]{3}-[0-9a-f]{12})\.jsonl$", re.I)
+
+
+def _archive_suffix(name: str, reason: str) -> bool:
+    marker = f".{reason}."
+    i = name.rfind(marker)
+    return i >= 0 and _ARCHIVE_STAMP_RE.match(name[i + len(marker):]) is not None
+
+
+def is_agent_transcript_name(name: str) -> bool:
+    """The reference's ``isUsageCountedSessionTranscriptFileName``: a primary transcript
+    ``<id>.jsonl`` (not ``sessions.json``, a ``.trajectory.jsonl``, a compaction checkpoint or
+    an archive), or a ``.reset.<stamp>`` / ``.deleted.<stamp>`` archive."""
+    primary = (name != "sessions.json" and name.endswith(".jsonl")
+               and not name.endswith(".trajectory.jsonl") and not _CHECKPOINT_RE.match(name)
+               and not re.match(r"^sessions\.json\.bak\.\d+$", name)
+               and not any(_archive_suffix(name, r) for r in ("deleted", "reset", "bak")))
+    return primary or _archive_suffix(name, "reset") or _archive_suffix(name, "deleted")
+
+
+def list_agent_sessions(sessions_dir: str, agent: str, seen: set[str] | None = None
+                        ) -> list[SourceFile]:
+    """An OpenClaw agent's transcripts as ``listSessionFilesForAgent`` lists them (spec §2.2):
+    the regular files (not symlinks, no recursion) of its sessions folder whose names
+    :func:`is_agent_transcript_name` admits, cited ``sessions/<agent>/<file>``. A missing or
+    unreadable folder lists nothing, as in the reference."""
+    out: list[SourceFile] = []
+    try:
+        entries = sorted(os.scandir(sessions_dir), key=lambda e: e.name)
+    except OSError:
+        return out
+    for e in entries:
+        try:
+            if e.is_symlink() or not e.is_file() or not is_agent_transcript_name(e.name):
+                continue
+            if not _is_text_name(e.name):
+                continue
+            st = e.stat()
+        except OSError:
+            continue
+        real = os.path.realpath(e.path)
+        if seen is not None:
+            if real in seen:
+                continue
+            seen.add(real)
+        out.append(_source_file(f"sessions/{agent}/{e.name}", e.path, "sessions", "session", st))
+    return out
 
 
 def _read_bytes(f: SourceFile) -> tuple[bytes, os.stat_result]:

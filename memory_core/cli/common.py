@@ -54,8 +54,18 @@ def open_index(args: argparse.Namespace) -> MemoryIndex:
     db = getattr(args, "db", None)
     if db:
         overrides["store"] = {"path": db}
-    idx = MemoryIndex.open(args.workspace, profile=getattr(args, "profile", None),
-                           provider=getattr(args, "provider", None), overrides=overrides)
+    home = getattr(args, "openclaw_home", None)
+    if home:
+        from ..openclaw import open_home  # feature package: only when a home is asked for
+
+        oc = open_home(home, getattr(args, "agent", None))
+        idx = oc.open_index(profile=getattr(args, "profile", None),
+                            provider=getattr(args, "provider", None), overrides=overrides)
+    elif not getattr(args, "workspace", None):
+        raise CliError("give --workspace DIR (or --openclaw-home DIR [--agent ID])")
+    else:
+        idx = MemoryIndex.open(args.workspace, profile=getattr(args, "profile", None),
+                               provider=getattr(args, "provider", None), overrides=overrides)
     try:
         check_index_path(idx.store_path, "--db" if db else "[store] path")
     except CliError:
@@ -83,8 +93,15 @@ def open_backend_for(idx: MemoryIndex, args: argparse.Namespace) -> Any:
 
 
 def add_workspace_args(p: argparse.ArgumentParser, profile: bool = True) -> None:
-    """Add ``--workspace``, ``--json``, ``--provider``, ``--db`` (and ``--profile``) to ``p``."""
-    p.add_argument("--workspace", "-w", required=True, help="the agent workspace folder")
+    """Add ``--workspace`` (or ``--openclaw-home`` with ``--agent``), ``--json``,
+    ``--provider``, ``--db`` (and ``--profile``) to ``p``."""
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--workspace", "-w", help="the agent workspace folder")
+    where.add_argument("--openclaw-home", metavar="DIR",
+                       help="an OpenClaw home (~/.openclaw): its agent's workspace, sessions "
+                       "and openclaw.json settings")
+    p.add_argument("--agent", metavar="ID",
+                   help="with --openclaw-home: the agent (default: the home's default, main)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--provider", help="embedding provider: local, e5, openai, ollama, lmstudio, "
                    "none (keyword-only)")

@@ -21,7 +21,7 @@ from ..embeddings import EmbeddingError
 from ..index import WorkspaceError
 from ..reading import PathRefused
 from ..store import StoreError
-from . import evaluate, index_search, mcp, promote, watch
+from . import evaluate, index_search, mcp, promote, queries, watch
 from .common import EXIT_USAGE, CliError, DeferredParser
 
 #: Exit code after the reader of stdout went away (128 + SIGPIPE, as a shell reports it).
@@ -34,6 +34,7 @@ COMMANDS: tuple[Callable[[Any], None], ...] = (
     promote.register,       # promote, replay
     mcp.register,           # mcp (MCP server, live)
     watch.register,         # watch (follow the files, sync)
+    queries.register,       # queries (an agent's real memory_search calls)
 )
 
 

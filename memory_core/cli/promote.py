@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .common import CliError, add_workspace_args, dump_json, open_index
@@ -225,9 +226,38 @@ def _print_explain(info: dict[str, Any]) -> None:
     print(f"  snippet: {e['snippet'][:400]}")
 
 
+def _replay_sessions(args: argparse.Namespace) -> int:
+    """``replay --from-sessions``: recalls from the agent's real memory_search results."""
+    from .. import promotion as pr
+    from ..openclaw import mine_queries, open_home, transcripts_of_home, transcripts_of_workspace
+
+    if args.openclaw_home:
+        home = open_home(args.openclaw_home, args.agent)
+        files = transcripts_of_home(home.sessions_dir, home.agent)
+    else:
+        files = transcripts_of_workspace(Path(args.workspace).expanduser())
+    # recorded when the tool answered (the reference records at the end of the call)
+    calls = sorted(((q.query, q.result_at or q.at, q.results_then) for q in mine_queries(files)),
+                   key=lambda c: (c[1] is None, c[1] or 0))
+    with open_index(args) as idx:
+        rep = pr.replay_tool_results(idx, calls, now=_now(args), reset=args.reset)
+    if args.json:
+        dump_json(rep.to_dict())
+        return 0
+    print(f"Replayed {rep.answered} of {rep.calls} memory_search calls from {len(files)} "
+          f"transcripts: {rep.recalls_recorded} recalls recorded.")
+    print(f"{rep.entries} tracked entries; {rep.candidates} pass the default gates "
+          "(see: memory-core promote).")
+    return 0
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     from .. import promotion as pr
 
+    if args.from_sessions:
+        return _replay_sessions(args)
+    if not args.queries:
+        raise CliError("give --queries FILE (a query log) or --from-sessions")
     try:
         log = pr.load_query_log(args.queries)
     except OSError as e:
@@ -297,7 +327,11 @@ def register(subparsers: Any) -> None:
     r = subparsers.add_parser(
         "replay", help="seed recall signals from a JSONL query log over simulated days")
     add_workspace_args(r)
-    r.add_argument("--queries", required=True, help="JSONL with a 'query' field per line")
+    src = r.add_mutually_exclusive_group(required=True)
+    src.add_argument("--queries", help="JSONL with a 'query' field per line")
+    src.add_argument("--from-sessions", action="store_true",
+                     help="record the agent's real memory_search results from its transcripts "
+                     "(at their own times), as the reference records them")
     r.add_argument("--days", type=int, default=7, help="simulated days ending today (default 7)")
     r.add_argument("--mode", choices=["spread", "repeat"], default="spread",
                    help="spread: the log once, cut into one slice per day (default); "

@@ -92,14 +92,17 @@ from .signals import (
     recall_recorder,
     record_search,
     record_signals,
+    record_tool_results,
 )
 from .simulation import (
     ImpactReport,
     QueryImpact,
     ReplayReport,
+    SessionReplayReport,
     impact_preview,
     load_query_log,
     replay,
+    replay_tool_results,
 )
 from .state import STATE_FILE, StateStore, open_state, state_of, state_path
 
@@ -145,6 +148,7 @@ __all__ = [
     "Relocation",
     "ReplayReport",
     "Score",
+    "SessionReplayReport",
     "Signal",
     "StateStore",
     "UndoResult",
@@ -177,8 +181,10 @@ __all__ = [
     "recall_recorder",
     "record_search",
     "record_signals",
+    "record_tool_results",
     "relocate",
     "replay",
+    "replay_tool_results",
     "score_entry",
     "state_of",
     "state_path",

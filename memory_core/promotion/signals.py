@@ -290,3 +290,72 @@ def ingest_daily(index: MemoryIndex, *, now: Now = None, lookback_days: int = DA
             with st.transaction():
                 st.daily_ingestion_set(rel, mtime, size, today)
     return report
+
+
+# --------------------------------------------------------------------------- tool results
+
+
+def _merge_distinct(items: list[str], item: str, cap: int) -> list[str]:
+    """``mergeRecentDistinct`` / ``mergeQueryHashes``: keep order, append ``item`` if new, keep
+    the last ``cap``."""
+    out = list(dict.fromkeys(x for x in items if x))
+    if item and item not in out:
+        out.append(item)
+    return out[-cap:]
+
+
+def record_tool_results_into(st: StateStore, query: str, results: Sequence[dict[str, Any]], *,
+                             now: Now = None) -> int:
+    """Record one ``memory_search`` call's results exactly as the reference's tool records
+    them when they happen (``recordShortTermRecalls``, spec §6.2); return how many were counted.
+
+    ``results`` are the tool's results (``{path, startLine, endLine, score, snippet, source}``,
+    citation removed). Only ``source == "memory"`` results on short-term paths count; empty or
+    contaminated snippets are skipped. Per result, in order (a chunk returned twice counts
+    twice): ``recallCount += 1``, ``totalScore += clamp01(score)``, ``maxScore = max``, the
+    query hash appended if new (last 32 kept), the day appended if new (last 16), concept tags
+    re-derived, ``firstRecalledAt`` kept, ``lastRecalledAt = now``. The key is
+    ``memory:<path>:<start>:<end>`` of the result as it was returned then.
+    """
+    q = query.strip()
+    if not q:
+        return 0
+    at = now_ms(now)
+    day = day_of(at)
+    qh = query_hash(q)
+    n = 0
+    with st.transaction():
+        for r in results:
+            path = str(r.get("path", "")).replace("\\", "/").removeprefix("./")
+            if r.get("source", "memory") != "memory" or not is_short_term_path(path):
+                continue
+            snip = collapse(str(r.get("snippet") or ""))
+            if not snip or is_contaminated(snip):
+                continue
+            start = max(1, int(r.get("startLine", 1)))
+            end = max(1, int(r.get("endLine", start)))
+            score = float(r.get("score") or 0.0)
+            key = recall_key(path, start, end)
+            row = st.recall_entry(key)
+            e = RecallEntry.from_row(row) if row else RecallEntry(
+                key, path, start, end, snip, first_recalled_at=at, last_recalled_at=at)
+            e.recall_count += 1
+            e.total_score += clamp01(score)
+            e.max_score = max(e.max_score, score)
+            e.snippet = snip
+            e.start_line, e.end_line = start, end
+            e.query_hashes = _merge_distinct(e.query_hashes, qh, MAX_QUERY_HASHES)
+            e.recall_days = _merge_distinct(e.recall_days, day, MAX_RECALL_DAYS)
+            e.concept_tags = derive_concept_tags(path, snip) or e.concept_tags
+            e.last_recalled_at = at
+            st.recall_put(e.to_row())
+            st.recall_event_add(key, "recall", qh, q[:200], day, clamp01(score), at)
+            n += 1
+    return n
+
+
+def record_tool_results(index: MemoryIndex, query: str, results: Sequence[dict[str, Any]], *,
+                        now: Now = None) -> int:
+    """:func:`record_tool_results_into` on ``index``'s workspace state store."""
+    with state_of(index) as st:
+        return record_tool_results_into(st, query, results, now=now)

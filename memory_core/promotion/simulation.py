@@ -24,7 +24,7 @@ from ..index import MemoryIndex
 from .model import MEMORY_FILE, Now, now_ms
 from .plan import ApplyPlan, preview_apply
 from .scoring import PromotionCandidate, list_candidates
-from .signals import ingest_daily, record_search
+from .signals import ingest_daily, record_search, record_tool_results_into
 from .state import state_of
 
 if TYPE_CHECKING:
@@ -252,3 +252,53 @@ def load_query_log(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
             raise ValueError(f"{p}:{line.line}: expected an object with a string 'query'")
         out.append(rec)
     return out
+
+
+@dataclass
+class SessionReplayReport:
+    """What replaying an agent's real tool results recorded (``replay --from-sessions``)."""
+
+    calls: int
+    answered: int
+    recalls_recorded: int
+    entries: int
+    candidates: int
+    first_at: int | None
+    last_at: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        from .model import iso
+
+        return {"calls": self.calls, "answered": self.answered,
+                "recallsRecorded": self.recalls_recorded, "entries": self.entries,
+                "candidates": self.candidates, "firstAt": iso(self.first_at),
+                "lastAt": iso(self.last_at)}
+
+
+def replay_tool_results(index: MemoryIndex,
+                        calls: Sequence[tuple[str, int | None, Sequence[dict[str, Any]] | None]],
+                        *, now: Now = None, reset: bool = False) -> SessionReplayReport:
+    """Record recalls from what the agent really got: each ``(query, at, results)`` of its
+    ``memory_search`` calls, in order, at its own time (``now`` for a call without one), as
+    the reference's tool records them when they happen (:func:`record_tool_results_into`).
+    Nothing is searched: the results are those of the transcripts. ``results`` ``None`` (a
+    call without a result in the transcript) records nothing.
+    """
+    at_default = now_ms(now)
+    recorded = answered = 0
+    times: list[int] = []
+    with state_of(index) as st:
+        if reset:
+            with st.transaction():
+                st.recall_clear()
+        for query, at, results in calls:
+            if results is None:
+                continue
+            answered += 1
+            when = at if at is not None else at_default
+            times.append(when)
+            recorded += record_tool_results_into(st, query, results, now=when)
+        entries = len(st.recall_entries())
+    cands = [c for c in list_candidates(index, now=now, check_duplicates_of="none") if c.passed]
+    return SessionReplayReport(len(calls), answered, recorded, entries, len(cands),
+                               min(times) if times else None, max(times) if times else None)

@@ -1,0 +1,62 @@
+"""``memory-core queries``: the agent's real ``memory_search`` calls, from its transcripts.
+
+``--openclaw-home DIR [--agent ID]`` reads ``<home>/agents/<id>/sessions/`` as OpenClaw lists
+it; ``-w W`` a bare workspace's ``sessions/`` folder. Prints one JSON object per call (JSONL):
+``{qid, query, at, session, line, args, results_then}``; without ``--json``, a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from .common import CliError
+
+
+def cmd_queries(args: argparse.Namespace) -> int:
+    from ..openclaw import (
+        mine_queries,
+        open_home,
+        transcripts_of_home,
+        transcripts_of_workspace,
+        zero_result_rate,
+    )
+
+    if args.openclaw_home:
+        home = open_home(args.openclaw_home, args.agent)
+        files = transcripts_of_home(home.sessions_dir, home.agent)
+    else:
+        ws = Path(args.workspace).expanduser()
+        if not ws.is_dir():
+            raise CliError(f"workspace {args.workspace} is not a folder")
+        files = transcripts_of_workspace(ws)
+    queries = mine_queries(files)
+    if args.json:
+        for q in queries:
+            sys.stdout.write(json.dumps(q.to_dict(), ensure_ascii=False) + "\n")
+        return 0
+    for q in queries:
+        n = "—" if q.results_then is None else str(len(q.results_then))
+        print(f"{(q.to_dict()['at'] or '')[:19]:19}  {n:>2} results  {q.query}")
+        print(f"{'':19}  {q.session}:{q.line}")
+    rate = zero_result_rate(queries)
+    summary: dict[str, Any] = {"calls": len(queries), "transcripts": len(files)}
+    if rate is not None:
+        summary["zeroResultRate"] = round(rate, 3)
+    print(", ".join(f"{k} {v}" for k, v in summary.items()), file=sys.stderr)
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add ``queries`` to the ``memory-core`` parser."""
+    p = subparsers.add_parser(
+        "queries", help="the agent's real memory_search calls and what they returned")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--workspace", "-w", help="a workspace with a sessions/ folder")
+    where.add_argument("--openclaw-home", metavar="DIR", help="an OpenClaw home (~/.openclaw)")
+    p.add_argument("--agent", metavar="ID", help="the agent (default: the home's default, main)")
+    p.add_argument("--json", action="store_true", help="one JSON object per call (JSONL)")
+    p.set_defaults(func=cmd_queries)

@@ -1,0 +1,42 @@
+"""OpenClaw homes: an agent's own workspace, settings, transcripts and real queries (issue #12).
+
+* :mod:`.home`: :func:`open_home` resolves an agent of a home (``openclaw.json``, workspace,
+  ``agents/<id>/sessions``) and opens its index with the home's settings, each with provenance;
+* :mod:`.config`: ``openclaw.json`` (JSON5) and the mapping of ``agents.defaults.memorySearch``
+  (2026.5) / ``memory.search`` (2026.8+) to :class:`memory_core.config.MemoryConfig`;
+* :mod:`.queries`: the agent's ``memory_search`` calls paired with their results;
+* :mod:`.export`: tuned settings written back into ``openclaw.json`` (smallest change, backup).
+
+A feature package above :class:`memory_core.MemoryIndex`: the engine never imports it.
+"""
+
+from .config import OpenClawConfigError, read_openclaw_json
+from .export import ExportPlan, apply_export, plan_export
+from .home import OpenClawHome, OpenClawHomeError, SettingRow, is_openclaw_home, open_home
+from .queries import (
+    RealQuery,
+    mine_queries,
+    mine_transcript,
+    transcripts_of_home,
+    transcripts_of_workspace,
+    zero_result_rate,
+)
+
+__all__ = [
+    "ExportPlan",
+    "OpenClawConfigError",
+    "OpenClawHome",
+    "OpenClawHomeError",
+    "RealQuery",
+    "SettingRow",
+    "apply_export",
+    "is_openclaw_home",
+    "mine_queries",
+    "mine_transcript",
+    "open_home",
+    "plan_export",
+    "read_openclaw_json",
+    "transcripts_of_home",
+    "transcripts_of_workspace",
+    "zero_result_rate",
+]

@@ -1,0 +1,295 @@
+"""Writing tuned settings back into ``openclaw.json``, on request only.
+
+The file is the user's, written by hand with comments, so the change must be the smallest one:
+each setting that differs is replaced *in place* (only the characters of its value change);
+a setting the file does not have yet is inserted into the innermost object that exists on its
+path (``agents.defaults.memorySearch`` or ``memory.search``, whichever the file uses), in that
+object's indentation. Comments and everything else stay byte for byte. When a value cannot be
+placed that way (the block does not exist at all, or the file is written so that the value's
+extent is unclear), :func:`plan_export` says so and gives the patch it would need;
+:func:`apply_export` then refuses to rewrite the file. A backup of the previous bytes is kept
+next to it (``openclaw.json.bak-<UTC time>``) and the write is atomic.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import json5
+
+from ..common.fileio import atomic_write
+from ..config import SearchSettings
+from .config import OpenClawConfigError
+
+#: Our search setting → its path under a memory-search block.
+EXPORTED: dict[str, tuple[str, ...]] = {
+    "max_results": ("query", "maxResults"),
+    "min_score": ("query", "minScore"),
+    "vector_weight": ("query", "hybrid", "vectorWeight"),
+    "text_weight": ("query", "hybrid", "textWeight"),
+    "candidate_multiplier": ("query", "hybrid", "candidateMultiplier"),
+    "mmr_enabled": ("query", "hybrid", "mmr", "enabled"),
+    "mmr_lambda": ("query", "hybrid", "mmr", "lambda"),
+    "decay_enabled": ("query", "hybrid", "temporalDecay", "enabled"),
+    "half_life_days": ("query", "hybrid", "temporalDecay", "halfLifeDays"),
+}
+
+
+@dataclass
+class ExportPlan:
+    """What an export would write: the new text, its diff, and whether it is safe."""
+
+    path: Path
+    old_text: str
+    new_text: str
+    changes: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+
+    @property
+    def diff(self) -> str:
+        return "".join(difflib.unified_diff(
+            self.old_text.splitlines(keepends=True), self.new_text.splitlines(keepends=True),
+            f"a/{self.path.name}", f"b/{self.path.name}"))
+
+    @property
+    def ok(self) -> bool:
+        return not self.refused
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": str(self.path), "changes": self.changes, "refused": self.refused,
+                "diff": self.diff, "ok": self.ok}
+
+
+# ----------------------------------------------------------------- a minimal JSON5 scanner
+#
+# Enough of JSON5's grammar to find where each key's value starts and ends: strings (both
+# quotes, escapes), comments (// and /* */), nested objects and arrays. Positions are offsets
+# in the original text, so an edit replaces exactly the value's characters.
+
+_KEY_RE = re.compile(r"""\s*(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'|([A-Za-z_$][\w$]*))\s*:""")
+
+
+def _skip_ws(text: str, i: int) -> int:
+    n = len(text)
+    while i < n:
+        if text[i].isspace():
+            i += 1
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j + 1
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            if j < 0:
+                raise OpenClawConfigError("unterminated comment")
+            i = j + 2
+        else:
+            break
+    return i
+
+
+def _value_end(text: str, i: int) -> int:
+    """Offset just after the JSON5 value starting at ``i``."""
+    c = text[i]
+    if c in "\"'":
+        j = i + 1
+        while j < len(text):
+            if text[j] == "\\":
+                j += 2
+                continue
+            if text[j] == c:
+                return j + 1
+            j += 1
+        raise OpenClawConfigError("unterminated string")
+    if c in "{[":
+        close = "}" if c == "{" else "]"
+        j = _skip_ws(text, i + 1)
+        while text[j] != close:
+            if c == "{":
+                m = _KEY_RE.match(text, j)
+                if not m:
+                    raise OpenClawConfigError(f"cannot read a key at offset {j}")
+                j = _skip_ws(text, m.end())
+            j = _skip_ws(text, _value_end(text, j))
+            if text[j] == ",":
+                j = _skip_ws(text, j + 1)
+        return j + 1
+    m = re.compile(r"[^,\s\]}/]+").match(text, i)
+    if not m:
+        raise OpenClawConfigError(f"cannot read a value at offset {i}")
+    return m.end()
+
+
+def _members(text: str, start: int) -> dict[str, tuple[int, int]]:
+    """An object's keys → (value start, value end); ``start`` is the offset of its ``{``."""
+    out: dict[str, tuple[int, int]] = {}
+    j = _skip_ws(text, start + 1)
+    while text[j] != "}":
+        m = _KEY_RE.match(text, j)
+        if not m:
+            raise OpenClawConfigError(f"cannot read a key at offset {j}")
+        key = next(g for g in m.groups() if g is not None)
+        vs = _skip_ws(text, m.end())
+        ve = _value_end(text, vs)
+        out[key] = (vs, ve)
+        j = _skip_ws(text, ve)
+        if text[j] == ",":
+            j = _skip_ws(text, j + 1)
+    return out
+
+
+def _find(text: str, path: tuple[str, ...]) -> tuple[tuple[int, int] | None, int, int]:
+    """Where the value at ``path`` is; else the deepest existing object on the path
+    (its ``{`` offset) and how many path keys it covers."""
+    root = _skip_ws(text, 0)
+    if text[root] != "{":
+        raise OpenClawConfigError("the top level is not an object")
+    obj, depth = root, 0
+    for k, key in enumerate(path):
+        members = _members(text, obj)
+        if key not in members:
+            return None, obj, depth
+        vs, ve = members[key]
+        if k == len(path) - 1:
+            return (vs, ve), obj, depth
+        if text[vs] != "{":
+            return None, -1, depth
+        obj, depth = vs, k + 1
+    return None, obj, depth
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(round(value, 6))
+    return json.dumps(value)
+
+
+def _nested(keys: tuple[str, ...], value: Any, indent: str, step: str) -> str:
+    if len(keys) == 1:
+        return f"{keys[0]}: {_literal(value)}"
+    inner = _nested(keys[1:], value, indent + step, step)
+    return f"{keys[0]}: {{\n{indent}{step}{inner},\n{indent}}}"
+
+
+def _insert(text: str, obj: int, keys: tuple[str, ...], value: Any) -> str:
+    """Insert ``keys: value`` as the first member of the object at ``obj``, in its style."""
+    line_start = text.rfind("\n", 0, obj) + 1
+    base = re.match(r"[ \t]*", text[line_start:]).group(0)
+    members = _members(text, obj)
+    step = "  "
+    if members:
+        first = min(vs for vs, _ in members.values())
+        key_line = text.rfind("\n", 0, first) + 1
+        member_indent = re.match(r"[ \t]*", text[key_line:]).group(0)
+        if len(member_indent) > len(base):
+            step = member_indent[len(base):]
+    indent = base + step
+    entry = _nested(keys, value, indent, step)
+    after = obj + 1
+    return text[:after] + f"\n{indent}{entry}," + text[after:]
+
+
+def plan_export(path: Path, settings: SearchSettings, *, agent_index: int | None = None,
+                only: list[str] | None = None) -> ExportPlan:
+    """Plan writing ``settings`` (the keys of :data:`EXPORTED`, or ``only`` those) into the
+    memory-search block of ``openclaw.json`` at ``path``: the agent's own block when
+    ``agent_index`` names its ``agents.list`` entry and it has one, else ``memory.search`` if the
+    file uses it, else ``agents.defaults.memorySearch``. Values already equal are left alone."""
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    text = old if old.strip() else "{\n}\n"
+    try:
+        current = json5.loads(text)
+    except ValueError as e:
+        raise OpenClawConfigError(f"{path}: not valid JSON5 ({e})") from e
+    roots: list[tuple[str, ...]] = []
+    if agent_index is not None:
+        entry = (current.get("agents", {}).get("list") or [None] * (agent_index + 1))
+        block = entry[agent_index] if agent_index < len(entry) else None
+        if isinstance(block, dict) and isinstance(block.get("memorySearch"), dict):
+            roots.append(("agents", "list", str(agent_index), "memorySearch"))
+    if isinstance(current.get("memory"), dict) and isinstance(current["memory"].get("search"),
+                                                              dict):
+        roots.append(("memory", "search"))
+    roots.append(("agents", "defaults", "memorySearch"))
+    root = roots[0]
+    plan = ExportPlan(path, old, text)
+    for name, sub in EXPORTED.items():
+        if only is not None and name not in only:
+            continue
+        value = getattr(settings, name)
+        keys = root + sub
+        if "list" in root:
+            plan.refused.append(f"{'.'.join(keys)}: per-agent blocks inside agents.list are "
+                                "not edited in place; apply the patch by hand")
+            continue
+        have = _dig(current, keys)
+        if have is not None and _same(have, value):
+            continue
+        try:
+            found, obj, depth = _find(plan.new_text, keys)
+        except OpenClawConfigError as e:
+            plan.refused.append(f"{'.'.join(keys)}: {e}")
+            continue
+        if found:
+            vs, ve = found
+            plan.new_text = plan.new_text[:vs] + _literal(value) + plan.new_text[ve:]
+        elif obj >= 0:
+            plan.new_text = _insert(plan.new_text, obj, keys[depth:], value)
+        else:
+            plan.refused.append(f"{'.'.join(keys)}: a value on the way is not an object")
+            continue
+        plan.changes.append(f"{'.'.join(keys)} = {_literal(value)}"
+                            + (f" (was {_literal(have)})" if have is not None else " (new)"))
+    try:
+        after = json5.loads(plan.new_text)
+    except ValueError as e:
+        plan.refused.append(f"the edited file would not parse ({e})")
+        return plan
+    for name, sub in EXPORTED.items():  # every value must read back as written
+        if (only is None or name in only) and "list" not in root and not _same(
+                _dig(after, (*root, *sub)), getattr(settings, name)):
+            plan.refused.append(f"{'.'.join((*root, *sub))} does not read back as written")
+    return plan
+
+
+def _dig(data: Any, keys: tuple[str, ...]) -> Any:
+    for k in keys:
+        if isinstance(data, list) and k.isdigit() and int(k) < len(data):
+            data = data[int(k)]
+        elif isinstance(data, dict):
+            data = data.get(k)
+        else:
+            return None
+    return data
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return abs(float(a) - float(b)) < 1e-9
+    return bool(a == b)
+
+
+def apply_export(plan: ExportPlan) -> Path | None:
+    """Write ``plan`` (backup first, atomic write); refuse (``OpenClawConfigError`` with the
+    reasons; the patch is in ``plan.diff``) when it is not safe. Returns the backup path, or
+    ``None`` when there was nothing to change or no previous file."""
+    if not plan.ok:
+        raise OpenClawConfigError("not rewriting openclaw.json: " + "; ".join(plan.refused))
+    if not plan.changes:
+        return None
+    backup = None
+    if plan.path.exists():
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        backup = plan.path.with_name(f"{plan.path.name}.bak-{stamp}")
+        backup.write_bytes(plan.path.read_bytes())
+    atomic_write(plan.path, plan.new_text.encode("utf-8"))
+    return backup
