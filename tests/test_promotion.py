@@ -106,7 +106,9 @@ def test_short_term_paths_and_contamination() -> None:
     assert not pr.is_short_term_path("memory/dreaming/deep/2026-11-20.md")
     assert not pr.is_short_term_path("notes/meeting-2026-11-12.md")
     assert pr.is_contaminated("x <!-- openclaw-memory-promotion:memory:a:1:2 --> y")
-    assert pr.is_contaminated("- Candidate: foo confidence 0.6 evidence a:1-2 status: staged")
+    # the Light phase's staged shape, as the reference's filter requires it (all five fields)
+    assert pr.is_contaminated("- Candidate: foo - confidence: 0.62 - evidence: "
+                              "memory/2026-11-20.md:1-4 - recalls: 3 - status: staged")
     assert not pr.is_contaminated("plain diary text")
     assert pr.query_hash("  Crawler Concurrency ") == hashlib.sha1(
         b"crawler concurrency").hexdigest()[:12]

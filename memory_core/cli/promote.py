@@ -286,6 +286,35 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_dream(args: argparse.Namespace) -> int:
+    """``dream``: run the Light and/or REM phase, writing their staging reports."""
+    from .. import promotion as pr
+
+    cfg = pr.DreamingConfig()
+    if args.openclaw_home:
+        from ..openclaw import open_home
+        from ..openclaw.config import dreaming_settings
+
+        cfg = pr.DreamingConfig.from_openclaw(
+            dreaming_settings(open_home(args.openclaw_home, args.agent).raw))
+    if args.storage:
+        cfg.storage = args.storage
+    with open_index(args) as idx:
+        if args.phase == "light":
+            reports = [pr.run_light(idx, cfg, now=_now(args))]
+        elif args.phase == "rem":
+            reports = [pr.run_rem(idx, cfg, now=_now(args))]
+        else:
+            reports = pr.run_sweep(idx, cfg, now=_now(args))
+    if args.json:
+        dump_json([r.to_dict() for r in reports])
+        return 0
+    for r in reports:
+        print(f"{r.phase}: {r.considered} recent entries, {len(r.keys)} picked; wrote "
+              f"{', '.join(r.written) or 'nothing'}")
+    return 0
+
+
 def _promote_options(p: argparse.ArgumentParser) -> None:
     """``promote``'s options; the help quotes the promotion gates' defaults."""
     from .. import promotion as pr
@@ -341,3 +370,15 @@ def register(subparsers: Any) -> None:
     r.add_argument("--reset", action="store_true", help="forget all recall signals first")
     r.add_argument("--now", help="ISO 8601 end of the replay (default: now)")
     r.set_defaults(func=cmd_replay)
+
+    d = subparsers.add_parser(
+        "dream", help="run the Light/REM dreaming phases: staging reports under "
+        "memory/dreaming/ and phase signals for promotion")
+    add_workspace_args(d)
+    d.add_argument("--phase", choices=["light", "rem", "both"], default="both",
+                   help="which phase (default: both, Light then REM)")
+    d.add_argument("--storage", choices=["separate", "inline", "both"],
+                   help="separate: memory/dreaming/<phase>/DAY.md (default); inline: a managed "
+                   "block in today's diary; both")
+    d.add_argument("--now", help="ISO 8601 time to run at (default: the clock)")
+    d.set_defaults(func=cmd_dream)

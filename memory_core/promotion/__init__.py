@@ -11,6 +11,8 @@ The flow, as in OpenClaw 2026.5.20, one module per job:
 2. **Scoring** (§6.4, :mod:`.scoring`). :func:`list_candidates` scores every entry with the
    six weighted components and gates it; each :class:`PromotionCandidate` carries its breakdown
    and the reasons it was gated; :func:`explain` shows one entry's whole computation.
+   The Light and REM phases (§6.3, :mod:`.phases`) stage reports under ``memory/dreaming/``
+   (or in managed blocks of today's diary) and record phase hits that feed ``phaseBoost``.
 3. **Applying** (§6.5). :func:`preview_apply` (:mod:`.plan`) re-locates each snippet in its
    diary, builds the section and compacts ``MEMORY.md`` to its budget (:mod:`.memory_file`, the
    file model); :func:`apply` (:mod:`.apply`) writes exactly that diff atomically under an OS
@@ -69,6 +71,7 @@ from .model import (
     claim_hash,
     clamp01,
     collapse,
+    contamination,
     is_contaminated,
     is_short_term_path,
     iso,
@@ -76,6 +79,7 @@ from .model import (
     query_hash,
     recall_key,
 )
+from .phases import DreamingConfig, PhaseReport, run_light, run_rem, run_sweep
 from .plan import ApplyPlan, PlannedEntry, preview_apply
 from .scoring import (
     PromotionCandidate,
@@ -135,10 +139,12 @@ __all__ = [
     "WEIGHTS",
     "ApplyPlan",
     "ApplyResult",
+    "DreamingConfig",
     "DuplicateInfo",
     "ImpactReport",
     "IngestReport",
     "Now",
+    "PhaseReport",
     "PlannedEntry",
     "PromotedSection",
     "PromotionCandidate",
@@ -158,6 +164,7 @@ __all__ = [
     "clamp01",
     "collapse",
     "compact_for_budget",
+    "contamination",
     "daily_snippets",
     "derive_concept_tags",
     "explain",
@@ -185,6 +192,9 @@ __all__ = [
     "relocate",
     "replay",
     "replay_tool_results",
+    "run_light",
+    "run_rem",
+    "run_sweep",
     "score_entry",
     "state_of",
     "state_path",

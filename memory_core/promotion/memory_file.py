@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import math
 import os
 import re
 import stat
@@ -163,13 +164,24 @@ def compact_for_budget(existing: str, addition: str, budget: int
 
 
 def bullet_text(text: str) -> str:
-    """The promoted bullet's text: capped, and never starting as a Markdown heading."""
-    t = collapse(text).lstrip("#").lstrip() if text.lstrip().startswith("#") else collapse(text)
-    if utf16_len(t) > PROMOTED_TEXT_MAX_CHARS:
-        cut = truncate_utf16(t, PROMOTED_TEXT_MAX_CHARS - 1)
-        sp = cut.rfind(" ")
-        t = (cut[:sp] if sp > PROMOTED_TEXT_MAX_CHARS // 2 else cut).rstrip() + "…"
-    return t
+    """The promoted bullet's text as 2026.9 formats it (``formatPromotedSnippetForMemory``):
+    whitespace collapsed, a leading list marker removed, and at most 160 "tokens" × 4 = 640
+    characters, cut at the last sentence end past 55 % of that, else the last space past 65 %,
+    else hard, then ``...``. A leading ``#`` is removed too (ours: a bullet starting with
+    ``# 2026-…`` renders as a heading)."""
+    t = re.sub(r"^[-*+] +", "", collapse(text)).strip()
+    if t.startswith("#"):
+        t = t.lstrip("#").lstrip()
+    t = t or "(no snippet captured)"
+    limit = PROMOTED_TEXT_MAX_CHARS
+    if utf16_len(t) <= limit:
+        return t
+    hard = truncate_utf16(t, limit)
+    sentence = max(hard.rfind(". "), hard.rfind("! "), hard.rfind("? "))
+    word = hard.rfind(" ")
+    cut = (sentence + 1 if sentence >= math.floor(limit * 0.55)
+           else word if word >= math.floor(limit * 0.65) else len(hard))
+    return hard[:cut].rstrip() + "..."
 
 
 # --------------------------------------------------------------------------- relocation

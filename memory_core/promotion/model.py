@@ -141,17 +141,105 @@ def is_short_term_path(path: str) -> bool:
     return any(r.match(p) for r in _SHORT_TERM_RES)
 
 
-_CONTAMINATION = (
-    re.compile(r"<!--\s*openclaw-memory-promotion:"),
-    re.compile(r"<!--\s*openclaw:dreaming:"),
-    re.compile(r"__openclaw_memory_core_short_term_promotion_dream__"),
-    re.compile(r"Candidate:.*\b(?:confidence|evidence)\b.*status:\s*staged", re.I | re.S),
+# The contamination filters of 2026.9 (``isContaminatedDreamingSnippet``,
+# short-term-promotion-store.ts): dreaming output and raw transcript material must never be
+# recorded, ranked or promoted.
+_DREAM_PROMPT_RE = re.compile(r"\[[^\]]*dreaming-narrative[^\]]*]\s*(?:User|Assistant):\s*Write a "
+                              r"dream diary entry from these memory fragments:?", re.I)
+_RAW_SESSION_META_RE = re.compile(r"\bSession Key\b.{0,260}\bSession ID\b|"
+                                  r"\bSession ID\b.{0,260}\bSession Key\b", re.I)
+_CONVERSATION_SUMMARY_RE = re.compile(r"^(?:[-*+]\s*)?Conversation Summary:", re.I)
+_TRANSCRIPT_TURN_RE = re.compile(r"^(?:[-*+]\s*)?(?:user|assistant):\s", re.I)
+_MEMORY_FLUSH_RE = re.compile(r"Save important context from this session to the daily memory "
+                              r"file\.\s*STRICT RULES:", re.I)
+_SCORE_METADATA_RE = re.compile(r"\[\s*score=\d+(?:\.\d+)?\s+(?:signals=\d+\s+)?recalls=\d+\s+"
+                                r"avg=\d+(?:\.\d+)?\s+source=memory/", re.I)
+_DIFF_PREFIX_RE = re.compile(r"@@\s*-\d+(?:,\d+)?\s+[-*+]\s+", re.I)
+# Beyond 2026.9 (issue #12; the reference users' "dreaming promotes junk", spec §10 item 8):
+# managed dreaming fences and the cron sentinel, cron delivery reports, Markdown code fences and
+# raw tool output (a JSON tool payload or a tool-call record).
+_OURS = (
+    ("dreaming fence", re.compile(r"<!--\s*openclaw:dreaming:")),
+    ("cron sentinel", re.compile(r"__openclaw_memory_core_short_term_promotion_dream__")),
+    ("cron delivery report", re.compile(
+        r"^\s*(?:[-*+]\s*)?\[cron:[^\]]*\]|\bdelivery (?:status|report)\s*:|"
+        r"\bcron delivery\b", re.I | re.M)),
+    ("code fence", re.compile(r"```|~~~")),
+    ("raw tool output", re.compile(
+        r"\{\s*\"(?:results|toolCallId|toolName|tool_call_id|stdout|stderr|exitCode)\"\s*:|"
+        r"\btoolCallId\b|\[tool(?:Call|Result)\b", re.I)),
 )
 
 
-def is_contaminated(snippet: str) -> bool:
-    """Dreaming output (promotion markers, staged candidates) must never feed promotion back."""
-    return any(r.search(snippet) for r in _CONTAMINATION)
+def _dreaming_lead(snippet: str) -> bool:
+    """``hasDreamingNarrativeLead``: after diff prefixes, brackets and list markers, the text
+    starts with (or within 200 characters names) ``Candidate:``/``Reflection:``."""
+    i = 0
+    while i < len(snippet):
+        m = _DIFF_PREFIX_RE.match(snippet, i)
+        if m:
+            i = m.end()
+            continue
+        c = snippet[i]
+        if c in "[(":
+            i += 1
+            while i < len(snippet) and snippet[i] == " ":
+                i += 1
+            continue
+        if c in "-*+>" and snippet[i + 1:i + 2] == " ":
+            i += 2
+            continue
+        break
+    rest = snippet[i:]
+    if re.match(r"(?:Candidate|Reflections?):", rest, re.I):
+        return True
+    head = rest[:200]
+    return bool(re.search(r"\b(?:Candidate|Reflections?):", head, re.I)
+                or re.search(r"#{1,6}\s+Reflections?\b", head, re.I))
+
+
+def contamination(snippet: str, *, transcript_turns_ok: bool = False,
+                  ours: bool = True) -> str | None:
+    """Why ``snippet`` must not feed promotion, or ``None``: 2026.9's filters (promotion
+    marker or score metadata, the dream-diary prompt, raw session metadata, a conversation
+    summary, a raw ``user:``/``assistant:`` turn unless ``transcript_turns_ok`` (the session
+    corpus), the memory-flush prompt, a staged Light candidate or a REM reflection), then ours
+    (dreaming fences, the cron sentinel, cron delivery reports, code fences, raw tool output)
+    unless ``ours`` is false. Recording and ranking apply 2026.9's filters and the dreaming
+    fences; the text written into ``MEMORY.md`` is checked against all of them."""
+    s = collapse(snippet)
+    if not s:
+        return None
+    if re.search(r"<!--\s*openclaw-memory-promotion:", s, re.I) or _SCORE_METADATA_RE.search(s):
+        return "promotion marker"
+    if _DREAM_PROMPT_RE.search(s):
+        return "dream diary prompt"
+    if _RAW_SESSION_META_RE.search(s):
+        return "raw session metadata"
+    if _CONVERSATION_SUMMARY_RE.search(s):
+        return "conversation summary"
+    if not transcript_turns_ok and _TRANSCRIPT_TURN_RE.search(s):
+        return "raw transcript turn"
+    if _MEMORY_FLUSH_RE.search(s):
+        return "memory flush prompt"
+    if _dreaming_lead(s) and re.search(r"\bconfidence:\s*\d", s, re.I) and re.search(
+            r"\bevidence:\s*(?:memory/\.dreams/session-corpus/|memory/)", s, re.I) and (
+            (re.search(r"\bstatus:\s*staged\b", s, re.I)
+             and re.search(r"\brecalls:\s*\d+\b", s, re.I))
+            or re.search(r"\bnote:\s*reflection\b", s, re.I)):
+        return "staged dreaming output"
+    for why, rx in _OURS if ours else _OURS[:2]:
+        if rx.search(snippet):  # on the raw text: a fence or a report spans lines
+            return why
+    return None
+
+
+def is_contaminated(snippet: str, *, transcript_turns_ok: bool = False) -> bool:
+    """Dreaming output and raw transcript material must never feed promotion back: 2026.9's
+    filters and the dreaming fences (see :func:`contamination`), as recording and ranking
+    apply them."""
+    return contamination(snippet, transcript_turns_ok=transcript_turns_ok,
+                         ours=False) is not None
 
 
 # --------------------------------------------------------------------------- recall entries

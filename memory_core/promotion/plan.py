@@ -36,6 +36,7 @@ from .model import (
     SECTION_TITLE,
     Now,
     PromotionError,
+    contamination,
     iso,
     now_ms,
 )
@@ -146,6 +147,10 @@ def _plan_entries(index: MemoryIndex, candidates: Sequence[PromotionCandidate],
             skipped[c.key] = f"lines {loc.start_line}-{loc.end_line} overlap a dreaming block"
             continue
         text = snippet if (loc.quality == 3 and loc.loose) else loc.text
+        why = contamination(text)
+        if why:  # 2026.9's filters and ours (code fences, cron reports, tool output)
+            skipped[c.key] = f"contaminated ({why}): not written into {MEMORY_FILE}"
+            continue
         bullet = (f"- {bullet_text(text)} [score={c.score:.3f} recalls={c.recall_count} "
                   f"avg={c.avg_score:.3f} source={rel}:{loc.start_line}-{loc.end_line}]")
         planned.append(PlannedEntry(c, loc.start_line, loc.end_line, text, bullet,

@@ -71,12 +71,39 @@ def normalize_weights(weights: dict[str, float] | None) -> dict[str, float]:
     return {k: v / total for k, v in w.items()} if total > 0 else dict(WEIGHTS)
 
 
+#: ``phaseBoost`` constants (``calculatePhaseSignalBoost``): the most a Light and a REM hit
+#: history can add, and the half-life of a phase hit.
+LIGHT_BOOST_MAX = 0.06
+REM_BOOST_MAX = 0.09
+PHASE_HALF_LIFE_DAYS = 14.0
+
+
+def phase_boost(phase: dict[str, Any] | None, now: Now = None) -> float:
+    """``calculatePhaseSignalBoost`` (§6.4): ``0.06·Ls·Lr + 0.09·Rs·Rr`` where the strengths
+    are ``clamp01(ln(1+hits)/ln 7)`` and the recencies decay with a 14-day half-life since the
+    phase's last hit (0 when never hit); clamped to 0..1."""
+    if not phase:
+        return 0.0
+    at = now_ms(now)
+
+    def part(hits: int, last: int | None) -> float:
+        if last is None:
+            return 0.0
+        strength = clamp01(math.log1p(max(0, hits)) / math.log1p(6))
+        age = max(0.0, (at - last) / DAY_MS)
+        return strength * clamp01(math.exp(-math.log(2) / PHASE_HALF_LIFE_DAYS * age))
+
+    return clamp01(LIGHT_BOOST_MAX * part(phase.get("light_hits", 0), phase.get("last_light_at"))
+                   + REM_BOOST_MAX * part(phase.get("rem_hits", 0), phase.get("last_rem_at")))
+
+
 def score_entry(e: RecallEntry, *, now: Now = None, half_life_days: float = HALF_LIFE_DAYS,
-                weights: dict[str, float] | None = None) -> Score:
+                weights: dict[str, float] | None = None,
+                phase: dict[str, Any] | None = None) -> Score:
     """§6.4's formula for one entry (pure; gates are applied by :func:`list_candidates`).
 
-    ``phaseBoost`` is 0: the Light/REM phases (§6.3) are not implemented, so no entry has
-    light or REM hits.
+    ``phase``: the entry's Light/REM hits (:meth:`StateStore.phase_signals`), which give
+    ``phaseBoost`` (:func:`phase_boost`); none → 0.
     """
     w = normalize_weights(weights)
     signals = e.signals
@@ -89,9 +116,10 @@ def score_entry(e: RecallEntry, *, now: Now = None, half_life_days: float = HALF
     consolidation = max(_consolidation_days(e.recall_days), clamp01(e.grounded_count / 3))
     conceptual = clamp01(len(e.concept_tags) / 6)
     raw = {"frequency": frequency, "relevance": avg, "diversity": diversity, "recency": recency,
-           "consolidation": consolidation, "conceptual": conceptual, "phaseBoost": 0.0}
+           "consolidation": consolidation, "conceptual": conceptual,
+           "phaseBoost": phase_boost(phase, now)}
     comps = {k: w[k] * raw[k] for k in WEIGHTS}
-    comps["phaseBoost"] = 0.0
+    comps["phaseBoost"] = raw["phaseBoost"]
     score = clamp01(sum(comps.values()))
     return Score(score, comps, raw, signals, avg, context_div, age)
 
@@ -186,6 +214,7 @@ def list_candidates(index: MemoryIndex, *, now: Now = None, min_score: float | N
     markers = set(promotion_markers(read_memory_text(index.workspace)))
     with state_of(index) as st:
         rows = st.recall_entries(include_promoted=True)
+        phases = st.phase_signals()
     out: list[PromotionCandidate] = []
     for row in rows:
         e = RecallEntry.from_row(row)
@@ -194,7 +223,8 @@ def list_candidates(index: MemoryIndex, *, now: Now = None, min_score: float | N
         promoted = e.promoted_at is not None or e.key in markers
         if promoted and not include_promoted:
             continue
-        s = score_entry(e, now=at, half_life_days=half_life_days, weights=weights)
+        s = score_entry(e, now=at, half_life_days=half_life_days, weights=weights,
+                        phase=phases.get(e.key))
         c = _candidate(e, s)
         if e.promoted_at is not None:
             c.reasons.append(f"already promoted ({iso(e.promoted_at)})")
@@ -240,10 +270,11 @@ def explain(index: MemoryIndex, key: str, *, now: Now = None,
     with state_of(index) as st:
         row = st.recall_entry(key)
         events = st.recall_events(key)
+        phase = st.phase_signals().get(key)
     if row is None:
         raise PromotionError(f"no recall entry with key {key!r}")
     e = RecallEntry.from_row(row)
-    s = score_entry(e, now=at, half_life_days=half_life_days)
+    s = score_entry(e, now=at, half_life_days=half_life_days, phase=phase)
     cands = list_candidates(index, now=at, include_promoted=True, check_duplicates_of="none")
     cand = next((c for c in cands if c.key == key), None)
     gates = {
@@ -266,7 +297,8 @@ def explain(index: MemoryIndex, key: str, *, now: Now = None,
         "consolidation": f"{n_days} distinct days" + (
             f", span {e.recall_days[0]}→{e.recall_days[-1]}" if n_days > 1 else ""),
         "conceptual": f"{len(e.concept_tags)} tags/6",
-        "phaseBoost": "0 (Light/REM phases not implemented)",
+        "phaseBoost": (f"0.06·{(phase or {}).get('light_hits', 0)} light + "
+                       f"0.09·{(phase or {}).get('rem_hits', 0)} REM hits, 14-day half-life"),
     }
     located: dict[str, Any]
     src = source_lines(index.workspace, e.path)

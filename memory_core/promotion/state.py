@@ -142,6 +142,7 @@ class StateStore:
         self.db.execute("DELETE FROM recall_entries")
         self.db.execute("DELETE FROM recall_events")
         self.db.execute("DELETE FROM daily_ingestion")
+        self.db.execute("DELETE FROM phase_signals")
 
     # ------------------------------------------------------------------ events
 
@@ -219,6 +220,38 @@ class StateStore:
     def promotion_mark_undone(self, history_id: int, at: int) -> None:
         self.db.execute("UPDATE promotion_history SET undone_at = ? WHERE id = ?",
                         (at, history_id))
+
+    # ------------------------------------------------------------------ phase signals
+
+    def phase_signals(self) -> dict[str, dict[str, Any]]:
+        """Every key's Light/REM hits: ``{key: {light_hits, rem_hits, last_light_at,
+        last_rem_at}}`` (times in epoch ms or ``None``)."""
+        rows = self.db.execute(
+            "SELECT key, light_hits, rem_hits, last_light_at, last_rem_at FROM phase_signals")
+        return {r[0]: {"light_hits": r[1], "rem_hits": r[2], "last_light_at": r[3],
+                       "last_rem_at": r[4]} for r in rows}
+
+    def phase_hit(self, keys: Sequence[str], phase: str, at: int) -> int:
+        """``recordDreamingPhaseSignals``: one ``phase`` (``light``/``rem``) hit for each of
+        ``keys`` that is a tracked recall entry (hits capped at 9999); signals of keys no longer
+        tracked are dropped. Call inside a transaction. Returns how many keys were hit."""
+        if phase not in ("light", "rem"):
+            raise ValueError(f"unknown phase {phase!r}")
+        known = {r[0] for r in self.db.execute("SELECT key FROM recall_entries")}
+        n = 0
+        col, last = ("light_hits", "last_light_at") if phase == "light" else (
+            "rem_hits", "last_rem_at")
+        for key in dict.fromkeys(k.strip() for k in keys if k.strip()):
+            if key not in known:
+                continue
+            self.db.execute(
+                f"INSERT INTO phase_signals(key, {col}, {last}) VALUES (?, 1, ?)"
+                f" ON CONFLICT(key) DO UPDATE SET {col} = MIN(9999, {col} + 1), {last} = ?",
+                (key, at, at))
+            n += 1
+        self.db.execute("DELETE FROM phase_signals WHERE key NOT IN (SELECT key FROM "
+                        "recall_entries) OR (light_hits <= 0 AND rem_hits <= 0)")
+        return n
 
     # ------------------------------------------------------------------ legacy import
 

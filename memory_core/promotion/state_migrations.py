@@ -87,7 +87,24 @@ def m001_state(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Migration] = [m001_state]
+def m002_phase_signals(db: sqlite3.Connection) -> None:
+    """Light/REM phase reinforcement per recall key (the reference's
+    ``memory/.dreams/phase-signals.json``): hit counts and the last hit of each phase (epoch
+    ms), feeding ``phaseBoost`` (§6.4)."""
+    _run(db,
+        """
+        CREATE TABLE IF NOT EXISTS phase_signals (
+            key TEXT PRIMARY KEY,
+            light_hits INTEGER NOT NULL DEFAULT 0,
+            rem_hits INTEGER NOT NULL DEFAULT 0,
+            last_light_at INTEGER,
+            last_rem_at INTEGER
+        )
+        """
+    )
+
+
+MIGRATIONS: list[Migration] = [m001_state, m002_phase_signals]
 
 
 def migrate(db: sqlite3.Connection) -> int:
