@@ -178,11 +178,20 @@ def _nested(keys: tuple[str, ...], value: Any, indent: str, step: str) -> str:
     return f"{keys[0]}: {{\n{indent}{step}{inner},\n{indent}}}"
 
 
+def _inline(keys: tuple[str, ...], value: Any) -> str:
+    if len(keys) == 1:
+        return f"{keys[0]}: {_literal(value)}"
+    return f"{keys[0]}: {{ {_inline(keys[1:], value)} }}"
+
+
 def _insert(text: str, obj: int, keys: tuple[str, ...], value: Any) -> str:
     """Insert ``keys: value`` as the first member of the object at ``obj``, in its style."""
     line_start = text.rfind("\n", 0, obj) + 1
     base = re.match(r"[ \t]*", text[line_start:]).group(0)
     members = _members(text, obj)
+    close = _value_end(text, obj) - 1
+    if "\n" not in text[obj:close + 1]:  # an object written on one line stays on one line
+        return text[:obj + 1] + f" {_inline(keys, value)}," + text[obj + 1:]
     step = "  "
     if members:
         first = min(vs for vs, _ in members.values())
@@ -201,7 +210,8 @@ def plan_export(path: Path, settings: SearchSettings, *, agent_index: int | None
     """Plan writing ``settings`` (the keys of :data:`EXPORTED`, or ``only`` those) into the
     memory-search block of ``openclaw.json`` at ``path``: the agent's own block when
     ``agent_index`` names its ``agents.list`` entry and it has one, else ``memory.search`` if the
-    file uses it, else ``agents.defaults.memorySearch``. Values already equal are left alone."""
+    file uses it, else ``agents.defaults.memorySearch``. Values equal to what the file says, or
+    (when it says nothing) to the engine's default, are left alone."""
     old = path.read_text(encoding="utf-8") if path.exists() else ""
     text = old if old.strip() else "{\n}\n"
     try:
@@ -219,6 +229,10 @@ def plan_export(path: Path, settings: SearchSettings, *, agent_index: int | None
         roots.append(("memory", "search"))
     roots.append(("agents", "defaults", "memorySearch"))
     root = roots[0]
+    # what the engine uses when the file says nothing: a value equal to it is not written
+    defaults = SearchSettings()
+    if root == ("memory", "search"):  # 2026.8+: MMR and temporal decay on by default
+        defaults.mmr_enabled = defaults.decay_enabled = True
     plan = ExportPlan(path, old, text)
     for name, sub in EXPORTED.items():
         if only is not None and name not in only:
@@ -230,7 +244,7 @@ def plan_export(path: Path, settings: SearchSettings, *, agent_index: int | None
                                 "not edited in place; apply the patch by hand")
             continue
         have = _dig(current, keys)
-        if have is not None and _same(have, value):
+        if _same(getattr(defaults, name) if have is None else have, value):
             continue
         try:
             found, obj, depth = _find(plan.new_text, keys)
@@ -252,9 +266,10 @@ def plan_export(path: Path, settings: SearchSettings, *, agent_index: int | None
     except ValueError as e:
         plan.refused.append(f"the edited file would not parse ({e})")
         return plan
-    for name, sub in EXPORTED.items():  # every value must read back as written
+    for name, sub in EXPORTED.items():  # every value must read back as meant
+        back = _dig(after, (*root, *sub))
         if (only is None or name in only) and "list" not in root and not _same(
-                _dig(after, (*root, *sub)), getattr(settings, name)):
+                getattr(defaults, name) if back is None else back, getattr(settings, name)):
             plan.refused.append(f"{'.'.join((*root, *sub))} does not read back as written")
     return plan
 
