@@ -222,13 +222,15 @@ class MemoryIndex:
     # ------------------------------------------------------------------ sync
 
     def sync(self, *, force: bool = False, progress: SyncProgress | None = None,
-             lock_wait_s: float | None = DEFAULT_WAIT_S) -> SyncReport:
+             lock_wait_s: float | None = DEFAULT_WAIT_S, verify: bool = False) -> SyncReport:
         """Bring the index up to date; rebuild aside if its identity changed.
 
         An embedding failure during indexing switches to the next provider of the fallback chain
         (the reason is kept for status) and rebuilds with it. One sync at a time per index file,
         across processes: while another holds it, this one waits up to ``lock_wait_s`` seconds
         (``progress(WAIT_STAGE, seconds, bound)`` once a second), then raises :class:`SyncBusy`.
+        A damaged index is rebuilt aside when the sync's reads (or an earlier search's or
+        status') found the damage; ``verify`` reads every page first (``PRAGMA quick_check``).
         """
         def waiting(waited: float, bound: float) -> None:
             if progress is not None:
@@ -238,11 +240,12 @@ class MemoryIndex:
         guard_index_path(self.store_path, self.workspace, self.config)
         try:
             with sync_lock(self.store_path, lock_wait_s, waiting), self._lock:
-                return self._sync_locked(force, progress)
+                return self._sync_locked(force, progress, verify)
         except SyncLockTimeout as e:
             raise SyncBusy(str(e)) from e
 
-    def _sync_locked(self, force: bool, progress: SyncProgress | None) -> SyncReport:
+    def _sync_locked(self, force: bool, progress: SyncProgress | None,
+                     verify: bool = False) -> SyncReport:
         self.close()
         cleanup_stale_temp(self.store_path)
         tried: set[str] = set()
@@ -250,7 +253,7 @@ class MemoryIndex:
             choice = self.choice
             try:
                 report = Indexer(self.workspace, self.config, choice, progress).sync(
-                    self.store_path, force=force)
+                    self.store_path, force=force, verify=verify)
                 break
             except EmbeddingError as e:
                 tried.add(choice.id)
@@ -450,9 +453,8 @@ class MemoryIndex:
                         raise
                     raise st.unavailable(e) from e
                 if damage:
-                    raise st.unavailable() if st.damaged else IndexUnavailable(
-                        f"index {self.store_path} is damaged ({damage}); run `memory-core "
-                        "index` to rebuild it from the Markdown")
+                    st.damaged = damage
+                    raise st.unavailable()
         except IndexPathRefused:
             raise
         except StoreError as e:

@@ -12,6 +12,7 @@ cache, and swapped in with an atomic rename: a crash at any point leaves the old
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import time
@@ -46,6 +47,8 @@ from .store import (
     StoredChunk,
     StoreError,
     check_index_file,
+    damage_found,
+    damage_marker,
     is_corruption,
 )
 from .text import cjk_bigrams
@@ -254,9 +257,10 @@ class Indexer:
     # --------------------------------------------------------------- passes
 
     def index_files(self, store: Store, files: list[SourceFile], report: SyncReport,
-                    known: dict[str, FileRow] | None,
+                    known: dict[str, tuple[int, int, str]] | None,
                     skipped: dict[str, SkippedRow] | None = None) -> None:
-        """Index ``files`` into ``store``; with ``known`` rows, skip what has not changed.
+        """Index ``files`` into ``store``; with ``known`` (``path → (mtime, size, hash)``, see
+        :meth:`Store.file_signatures`), skip what has not changed.
 
         A file that cannot be read or chunked, for whatever reason, is skipped with a warning
         naming it and remembered in ``skipped_files`` with its stat, so status counts it and
@@ -271,7 +275,7 @@ class Indexer:
             if i % 256 == 0 or i + 1 == n:
                 self.progress("scan", i + 1, n)
             row = known.get(f.path) if known else None
-            if row is not None and not _changed(f, row.mtime, row.size):
+            if row is not None and not _changed(f, row[0], row[1]):
                 report.files_unchanged += 1
                 continue
             old_skip = skipped.get(f.path) if skipped else None
@@ -281,7 +285,7 @@ class Indexer:
                 continue
             try:
                 doc = load(f)
-                if row is not None and row.hash == doc.hash:
+                if row is not None and row[2] == doc.hash:
                     touched.append((f.path, doc.mtime_ms, doc.size))
                     report.files_touched += 1
                     continue
@@ -330,8 +334,15 @@ class Indexer:
                 "generation": next_generation(previous),
                 "engine": f"memory_core {__version__}"}
 
-    def sync(self, store_path: Path, *, force: bool = False) -> SyncReport:
-        """Sync the workspace into the index at ``store_path`` (created or rebuilt as needed)."""
+    def sync(self, store_path: Path, *, force: bool = False, verify: bool = False
+             ) -> SyncReport:
+        """Sync the workspace into the index at ``store_path`` (created or rebuilt as needed).
+
+        A damaged index is rebuilt aside when the open, the meta, the incremental's own reads or
+        an earlier read (its damage marker) finds the damage; ``verify`` also reads every page
+        first (``PRAGMA quick_check``: ~0.27 s for a 17 MB index, ~2.8 s for 170 MB, so not by
+        default).
+        """
         t0 = time.perf_counter()
         report = SyncReport()
         listing = list_files(self.workspace, self.config)
@@ -359,6 +370,13 @@ class Indexer:
                 old.damaged = str(e)
             if reason is None and old.damaged:
                 reason = f"index damaged, rebuilding from the Markdown ({old.damaged})"
+            found = damage_found(store_path) if reason is None else None
+            if found:
+                reason = f"index damaged (found by an earlier read: {found}), rebuilding"
+            if reason is None and verify:
+                problem = old.check_integrity()
+                if problem:
+                    reason = f"index damaged, rebuilding from the Markdown ({problem})"
             if reason is None:
                 reason = identity_diff(previous, index_identity(self.config, self.workspace,
                                                                 self.choice))
@@ -404,7 +422,7 @@ class Indexer:
             store.close()
 
     def _incremental(self, store: Store, files: list[SourceFile], report: SyncReport) -> None:
-        known = store.files()
+        known = store.file_signatures()
         skipped = store.skipped()
         self.index_files(store, files, report, known, skipped)
         present = {f.path for f in files}
@@ -502,6 +520,8 @@ def _swap(tmp: Path, target: Path) -> None:
     _remove_db_sidecars(tmp)
     check_index_file(target)  # a file that appeared meanwhile and is not ours stays untouched
     os.replace(tmp, target)
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(damage_marker(target))
 
 
 def _remove_db_sidecars(path: Path) -> None:

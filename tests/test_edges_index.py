@@ -284,3 +284,24 @@ def test_damaged_index_is_rebuilt_by_the_next_search(demo_ws: Path) -> None:
     with MemoryIndex.open(demo_ws, provider="none") as idx:
         assert [(h.path, h.start_line) for h in idx.search("COOKIE_EXPIRED").hits] == expected
         assert idx.store.check_integrity() is None
+
+
+def test_damage_found_by_a_deep_status_or_verify_is_rebuilt_by_the_next_sync(
+        demo_ws: Path) -> None:
+    path, expected = _indexed_copy(demo_ws)
+    _damage(path, 5, pages=10_000)  # the whole middle third and beyond: any full read sees it
+    with MemoryIndex.open(demo_ws, provider="none") as idx:
+        st = idx.status(deep=True)  # reads every page (PRAGMA quick_check)
+        assert st.error and "damaged" in st.error
+    assert Path(f"{path}.damaged").exists()  # recorded for the next sync
+    with MemoryIndex.open(demo_ws, provider="none") as idx:
+        report = idx.sync()
+        assert report.full and "damaged" in report.reason
+        assert not Path(f"{path}.damaged").exists()
+        assert [(h.path, h.start_line) for h in idx.search("COOKIE_EXPIRED").hits] == expected
+        assert idx.status(deep=True).error is None
+    _damage(path, 6, pages=10_000)
+    with MemoryIndex.open(demo_ws, provider="none") as idx:
+        report = idx.sync(verify=True)
+        assert report.full and "damaged" in report.reason
+        assert idx.status(deep=True).error is None
