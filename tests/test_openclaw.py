@@ -20,6 +20,7 @@ from memory_core.openclaw import (
     apply_export,
     mine_queries,
     open_home,
+    overlap_at_k,
     plan_export,
     transcripts_of_home,
 )
@@ -227,3 +228,27 @@ def test_export_refuses_what_it_cannot_place(home: Path) -> None:
     with pytest.raises(ValueError, match="not rewriting"):
         apply_export(plan)
     assert path.read_bytes() == before
+
+
+def test_real_queries_then_and_now_label_free(home: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    then = [{"path": "memory/a.md", "startLine": 1, "endLine": 10},
+            {"path": "memory/b.md", "startLine": 5, "endLine": 6}]
+    now = [{"path": "memory/a.md", "startLine": 8, "endLine": 20},  # overlaps a.md 1-10
+           {"path": "memory/b.md", "startLine": 7, "endLine": 9}]   # same file, no overlap
+    assert overlap_at_k(then, now, 2) == 0.5
+    assert overlap_at_k([], now, 2) is None
+    code, out, _ = run(capsys, "queries", "--openclaw-home", str(home), "--rerun", "--json",
+                       "--provider", "none")
+    assert code == 0
+    data = json.loads(out)
+    m = data["metrics"]
+    assert m["queries"] == 5 and m["k"] == 3 and m["zeroRateThen"] == pytest.approx(0.2)
+    rows = data["queries"]
+    assert [r["query"] for r in rows] == [q for q, _, _ in MAIN_CALLS]
+    assert all(len(r["results_now"]) <= (r["args"].get("maxResults") or 3) for r in rows)
+    assert m["zeroRateNow"] == pytest.approx(sum(r["zero_now"] for r in rows) / 5)
+    overlaps = [r["overlap"] for r in rows if r["overlap"] is not None]
+    assert m["overlapAtK"] == pytest.approx(sum(overlaps) / len(overlaps))
+    # the call made with corpus=memory is run on memory files only
+    assert all(r["source"] == "memory" for r in rows[2]["results_now"])

@@ -34,6 +34,8 @@ def cmd_queries(args: argparse.Namespace) -> int:
             raise CliError(f"workspace {args.workspace} is not a folder")
         files = transcripts_of_workspace(ws)
     queries = mine_queries(files)
+    if args.rerun:
+        return _rerun(args, queries)
     if args.json:
         for q in queries:
             sys.stdout.write(json.dumps(q.to_dict(), ensure_ascii=False) + "\n")
@@ -50,6 +52,32 @@ def cmd_queries(args: argparse.Namespace) -> int:
     return 0
 
 
+def _rerun(args: argparse.Namespace, queries: list[Any]) -> int:
+    """``--rerun``: each call run again on the index; then vs now, label-free metrics."""
+    from ..openclaw import compare, metrics
+    from .common import dump_json, open_index
+
+    with open_index(args) as idx:
+        s = idx.settings()
+        comps = compare(idx, queries, s)
+    m = metrics(comps, s.max_results)
+    if args.json:
+        dump_json({"metrics": m.to_dict(), "queries": [c.to_dict() for c in comps]})
+        return 0
+    for c in comps:
+        ov = "—" if c.overlap is None else f"{c.overlap:.2f}"
+        print(f"then {len(c.query.results_then or [])} · now {len(c.now)} · overlap {ov}  "
+              f"{c.query.query}")
+
+    def pct(x: float | None) -> str:
+        return "—" if x is None else f"{x:.0%}"
+
+    print(f"{m.queries} queries: zero-result rate then {pct(m.zero_rate_then)}, now "
+          f"{pct(m.zero_rate_now)}; overlap@{m.k} {pct(m.overlap_at_k)}; score spread "
+          + ("—" if m.score_spread is None else f"{m.score_spread:.3f}"))
+    return 0
+
+
 def register(subparsers: Any) -> None:
     """Add ``queries`` to the ``memory-core`` parser."""
     p = subparsers.add_parser(
@@ -59,4 +87,10 @@ def register(subparsers: Any) -> None:
     where.add_argument("--openclaw-home", metavar="DIR", help="an OpenClaw home (~/.openclaw)")
     p.add_argument("--agent", metavar="ID", help="the agent (default: the home's default, main)")
     p.add_argument("--json", action="store_true", help="one JSON object per call (JSONL)")
+    p.add_argument("--rerun", action="store_true",
+                   help="run each call again on the index: what it gets now, zero-result "
+                   "rates then and now, overlap@k with what it got then, score spread")
+    p.add_argument("--provider", help="with --rerun: embedding provider (none: keyword-only)")
+    p.add_argument("--profile", choices=["default", "reference"],
+                   help="with --rerun: ranking profile (an OpenClaw home: reference)")
     p.set_defaults(func=cmd_queries)

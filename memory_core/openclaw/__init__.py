@@ -5,6 +5,7 @@
 * :mod:`.config`: ``openclaw.json`` (JSON5) and the mapping of ``agents.defaults.memorySearch``
   (2026.5) / ``memory.search`` (2026.8+) to :class:`memory_core.config.MemoryConfig`;
 * :mod:`.queries`: the agent's ``memory_search`` calls paired with their results;
+* :mod:`.realq`: those queries run again (then vs now) and label-free metrics over them;
 * :mod:`.export`: tuned settings written back into ``openclaw.json`` (smallest change, backup).
 
 A feature package above :class:`memory_core.MemoryIndex`: the engine never imports it.
@@ -21,19 +22,25 @@ from .queries import (
     transcripts_of_workspace,
     zero_result_rate,
 )
+from .realq import LabelFreeMetrics, QueryComparison, compare, metrics, overlap_at_k
 
 __all__ = [
     "ExportPlan",
+    "LabelFreeMetrics",
     "OpenClawConfigError",
     "OpenClawHome",
     "OpenClawHomeError",
+    "QueryComparison",
     "RealQuery",
     "SettingRow",
     "apply_export",
+    "compare",
     "is_openclaw_home",
+    "metrics",
     "mine_queries",
     "mine_transcript",
     "open_home",
+    "overlap_at_k",
     "plan_export",
     "read_openclaw_json",
     "transcripts_of_home",
