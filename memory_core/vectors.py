@@ -9,10 +9,11 @@ a stamp that differs from the index's meta means the sidecar is stale and is not
 store falls back to sqlite-vec, or to a matrix read from the blobs).
 
 Search is exact (``argpartition`` + a stable sort of the top ``k``: the same order as a full
-stable ``argsort``) below :data:`ANN_MIN_ROWS` rows. At or above it, when ``usearch`` is
-installed, an HNSW graph (``<index>.vectors.usearch``, keyed by chunk rowid and updated
-incrementally at each sync) picks the candidates and their scores are then computed exactly from
-the matrix; its recall@24 against exact search is measured by ``benchmarks/bench_scale.py``.
+stable ``argsort``) by default. With :data:`ANN_MIN_ROWS` set (off by default: see there), from
+that many rows on and when ``usearch`` is installed, an HNSW graph (``<index>.vectors.usearch``,
+keyed by chunk rowid and updated incrementally at each sync) picks the candidates, whose scores
+are then computed exactly from the matrix; ``benchmarks/bench_scale.py`` measures its recall@24
+against exact search.
 A source filter always uses the exact path.
 """
 
@@ -30,11 +31,13 @@ from typing import Any
 import numpy as np
 
 MAGIC = b"MWVECS01"
-#: Rows from which the approximate index is used (exact search at 110k rows costs ~40 ms on a
-#: two-core machine; 50k rows keep the exact leg under ~20 ms). ``MEMORY_CORE_ANN_MIN_ROWS``
-#: overrides it (0 disables the approximate index).
-ANN_MIN_ROWS = 50_000
-#: HNSW parameters: measured to give recall@24 ≥ 0.99 on the benchmark's 110k-row index.
+#: Rows from which the approximate index is used; 0 = never (the default). Measured on the
+#: benchmark's 133k-row index (docs/performance.md), HNSW reached recall@24 of 0.50 (ef 256) and
+#: 0.75 (ef 1024, slower than exact search), while exact search costs about one pass over the
+#: matrix (~0.9× the bare numpy baseline): exact stays the default. ``MEMORY_CORE_ANN_MIN_ROWS``
+#: turns it on for collections whose embeddings an HNSW graph serves well.
+ANN_MIN_ROWS = 0
+#: HNSW parameters (usearch defaults raised for recall).
 ANN_CONNECTIVITY = 16
 ANN_EXPANSION_ADD = 128
 ANN_EXPANSION_SEARCH = 256
@@ -184,7 +187,7 @@ def load(db_path: Path, stamp: str | None = None) -> VectorMatrix | None:
     except (OSError, ValueError, KeyError, TypeError):
         return None
     vm = VectorMatrix(header["stamp"], mat, rowids, ids, codes, list(header["sources"]))
-    if header.get("annRows") and n >= max(1, ann_min_rows()):
+    if header.get("annRows") and 0 < ann_min_rows() <= n:
         vm.ann = _load_ann(db_path, int(header["annRows"]), d)
     return vm
 
