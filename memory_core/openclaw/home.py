@@ -132,8 +132,9 @@ class OpenClawHome:
                  overrides: dict[str, Any] | None = None) -> list[SettingRow]:
         """Every setting of :data:`SHOWN_SETTINGS` in force and where it came from.
 
-        Precedence, highest first: ``overrides`` (the workbench's sliders, CLI flags), the
-        workspace's ``memory-workbench.toml``, ``openclaw.json``, the reference default.
+        Precedence, highest first: ``overrides`` (the workbench's sliders, CLI flags; their
+        values are shown), the workspace's ``memory-workbench.toml``, ``openclaw.json``, the
+        reference default.
         """
         cfg = cfg or self.load_config(overrides)
         toml = _toml_keys(self.workspace / CONFIG_FILE)
@@ -148,6 +149,8 @@ class OpenClawHome:
                 value = getattr(getattr(cfg, section), name)
             else:
                 value = getattr(cfg, section)
+            if key in ui:  # the override's own value (the sliders' value is the one in force)
+                value = _flat_value(overrides or {}, key)
             if key == "sources.extra_paths":
                 value = [e.path if e.pattern == "**/*.md" else f"{e.path} ({e.pattern})"
                          for e in value]
@@ -188,6 +191,12 @@ def _flat_keys(data: dict[str, Any], prefix: str = "") -> set[str]:
         else:
             out.add(key)
     return out
+
+
+def _flat_value(data: dict[str, Any], key: str) -> Any:
+    for part in key.split("."):
+        data = data.get(part) if isinstance(data, dict) else None
+    return data
 
 
 def _toml_keys(path: Path) -> set[str]:
