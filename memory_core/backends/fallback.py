@@ -76,6 +76,9 @@ class FallbackBackend:
         self._builtin: BuiltinBackend | None = None
         self.primary_failed = False
         self.last_error: str | None = None
+        #: One call at a time: qmd's update, its read-only index connection and the switch to
+        #: builtin are shared by the threads of a workbench or a server.
+        self._lock = threading.RLock()
 
     def __enter__(self) -> FallbackBackend:
         return self
@@ -109,13 +112,14 @@ class FallbackBackend:
     def search(self, query: str, *, max_results: int | None = None,
                min_score: float | None = None, sources: Sequence[str] | None = None,
                on_hits: OnHits | None = None) -> BackendSearch:
-        if not self.primary_failed:
-            try:
-                return self.primary.search(query, max_results=max_results,
-                                           min_score=min_score, sources=sources,
-                                           on_hits=on_hits)
-            except QmdError as e:
-                self.fail(e)
+        with self._lock:
+            if not self.primary_failed:
+                try:
+                    return self.primary.search(query, max_results=max_results,
+                                               min_score=min_score, sources=sources,
+                                               on_hits=on_hits)
+                except QmdError as e:
+                    self.fail(e)
         res = self._fallback().search(query, max_results=max_results, min_score=min_score,
                                       sources=sources, on_hits=on_hits)
         res.fallback = self._note()
@@ -123,33 +127,36 @@ class FallbackBackend:
 
     def get(self, path: str, from_line: int | None = None, lines: int | None = None
             ) -> ReadResult:
-        if not self.primary_failed:
-            return self.primary.get(path, from_line, lines)
+        with self._lock:
+            if not self.primary_failed:
+                return self.primary.get(path, from_line, lines)
         return self._fallback().get(path, from_line, lines)
 
     def sync(self, *, force: bool = False, progress: SyncProgress | None = None) -> Any:
-        if not self.primary_failed:
-            try:
-                return self.primary.sync(force=force, progress=progress)
-            except QmdError as e:
-                self.fail(e)
-        report = self._fallback().sync(force=force, progress=progress)
-        return report
+        with self._lock:
+            if not self.primary_failed:
+                try:
+                    return self.primary.sync(force=force, progress=progress)
+                except QmdError as e:
+                    self.fail(e)
+        return self._fallback().sync(force=force, progress=progress)
 
     def status(self, *, deep: bool = False) -> BackendStatus:
-        if not self.primary_failed:
-            return self.primary.status(deep=deep)
-        st = self._fallback().status(deep=deep)
-        return with_fallback(st, self._note())
+        with self._lock:
+            if not self.primary_failed:
+                return self.primary.status(deep=deep)
+        return with_fallback(self._fallback().status(deep=deep), self._note())
 
     def probe_vector(self) -> bool:
-        if not self.primary_failed:
-            return self.primary.probe_vector()
+        with self._lock:
+            if not self.primary_failed:
+                return self.primary.probe_vector()
         return self._fallback().probe_vector()
 
     def probe_embedding(self) -> dict[str, Any]:
-        if not self.primary_failed:
-            return self.primary.probe_embedding()
+        with self._lock:
+            if not self.primary_failed:
+                return self.primary.probe_embedding()
         return self._fallback().probe_embedding()
 
 
