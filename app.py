@@ -30,6 +30,9 @@ PAGES_INFO = [
      "per-query wins and losses."),
     ("pages/promotion.py", "Promotion", ":material/upgrade:", "promotion",
      "Candidates for MEMORY.md with their score components, the diff, apply and undo."),
+    ("pages/real_queries.py", "Real queries", ":material/history:", "real-queries",
+     "The agent's own memory_search calls from its transcripts: what each got then, what it "
+     "gets now, zero-result rates and overlap."),
 ]
 
 
@@ -46,6 +49,23 @@ def _truncation(key: state.IndexKey) -> TruncationInfo:
         with st.spinner("Measuring chunk lengths in model tokens…"):
             cache[ck] = state.open_index(key).truncation()
     return cache[ck]
+
+
+def _home_settings(key: state.IndexKey, idx: Any) -> None:
+    """For an OpenClaw home: each setting in force and where it came from."""
+    oc_home = state.current_home(key)
+    if oc_home is None:
+        return
+    st.subheader("Settings and where they come from")
+    st.caption(f"Agent `{oc_home.agent}` of `{oc_home.root}` · workspace from "
+               f"{oc_home.workspace_from} · sessions `{oc_home.sessions_dir}`")
+    tuned = state.tuned_values(key)
+    rows = oc_home.settings(idx.config, overrides={"search": tuned} if tuned else None)
+    st.dataframe(pd.DataFrame([{"setting": r.label, "value": str(r.value), "from": r.source,
+                                "where": r.where} for r in rows]),
+                 hide_index=True, width="stretch")
+    for note in oc_home.mapped.notes:
+        st.caption(note)
 
 
 def home() -> None:
@@ -136,6 +156,7 @@ def home() -> None:
                           help=f"{tr.truncated} of {tr.chunks} chunks are longer than "
                                f"the model reads ({tr.max_seq_length} tokens; mean "
                                f"{tr.mean_tokens:.0f}). It silently ignores the rest.")
+    _home_settings(key, idx)
     warnings = list(status.warnings)
     warnings += [f"{p}: {w}" for p, w in status.file_warnings.items()]
     if status.bad_jsonl_lines:

@@ -11,12 +11,28 @@ import pandas as pd
 import streamlit as st
 
 from memory_core import evaluation as ev
+from memory_core import openclaw as oc
 from memory_core import profile_settings
 from workbench import charts, state, tuning
 
 key = state.current_key()
 idx = state.open_index(key)
 st.title("Evaluate")
+
+oc_home = state.current_home(key)
+if oc_home is not None:  # an agent's real queries: label-free metrics (memory_core.openclaw)
+    real = oc.mine_queries(oc.transcripts_of_home(oc_home.sessions_dir, oc_home.agent))
+    with st.expander(f"Real queries of agent {oc_home.agent}: {len(real)}, no labels needed",
+                     expanded=True):
+        if real:
+            runs = {"tuned (Search & tune)": state.tuned_settings(key),
+                    "the agent's (openclaw.json)": oc_home.load_config().settings()}
+            st.dataframe(pd.DataFrame(oc.metrics_rows(state.ensure_indexed(key), real, runs)),
+                         hide_index=True, width="stretch", key="eval_real")
+            st.caption("Zero results then: what the agent got; now: these settings. Overlap@k: "
+                       "share of the results then still in the top k now. Details: Real queries.")
+        else:
+            st.caption("No memory_search call in the agent's transcripts.")
 
 sets = ev.available_query_sets()
 if not sets:

@@ -32,6 +32,7 @@ import streamlit as st
 from memory_core import Candidates, MemoryIndex, SearchSettings, WorkspaceError
 from memory_core.common.locations import REPO_ROOT, cache_root, datasets_dir
 from memory_core.config import ProfileName
+from memory_core.openclaw import OpenClawHome, open_home
 from memory_core.sync import SyncReport
 
 from .tuning import TUNABLE, apply_values
@@ -43,9 +44,9 @@ PROFILES: tuple[ProfileName, ...] = ("default", "reference")
 #: Provider choices offered in the sidebar; "" means "what the workspace's config says".
 PROVIDERS: tuple[str, ...] = ("", "local", "e5", "none")
 PROVIDER_LABELS = {"": "config", "local": "local", "e5": "e5", "none": "none"}
-WS_MODES: tuple[str, ...] = ("default", "dataset", "folder")
+WS_MODES: tuple[str, ...] = ("default", "dataset", "folder", "openclaw")
 WS_MODE_LABELS = {"default": "Default workspace", "dataset": "Dataset workspace",
-                  "folder": "Any folder"}
+                  "folder": "Any folder", "openclaw": "OpenClaw home"}
 _CANDIDATE_CACHE_SIZE = 48
 
 
@@ -123,6 +124,8 @@ class IndexKey:
     workspace: str
     profile: str = "default"
     provider: str = ""
+    home: str = ""  # an OpenClaw home (its agent's workspace and openclaw.json settings)
+    agent: str = ""
 
     def label(self) -> str:
         prov = self.provider or "config"
@@ -139,7 +142,12 @@ class _IndexState:
 
 
 @st.cache_resource(show_spinner=False)
-def _open(workspace: str, profile: str, provider: str) -> tuple[MemoryIndex, _IndexState]:
+def _open(workspace: str, profile: str, provider: str, home: str = "",
+          agent: str = "") -> tuple[MemoryIndex, _IndexState]:
+    if home:  # the agent's workspace with the home's settings (memory_core.openclaw)
+        idx = open_home(home, agent or None).open_index(profile=profile,
+                                                        provider=provider or None)
+        return idx, _IndexState()
     idx = MemoryIndex.open(workspace, profile=profile, provider=provider or None,
                            overrides=store_overrides(workspace))
     return idx, _IndexState()
@@ -147,11 +155,17 @@ def _open(workspace: str, profile: str, provider: str) -> tuple[MemoryIndex, _In
 
 def open_index(key: IndexKey) -> MemoryIndex:
     """The (cached, not necessarily synced) index for ``key``."""
-    return _open(key.workspace, key.profile, key.provider)[0]
+    return _open(key.workspace, key.profile, key.provider, key.home, key.agent)[0]
 
 
 def _state(key: IndexKey) -> _IndexState:
-    return _open(key.workspace, key.profile, key.provider)[1]
+    return _open(key.workspace, key.profile, key.provider, key.home, key.agent)[1]
+
+
+def current_home(key: IndexKey | None = None) -> OpenClawHome | None:
+    """The OpenClaw home (and agent) ``key`` was opened from, or ``None`` for a folder."""
+    key = key or current_key()
+    return open_home(key.home, key.agent or None) if key.home else None
 
 
 def generation(key: IndexKey) -> int:
@@ -190,6 +204,8 @@ def workspace_picker() -> IndexKey:
         ws = sb.text_input("Folder", value=default_workspace(), key="wb_ws_folder",
                            help="Any folder laid out as an agent workspace (MEMORY.md, "
                                 "memory/, sessions/).")
+    elif mode == "openclaw":
+        home_dir, agent, ws = _home_picker(sb)
     else:
         ws = default_workspace()
         sb.caption(f"`{_short(ws)}`")
@@ -208,7 +224,8 @@ def workspace_picker() -> IndexKey:
     if not path.is_dir():
         st.error(f"Workspace `{ws}` is not a folder.")
         st.stop()
-    key = IndexKey(str(path.resolve()), profile, provider)
+    key = IndexKey(str(path.resolve()), profile, provider,
+                   *((home_dir, agent) if mode == "openclaw" else ()))
     try:
         idx = open_index(key)
     except (WorkspaceError, ValueError) as e:
@@ -218,6 +235,27 @@ def workspace_picker() -> IndexKey:
         sb.caption(f"Read-only data: its index lives in `{_short(str(idx.store_path))}`.")
     st.session_state["wb_key"] = key
     return key
+
+
+def _home_picker(sb: Any) -> tuple[str, str, str]:
+    """The OpenClaw-home part of the picker: the home folder and one of its agents; returns
+    (home, agent, the agent's workspace). Stops the page with the reason when it cannot open."""
+    home_dir = sb.text_input("OpenClaw home", value=str(Path("~/.openclaw").expanduser()),
+                             key="wb_oc_home", help="A folder with openclaw.json and agents/ "
+                             "(~/.openclaw): the agent's workspace, transcripts and settings.")
+    try:
+        first = open_home(home_dir)
+    except ValueError as e:
+        st.error(f"Cannot open the OpenClaw home: {e}")
+        st.stop()
+    agent = sb.selectbox("Agent", first.agents, index=first.agents.index(first.agent),
+                         key="wb_oc_agent")
+    try:
+        chosen = first if agent == first.agent else open_home(home_dir, agent)
+    except ValueError as e:
+        st.error(f"Cannot open agent {agent}: {e}")
+        st.stop()
+    return str(chosen.root), chosen.agent, str(chosen.workspace)
 
 
 def _short(path: str) -> str:

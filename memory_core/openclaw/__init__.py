@@ -22,7 +22,14 @@ from .queries import (
     transcripts_of_workspace,
     zero_result_rate,
 )
-from .realq import LabelFreeMetrics, QueryComparison, compare, metrics, overlap_at_k
+from .realq import (
+    LabelFreeMetrics,
+    QueryComparison,
+    compare,
+    metrics,
+    metrics_rows,
+    overlap_at_k,
+)
 
 __all__ = [
     "ExportPlan",
@@ -37,6 +44,7 @@ __all__ = [
     "compare",
     "is_openclaw_home",
     "metrics",
+    "metrics_rows",
     "mine_queries",
     "mine_transcript",
     "open_home",

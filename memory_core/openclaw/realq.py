@@ -127,3 +127,21 @@ def metrics(comparisons: Sequence[QueryComparison], k: int) -> LabelFreeMetrics:
         n, k, sum(c.zero_then for c in comparisons) / n, sum(c.zero_now for c in comparisons) / n,
         statistics.fmean(overlaps) if overlaps else None,
         statistics.fmean(spreads) if spreads else None)
+
+
+def metrics_rows(index: MemoryIndex, queries: Sequence[RealQuery],
+                 runs: dict[str, SearchSettings]) -> list[dict[str, Any]]:
+    """One row of label-free metrics per named setting (the Evaluate page's table)."""
+    rows = []
+    for label, s in runs.items():
+        m = metrics(compare(index, queries, s), s.max_results)
+
+        def pct(x: float | None) -> str:
+            return "—" if x is None else f"{x:.0%}"
+
+        rows.append({"settings": label, "queries": m.queries,
+                     "zero results then": pct(m.zero_rate_then),
+                     "zero results now": pct(m.zero_rate_now),
+                     "overlap@k": pct(m.overlap_at_k),
+                     "score spread": "—" if m.score_spread is None else f"{m.score_spread:.3f}"})
+    return rows

@@ -1,0 +1,75 @@
+"""Real queries: the agent's own memory_search calls (from its transcripts), what each got
+then, what it gets now with the tuned settings, and label-free metrics. A view over
+``memory_core.openclaw``; nothing is recorded."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from memory_core import openclaw as oc
+from workbench import state
+
+key = state.current_key()
+st.title("Real queries")
+home = state.current_home(key)
+if home is not None:
+    files = oc.transcripts_of_home(home.sessions_dir, home.agent)
+    st.caption(f"Agent `{home.agent}` of `{home.root}` · {len(files)} transcripts in "
+               f"`{home.sessions_dir}`")
+else:
+    idx0 = state.open_index(key)
+    files = oc.transcripts_of_workspace(idx0.workspace)
+    st.caption(f"Transcripts of `{idx0.workspace / 'sessions'}` · {len(files)} files "
+               "(open an OpenClaw home in the sidebar for an agent's own)")
+queries = oc.mine_queries(files)
+if not queries:
+    st.info("No memory_search call in these transcripts.")
+    st.stop()
+
+idx = state.ensure_indexed(key)
+settings = state.tuned_settings(key)
+k = int(settings.max_results)
+cache = st.session_state.setdefault("rq_cache", {})
+ck = (key, state.generation(key), repr(settings), len(queries))
+if ck not in cache:
+    with st.spinner(f"Running {len(queries)} real queries again…"):
+        cache.clear()
+        cache[ck] = oc.compare(idx, queries, settings)
+comps = cache[ck]
+m = oc.metrics(comps, k)
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{x:.0%}"
+
+
+c = st.columns(4)
+c[0].metric("Zero results then", _pct(m.zero_rate_then))
+c[1].metric("Zero results now", _pct(m.zero_rate_now),
+            help="With the settings tuned on Search & tune (or the profile's).")
+c[2].metric(f"Overlap@{k}", _pct(m.overlap_at_k),
+            help="Share of the top results then found among the top results now "
+                 "(same file, overlapping lines).")
+c[3].metric("Score spread", "—" if m.score_spread is None else f"{m.score_spread:.3f}",
+            help="Best minus k-th score now, averaged: how decided the ranking is.")
+
+rows = [{"when": (cm.query.to_dict()["at"] or "")[:16].replace("T", " "),
+         "query": cm.query.query, "then": len(cm.query.results_then or []),
+         "now": len(cm.now), "overlap": cm.overlap, "session": cm.query.session}
+        for cm in comps]
+st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="rq_table")
+
+labels = [f"{i + 1}. {cm.query.query}" for i, cm in enumerate(comps)]
+pick = st.selectbox("Query", range(len(comps)), format_func=labels.__getitem__, key="rq_pick")
+chosen = comps[pick]
+left, right = st.columns(2)
+for col, title, results in ((left, "Then (what the agent got)", chosen.query.results_then or []),
+                            (right, "Now (tuned settings)", chosen.now)):
+    with col:
+        st.subheader(title)
+        if not results:
+            st.caption("No result.")
+        for r in results:
+            st.markdown(f"**{r['score']:.3f}** `{r['path']}#L{r['startLine']}-L{r['endLine']}`")
+            st.caption(r["snippet"][:300])

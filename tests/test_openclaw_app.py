@@ -1,0 +1,64 @@
+"""AppTest of the workbench on an OpenClaw home (issue #12): the picker, the Home page's
+settings with their provenance, the Real queries page, Evaluate's label-free metrics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from workbench.testing import APP, workbench_env
+
+from .openclaw_fixture import MAIN_CALLS, build_home
+
+
+def _open_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, page: str | None = None,
+               agent: str = "main") -> AppTest:
+    home = build_home(tmp_path)
+    for k, v in workbench_env(home / "workspace", tmp_path / "cache", "none").items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("MEMORY_WORKBENCH_DATASETS", str(tmp_path / "no-datasets"))
+    at = AppTest.from_file(str(APP), default_timeout=180).run()
+    at.radio(key="wb_ws_mode").set_value("openclaw").run()
+    at.text_input(key="wb_oc_home").set_value(str(home)).run()
+    if agent != "main":
+        at.selectbox(key="wb_oc_agent").set_value(agent).run()
+    if page is not None:
+        at.switch_page(page).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_picker_opens_a_home_and_home_page_shows_provenance(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    at = _open_home(monkeypatch, tmp_path)
+    assert at.selectbox(key="wb_oc_agent").options == ["main", "ops"]
+    table = next(d.value for d in at.dataframe if "where" in d.value.columns)
+    rows = table.set_index("setting")
+    assert rows.loc["maxResults", "value"] == "3"
+    assert rows.loc["maxResults", "from"] == "openclaw.json"
+    assert rows.loc["maxResults", "where"] == "agents.defaults.memorySearch.query.maxResults"
+    assert rows.loc["candidate multiplier", "from"] == "reference default"
+    at.selectbox(key="wb_oc_agent").set_value("ops").run()
+    assert not at.exception
+    rows = next(d.value for d in at.dataframe if "where" in d.value.columns).set_index("setting")
+    assert rows.loc["maxResults", "value"] == "2"
+
+
+def test_real_queries_page_then_and_now(monkeypatch: pytest.MonkeyPatch,
+                                        tmp_path: Path) -> None:
+    at = _open_home(monkeypatch, tmp_path, "pages/real_queries.py")
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Zero results then"] == "20%"
+    assert "Zero results now" in metrics and "Overlap@3" in metrics
+    table = next(d.value for d in at.dataframe if "overlap" in d.value.columns)
+    assert list(table["query"]) == [q for q, _, _ in MAIN_CALLS]
+    assert list(table["then"]) == [len(r) for _, _, r in MAIN_CALLS]
+
+
+def test_evaluate_shows_label_free_metrics_on_real_queries(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    at = _open_home(monkeypatch, tmp_path, "pages/evaluate.py")
+    table = next(d.value for d in at.dataframe if "zero results now" in d.value.columns)
+    assert len(table) == 2 and (table["zero results then"] == "20%").all()
