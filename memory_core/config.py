@@ -192,6 +192,15 @@ class SearchSettings:
     #: Bonus added to chunks of files named by a date the query names ("on 7 May 2023" →
     #: memory/2023-05-07.md), fading with distance; 0 = off (the reference has none).
     date_hint: float = 0.0
+    #: Expansions (memory_core/expansion.py), all off at 0: a further chunk of a file already
+    #: listed pays ``diversity`` per earlier chunk; a neighbour of a strong hit gains
+    #: ``adjacent`` × its score; pseudo-relevance feedback mixes a query of ``prf_terms`` terms
+    #: from the top ``prf_docs`` keyword chunks into the keyword leg with weight ``prf_weight``.
+    diversity: float = 0.0
+    adjacent: float = 0.0
+    prf_terms: int = 0
+    prf_docs: int = 3
+    prf_weight: float = 0.3
 
     def normalized_weights(self) -> tuple[float, float]:
         """Clamp both weights to 0..1 and divide by their sum (0.7/0.3 when the sum is 0)."""
@@ -421,6 +430,11 @@ class _SearchModel(BaseModel):
     now_ms: int | None = None
     lexical_boost: bool = True
     date_hint: Annotated[float, Field(ge=0)] = 0.0
+    diversity: Annotated[float, Field(ge=0)] = 0.0
+    adjacent: Annotated[float, Field(ge=0)] = 0.0
+    prf_terms: _Count = 0
+    prf_docs: _Positive = 3
+    prf_weight: _Unit = 0.3
 
 
 class _MemoryConfigModel(BaseModel):

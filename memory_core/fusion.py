@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from .candidates import Candidates, ChunkInfo, LegHit
 from .common.dates import DAY_MS, day_start_ms, diary_date, now_ms, path_date
 from .config import FusionMode, SearchSettings
+from .expansion import boost_adjacent, diversify
 from .query import date_closeness, date_hints, lexical_tokens, tokens
 from .rerank import mmr_order
 from .text import truncate_utf16
@@ -335,8 +336,9 @@ def _normalized(cands: Candidates, s: SearchSettings) -> FusionResult:
     * a candidate is any chunk in either leg's top ``maxResults × candidateMultiplier``, and its
       score on the *other* leg is looked up in that leg's whole fetched pool: a chunk missing
       from a cut list is not evidence that the leg found nothing;
-    * plus the date hint, then decay, MMR, the minScore gate and keyword-only filling as
-      configured.
+    * plus the date hint and the adjacent-chunk bonus, then decay, the per-file diversity
+      penalty (:mod:`memory_core.expansion`), MMR, the minScore gate and keyword-only filling
+      as configured.
 
     With weights 0.4/0.6 the best keyword match scores at least 0.6, so a weak vector hit
     (score ≤ 0.4 × cosine) can never push it out, and minScore means the same on any corpus.
@@ -365,8 +367,9 @@ def _normalized(cands: Candidates, s: SearchSettings) -> FusionResult:
         h.components = {"vector": wv * max(0.0, h.vector_score), "text": wt * t}
         h.score = h.components["vector"] + h.components["text"]
     _date_hint(merged, cands, s)
+    boost_adjacent(merged, s.adjacent)
     _apply_decay(merged, cands, s)
-    merged = _sort(merged)
+    merged = diversify(_sort(merged), s.diversity)
     if s.mmr_enabled:
         merged = mmr_rerank(merged, s.mmr_lambda)
     chosen = [h for h in merged if h.score >= s.min_score]

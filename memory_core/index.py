@@ -25,6 +25,7 @@ from .candidates import Candidates
 from .common.synclock import DEFAULT_WAIT_S, SyncLockTimeout, sync_lock
 from .config import MemoryConfig, ProfileName, SearchSettings, load_config, provider_name
 from .embeddings import EmbeddingError, ProviderChoice, create_provider
+from .expansion import with_feedback
 from .fusion import FusionResult, Hit, fuse
 from .reading import ReadResult, read_lines
 from .search import fetch_candidates
@@ -313,7 +314,7 @@ class MemoryIndex:
         s = settings or self.settings()
         src = self._source_filter(sources)
         try:
-            return self._fetch(query, s, src, use_numpy, query_vector)
+            return self._expand(self._fetch(query, s, src, use_numpy, query_vector), s, src)
         except IndexUnavailable:
             if not (auto_sync and self.auto_sync):
                 raise
@@ -324,17 +325,31 @@ class MemoryIndex:
         except SyncBusy as e:
             raise IndexUnavailable(f"index {self.store_path} is damaged and another process "
                                    f"is syncing it; try again shortly ({e})") from e
-        return self._fetch(query, s, src, use_numpy, query_vector)
+        return self._expand(self._fetch(query, s, src, use_numpy, query_vector), s, src)
+
+    def _expand(self, cands: Candidates, s: SearchSettings, src: list[str] | None
+                ) -> Candidates:
+        """Pseudo-relevance feedback on the keyword leg when the settings ask for it: a second
+        keyword query, fetched now so that fusion stays a pure function of the candidates."""
+        if s.prf_terms <= 0 or s.prf_weight <= 0 or not cands.keyword:
+            return cands
+
+        def keyword_only(text: str) -> Candidates:
+            return self._fetch(text, s, src, False, None, keyword_only=True)
+
+        return with_feedback(cands, keyword_only, s.prf_terms, s.prf_docs, s.prf_weight)
 
     def _fetch(self, query: str, s: SearchSettings, src: list[str] | None, use_numpy: bool,
-               query_vector: np.ndarray | None) -> Candidates:
-        """Both legs, or :class:`IndexUnavailable` when the index turns out to be damaged."""
+               query_vector: np.ndarray | None, *, keyword_only: bool = False) -> Candidates:
+        """Both legs (or the keyword leg alone), or :class:`IndexUnavailable` when the index
+        turns out to be damaged."""
         with self._lock:
             store = self._open_store()
             if store.damaged:
                 raise store.unavailable()
+            provider = None if keyword_only else self.choice.provider
             try:
-                return fetch_candidates(store, self.choice.provider, query, s, src,
+                return fetch_candidates(store, provider, query, s, src,
                                         use_numpy=use_numpy, query_vector=query_vector)
             except DatabaseError as e:
                 if not is_corruption(e):

@@ -104,6 +104,15 @@ def register(subparsers: Any) -> None:
     p.add_argument("--out", help="write the JSON report (with per-query rows) to this file")
     p.add_argument("--markdown", help="write the Markdown tables to this file")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--cv", action="store_true", help="cross-validate: choose the constants "
+                   "of --grid (default: weights, minScore, date hint) on training folds and "
+                   "report the held-out folds (LoCoMo: leave one conversation out)")
+    p.add_argument("--folds", type=int, default=5, help="with --cv: folds of a one-workspace "
+                   "set such as BEIR (default 5)")
+    p.add_argument("--objective", default="success@5+recall@5", help="with --cv: what the "
+                   "training folds maximise, metrics joined by + (default success@5+recall@5)")
+    p.add_argument("--no-cache", action="store_true", help="fetch candidates again instead "
+                   "of reusing the ones kept in the evaluation cache")
     p.add_argument("--backend", choices=["builtin", "qmd"], default="builtin",
                    help="qmd: run the real qmd on the set's own workspaces (top 4, as the "
                    "reference, and top 10); builtin settings flags do not apply")
@@ -139,6 +148,49 @@ def _eval_qmd(args: argparse.Namespace, qs: Any) -> int:
     return 0
 
 
+def _cv_grid(args: argparse.Namespace) -> dict[str, list[Any]]:
+    grid: dict[str, list[Any]] = dict(_pairs(args.grid, many=True))
+    if args.vector_weights:
+        grid["vector_weight"] = args.vector_weights
+    if args.min_scores:
+        grid["min_score"] = args.min_scores
+    if args.multipliers:
+        grid["candidate_multiplier"] = args.multipliers
+    return grid
+
+
+def _eval_cv(args: argparse.Namespace, qs: Any, base: SearchSettings, target: str | None,
+             profile: str, progress: Any) -> int:
+    """``eval --cv``: constants chosen on training folds, figures from the held-out ones.
+
+    ``--queries A,B,C`` (``qs`` a list of names): one set of constants for all the sets.
+    """
+    from ..evaluation.cv import DEFAULT_CV_GRID, run_cv, run_cv_sets
+
+    grid = _cv_grid(args) or DEFAULT_CV_GRID
+    try:
+        if isinstance(qs, list):
+            res: Any = run_cv_sets(qs, base, grid, progress, objective=args.objective,
+                                   k=args.folds, profile=profile, provider=args.provider,
+                                   limit=args.limit, chunk_tokens=args.chunk_tokens,
+                                   cache=not args.no_cache)
+        else:
+            res = run_cv(target, qs, base, grid, progress, objective=args.objective,
+                         k=args.folds, profile=profile, provider=args.provider,
+                         limit=args.limit, chunk_tokens=args.chunk_tokens,
+                         cache=not args.no_cache)
+    except ValueError as e:
+        raise CliError(str(e)) from e
+    out = {"cv": res.to_dict()}
+    text = res.to_markdown()
+    if args.out:
+        Path(args.out).write_text(json.dumps(out, ensure_ascii=False, indent=1), encoding="utf-8")
+    if args.markdown:
+        Path(args.markdown).write_text(text, encoding="utf-8")
+    sys.stdout.write(json.dumps(out, ensure_ascii=False, indent=1) + "\n" if args.json else text)
+    return 0
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     """Run the evaluation the flags ask for; print tables (or JSON) and write the files."""
     from ..evaluation import (
@@ -161,6 +213,19 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return 0
     if not args.queries:
         raise CliError("eval needs --queries SET_OR_FILE (or --list)")
+    if args.cv and "," in args.queries:  # one profile cross-validated over several sets
+        names = [n.strip() for n in args.queries.split(",") if n.strip()]
+        try:
+            for n in names:
+                load_query_set(n)
+        except DatasetMissing as e:
+            print(f"memory-core eval: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        s = profile_settings(args.profile or "default")
+        s = replace(s, max_results=args.max_results) if args.max_results else s
+        s = replace(s, **_pairs(args.set, many=False)) if args.set else s
+        return _eval_cv(args, names, s, None, args.profile or "default",
+                        _progress(not args.no_progress))
     try:
         qs = load_query_set(args.queries, args.workspace)
     except DatasetMissing as e:
@@ -184,6 +249,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
             s = replace(s, max_results=args.max_results)
         return replace(s, **overrides) if own and overrides else s
 
+    if args.cv:
+        return _eval_cv(args, qs, settings_for(profile), target, profile, progress)
     if args.sweep:
         grid: dict[str, list[Any]] = {}
         extra = _pairs(args.grid, many=True)

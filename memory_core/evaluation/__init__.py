@@ -7,7 +7,9 @@ The evaluator measures what the agent would receive. One module per job:
 * :mod:`.metrics`: Recall@k, Success@k, MRR@10, nDCG@10 at chunk and file level, and averages;
 * :mod:`.runner`: configurations, one candidate fetch per query, :func:`run_eval`, :func:`sweep`
   and the leg audit;
-* :mod:`.report`: :class:`EvalReport` (Markdown, JSON), sweep tables, :func:`compare`.
+* :mod:`.report`: :class:`EvalReport` (Markdown, JSON), sweep tables, :func:`compare`;
+* :mod:`.cv`: cross-validation (:func:`run_cv`, :func:`cross_validate`): constants chosen on
+  training folds, figures from held-out ones (leave one conversation out on LoCoMo).
 
 Public API (used by the CLI's ``eval`` command, the workbench's Evaluate page and the notebooks):
 
@@ -23,6 +25,17 @@ copied into the project; generated workspaces and indexes live in a cache folder
 """
 
 from ..common.locations import REPO_ROOT, datasets_dir
+from .cv import (
+    DEFAULT_CV_GRID,
+    CVResult,
+    Fold,
+    JointCVResult,
+    cross_validate,
+    cross_validate_sets,
+    make_folds,
+    run_cv,
+    run_cv_sets,
+)
 from .datasets import (
     APART_CATEGORIES,
     BEIR_SETS,
@@ -63,6 +76,8 @@ from .runner import (
     CollectedQuery,
     EvalConfig,
     Progress,
+    collect,
+    evaluate_rows,
     leg_audit,
     leg_configs,
     open_eval_index,
@@ -71,11 +86,55 @@ from .runner import (
 )
 
 __all__ = [
-    "APART_CATEGORIES", "BEIR_SETS", "DEFAULT_GRID", "DEMO_QUERIES", "DEMO_WORKSPACE", "DEPTH",
-    "KS", "LOCOMO_CATEGORIES", "LOCOMO_CONVS", "METRIC_KEYS", "REPO_ROOT", "CollectedQuery",
-    "DatasetMissing", "EvalConfig", "EvalQuery", "EvalReport", "Evidence", "Progress", "QuerySet",
-    "RunResult", "aggregate", "available_query_sets", "beir_workspace", "cache_dir", "compare",
-    "compare_markdown", "covers", "datasets_dir", "ideal_counts", "leg_audit", "leg_configs",
-    "load_query_set", "markdown_table", "max_new_unit_sequence", "open_eval_index", "run_eval",
-    "same_workspace", "score_ranking", "sweep", "sweep_markdown",
+    "APART_CATEGORIES",
+    "BEIR_SETS",
+    "DEFAULT_CV_GRID",
+    "DEFAULT_GRID",
+    "DEMO_QUERIES",
+    "DEMO_WORKSPACE",
+    "DEPTH",
+    "KS",
+    "LOCOMO_CATEGORIES",
+    "LOCOMO_CONVS",
+    "METRIC_KEYS",
+    "REPO_ROOT",
+    "CVResult",
+    "CollectedQuery",
+    "DatasetMissing",
+    "EvalConfig",
+    "EvalQuery",
+    "EvalReport",
+    "Evidence",
+    "Fold",
+    "JointCVResult",
+    "Progress",
+    "QuerySet",
+    "RunResult",
+    "aggregate",
+    "available_query_sets",
+    "beir_workspace",
+    "cache_dir",
+    "collect",
+    "compare",
+    "compare_markdown",
+    "covers",
+    "cross_validate",
+    "cross_validate_sets",
+    "datasets_dir",
+    "evaluate_rows",
+    "ideal_counts",
+    "leg_audit",
+    "leg_configs",
+    "load_query_set",
+    "make_folds",
+    "markdown_table",
+    "max_new_unit_sequence",
+    "open_eval_index",
+    "run_cv",
+    "run_cv_sets",
+    "run_eval",
+    "same_workspace",
+    "score_ranking",
+    "sweep",
+    "sweep_markdown",
 ]

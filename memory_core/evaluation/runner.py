@@ -8,24 +8,30 @@ legs costs no extra SQL or model calls. It uses only :class:`MemoryIndex`'s publ
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
+import pickle
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from ..candidates import Candidates
+from ..common.fileio import atomic_write
 from ..config import PROFILES, SearchSettings, profile_settings
 from ..fusion import fuse
 from ..index import MemoryIndex
-from .datasets import EvalQuery, Evidence, QuerySet, load_query_set
+from .datasets import EvalQuery, Evidence, QuerySet, cache_dir, load_query_set
 from .metrics import DEPTH, METRIC_KEYS, aggregate, covers, ideal_counts, score_ranking
 from .report import EvalReport, RunResult
 
 #: ``progress(stage, done, total)``: indexing and querying report through it.
 Progress = Callable[[str, int, int], None]
+#: Bumped when what a cached candidate file holds changes shape.
+_CACHE_VERSION = 1
 
 @dataclass(frozen=True)
 class EvalConfig:
@@ -79,7 +85,9 @@ def _label_for(settings: SearchSettings, index: MemoryIndex | None) -> str:
 
 
 def _leg_key(s: SearchSettings) -> tuple[Any, ...]:
-    """What the candidate fetch depends on (the keyword query's construction)."""
+    """What the candidate fetch depends on (the keyword query's construction, feedback)."""
+    if s.prf_terms > 0 and s.prf_weight > 0:
+        return (s.keyword_query, s.cjk_bigrams, s.prf_terms, s.prf_docs, s.prf_weight)
     return (s.keyword_query, s.cjk_bigrams)
 
 
@@ -139,10 +147,69 @@ def open_eval_index(query_set: QuerySet, key: str, *, profile: str | None = None
     return MemoryIndex.open(ws, profile=profile, provider=provider, overrides=overrides or None)
 
 
+def collect(query_set: QuerySet | str, configs: Sequence[EvalConfig], *,
+            index_or_workspace: MemoryIndex | str | os.PathLike[str] | None = None,
+            profile: str | None = None, provider: str | None = None,
+            progress: Progress | None = None, limit: int | None = None,
+            chunk_tokens: int | None = None, cache: bool = False
+            ) -> tuple[list[CollectedQuery], dict[str, Any]]:
+    """Every query's candidates (once per keyword-leg option of ``configs``), ready to fuse.
+
+    What cross-validation and scratch experiments start from. With ``cache`` the candidates of
+    each workspace are kept on disk under the evaluation cache, keyed by the index file, its
+    generation and chunk count, the provider and the queries, so a second run fetches nothing.
+    """
+    qs = load_query_set(query_set) if isinstance(query_set, str) else query_set
+    return _collect(index_or_workspace, qs.limited(limit), configs, profile=profile,
+                    provider=provider, progress=progress, chunk_tokens=chunk_tokens,
+                    cache=cache)
+
+
+def _cache_file(idx: MemoryIndex, chunks: Any, queries: Sequence[EvalQuery],
+                keys: Sequence[tuple[Any, ...]]) -> Path:
+    """Where one workspace's fetched candidates are kept (see :func:`collect`)."""
+    ident = json.dumps([str(idx.store_path), idx.generation, chunks, idx.choice.key,
+                        [list(k) for k in keys], [(q.qid, q.query) for q in queries],
+                        _CACHE_VERSION], default=str)
+    digest = hashlib.sha256(ident.encode()).hexdigest()[:24]
+    return cache_dir() / "candidates" / f"{digest}.pickle"
+
+
+def _shared_chunks(collected: Sequence[CollectedQuery]) -> list[CollectedQuery]:
+    """The same chunk object for one chunk id across queries: a pickle then stores each once."""
+    pool: dict[str, Any] = {}
+    out = []
+    for c in collected:
+        cands = {k: replace(v, chunks={cid: pool.setdefault(cid, ch)
+                                       for cid, ch in v.chunks.items()})
+                 for k, v in c.cands.items()}
+        out.append(replace(c, cands=cands))
+    return out
+
+
+def _load_cached(path: Path) -> list[CollectedQuery] | None:
+    try:
+        with path.open("rb") as f:
+            data = pickle.load(f)  # our own cache file (see _store_cached)
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, TypeError):
+        return None
+    return data if isinstance(data, list) else None
+
+
+def _store_cached(path: Path, collected: list[CollectedQuery]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, pickle.dumps(collected, protocol=pickle.HIGHEST_PROTOCOL),
+                     durable=False)
+    except OSError:
+        pass  # a cache that cannot be written is only slower next time
+
+
 def _collect(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
              query_set: QuerySet, configs: Sequence[EvalConfig], *, profile: str | None,
              provider: str | None, progress: Progress | None,
-             chunk_tokens: int | None = None) -> tuple[list[CollectedQuery], dict[str, Any]]:
+             chunk_tokens: int | None = None, cache: bool = False
+             ) -> tuple[list[CollectedQuery], dict[str, Any]]:
     """Sync each workspace's index and fetch every query's candidates once per leg option."""
     prog = progress or (lambda stage, done, total: None)
     keys = list(dict.fromkeys(_leg_key(c.settings) for c in configs))
@@ -174,6 +241,14 @@ def _collect(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
                 "chunks": st.get("chunks"), "files": st.get("files"),
                 "provider": idx.choice.id, "model": idx.choice.model,
                 "chunking": st.get("chunking"), "profile": idx.config.profile}
+            cfile = _cache_file(idx, st.get("chunks"), queries, keys) if cache else None
+            cached = _load_cached(cfile) if cfile is not None and cfile.is_file() else None
+            if cached is not None and len(cached) == len(queries):
+                out.extend(cached)
+                done += len(cached)
+                prog("query", done, total)
+                continue
+            start = len(out)
             prov = idx.choice.provider
             vectors, embed_ms = _embed_queries(prov, [q.query for q in queries])
             for q, qvec in zip(queries, vectors, strict=True):
@@ -189,6 +264,9 @@ def _collect(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
                 out.append(CollectedQuery(q, cands, ic, ifl, fetch_ms))
                 done += 1
                 prog("query", done, total)
+            if cfile is not None:
+                out[start:] = _shared_chunks(out[start:])
+                _store_cached(cfile, out[start:])
         finally:
             if own:
                 idx.close()
@@ -220,7 +298,9 @@ def _embed_queries(provider: Any, texts: Sequence[str]) -> tuple[list[Any], floa
     return vectors, (time.perf_counter() - t0) * 1000 / len(texts)
 
 
-def _evaluate(collected: Sequence[CollectedQuery], config: EvalConfig) -> list[dict[str, Any]]:
+def evaluate_rows(collected: Sequence[CollectedQuery], config: EvalConfig
+                  ) -> list[dict[str, Any]]:
+    """One row per query (metrics, latency, the cited results) for ``config``'s ranking."""
     rows = []
     key = _leg_key(config.settings)
     for c in collected:
@@ -301,7 +381,8 @@ def run_eval(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
              settings: SearchSettings | Sequence[Any] | Mapping[str, SearchSettings] | None
              = None, progress: Progress | None = None, *, profile: str | None = None,
              provider: str | None = None, legs: bool = False, audit: bool = True,
-             limit: int | None = None, chunk_tokens: int | None = None) -> EvalReport:
+             limit: int | None = None, chunk_tokens: int | None = None,
+             cache: bool = False) -> EvalReport:
     """Measure one or more configurations on a query set; all share one index per workspace.
 
     ``index_or_workspace``: an open :class:`MemoryIndex` (used as is), a workspace folder (opened
@@ -320,10 +401,11 @@ def run_eval(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
     if legs:
         configs += leg_configs(configs[0].settings)
     collected, info = _collect(index_or_workspace, qs, configs, profile=profile,
-                               provider=provider, progress=progress, chunk_tokens=chunk_tokens)
+                               provider=provider, progress=progress, chunk_tokens=chunk_tokens,
+                               cache=cache)
     runs = []
     for cfg in configs:
-        rows = _evaluate(collected, cfg)
+        rows = evaluate_rows(collected, cfg)
         runs.append(RunResult(cfg.label, _settings_dict(cfg.settings), cfg.leg, aggregate(rows),
                               rows))
     report = EvalReport(qs.name, qs.level, runs, dict(qs.skipped), info)
@@ -344,7 +426,7 @@ def sweep(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
           query_set: QuerySet | str, base: SearchSettings | None = None,
           grid: Mapping[str, Sequence[Any]] | None = None, progress: Progress | None = None, *,
           profile: str | None = None, provider: str | None = None, limit: int | None = None,
-          chunk_tokens: int | None = None) -> list[dict[str, Any]]:
+          chunk_tokens: int | None = None, cache: bool = False) -> list[dict[str, Any]]:
     """Fuse cached candidates under every combination of ``grid``; one tidy row per combination.
 
     ``grid`` maps :class:`SearchSettings` field names to values (default: vector weight 0..1 ×
@@ -369,10 +451,11 @@ def sweep(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
         configs.append(EvalConfig(json.dumps(combo), s))
     collected, _ = _collect(index_or_workspace, qs, configs[:1] + [
         c for c in configs if _leg_key(c.settings) != _leg_key(configs[0].settings)],
-        profile=profile, provider=provider, progress=progress, chunk_tokens=chunk_tokens)
+        profile=profile, provider=provider, progress=progress, chunk_tokens=chunk_tokens,
+        cache=cache)
     rows = []
     for i, (combo, cfg) in enumerate(zip(combos, configs, strict=True)):
-        m = aggregate(_evaluate(collected, cfg))
+        m = aggregate(evaluate_rows(collected, cfg))
         row: dict[str, Any] = dict(combo)
         row.update({k: m["chunk"][k] for k in METRIC_KEYS})
         row["file_success@5"] = m["file"]["success@5"]

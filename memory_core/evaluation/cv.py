@@ -1,0 +1,530 @@
+"""Cross-validation: choose the fusion constants on some queries, measure them on the others.
+
+A constant tuned on all the dev data and measured on the same data flatters itself (issue #14:
+LoCoMo S@5 0.912 on the dev conversations, 0.892 on unseen ones). Here every constant is chosen
+by grid search on the *training* folds only and scored on the held-out fold:
+
+* LoCoMo (several workspaces): leave one conversation out, one fold per workspace;
+* a set of one workspace (BEIR: XQuAD, SciFact): ``k`` folds of queries, assigned by a stable
+  hash of the query id (the same split on every run and every machine).
+
+The held-out figures are pooled over the folds (each query is scored exactly once, by settings
+chosen without it) and their spread is the standard deviation of the per-fold figures. An
+ablation refits with one constant pinned to its neutral value (0 for a bonus or a gate, equal
+weights): a constant is worth keeping only if the held-out objective is better with it.
+
+Fusion is pure, so the grid is fused from candidates fetched once per query (see
+:func:`~memory_core.evaluation.runner.collect`); nothing here touches an index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..config import SearchSettings
+from ..index import MemoryIndex
+from .datasets import QuerySet, load_query_set
+from .metrics import aggregate
+from .runner import CollectedQuery, EvalConfig, Progress, collect, evaluate_rows, leg_configs
+
+#: What ``memory-core eval --cv`` tunes when no ``--grid`` is given: every constant of the
+#: default profile's fusion.
+DEFAULT_CV_GRID: dict[str, list[Any]] = {
+    "vector_weight": [0.2, 0.3, 0.4, 0.5, 0.6],
+    "min_score": [0.0, 0.05, 0.1, 0.15, 0.2],
+    "date_hint": [0.0, 0.1, 0.2, 0.3],
+}
+#: The value that means "this constant does nothing" (untuned), for the ablation.
+NEUTRAL: dict[str, Any] = {
+    "vector_weight": 0.5, "min_score": 0.0, "date_hint": 0.0, "candidate_multiplier": 4,
+    "mmr_enabled": False, "keyword_only_fill": False, "rrf_k": 60,
+}
+#: The figures the report shows (chunk level unless prefixed ``file_``).
+SHOWN = ("success@1", "success@5", "recall@5", "mrr@10", "ndcg@10", "file_success@5")
+
+
+@dataclass(frozen=True)
+class Fold:
+    """A named held-out part of the queries (indexes into the collected list)."""
+
+    name: str
+    test: tuple[int, ...]
+
+
+def make_folds(collected: Sequence[CollectedQuery], k: int = 5) -> list[Fold]:
+    """One fold per workspace when there are several (leave one conversation out), else ``k``
+    folds of queries by a stable hash of their id."""
+    by_ws: dict[str, list[int]] = {}
+    for i, c in enumerate(collected):
+        by_ws.setdefault(c.query.workspace, []).append(i)
+    if len(by_ws) > 1:
+        return [Fold(ws or "workspace", tuple(ix)) for ws, ix in by_ws.items()]
+    k = max(2, k)
+    parts: list[list[int]] = [[] for _ in range(k)]
+    for i, c in enumerate(collected):
+        h = int(hashlib.sha1(c.query.qid.encode("utf-8")).hexdigest()[:8], 16)
+        parts[h % k].append(i)
+    return [Fold(f"fold {j + 1}/{k}", tuple(ix)) for j, ix in enumerate(parts) if ix]
+
+
+def parse_objective(text: str) -> tuple[str, ...]:
+    """``"success@5+recall@5"`` → the chunk-level metrics whose sum is maximised."""
+    names = tuple(t.strip() for t in text.split("+") if t.strip())
+    if not names:
+        raise ValueError("empty objective")
+    return names
+
+
+def _value(row: Mapping[str, Any], metric: str) -> float:
+    level = "chunk"
+    if metric.startswith("file_"):
+        level, metric = "file", metric[len("file_"):]
+    try:
+        return float(row["metrics"][level][metric])
+    except KeyError as e:
+        raise ValueError(f"unknown metric {metric!r}") from e
+
+
+def _objective(row: Mapping[str, Any], names: Sequence[str]) -> float:
+    return sum(_value(row, n) for n in names)
+
+
+def grid_configs(base: SearchSettings, grid: Mapping[str, Sequence[Any]]
+                 ) -> list[tuple[dict[str, Any], EvalConfig]]:
+    """Every combination of ``grid`` applied to ``base`` (a vector weight sets both weights)."""
+    names = list(grid)
+    out = []
+    for vals in itertools.product(*(grid[n] for n in names)):
+        combo = dict(zip(names, vals, strict=True))
+        s = replace(base, **combo)
+        if "vector_weight" in combo and "text_weight" not in combo:
+            s = replace(s, text_weight=round(1.0 - float(combo["vector_weight"]), 6))
+        out.append((combo, EvalConfig(json.dumps(combo, sort_keys=True), s)))
+    return out
+
+
+def _distance(combo: Mapping[str, Any], base: SearchSettings) -> float:
+    """How far a combination is from the base settings (ties in training go to the nearest)."""
+    d = 0.0
+    for k, v in combo.items():
+        b = getattr(base, k, None)
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            d += 0.0 if v == b else 1.0
+        elif isinstance(b, int | float):
+            d += abs(float(v) - float(b))
+    return d
+
+
+@dataclass
+class CVResult:
+    """Held-out figures of "tune on the other folds", per fold and pooled, with baselines."""
+
+    query_set: str
+    objective: tuple[str, ...]
+    grid: dict[str, list[Any]]
+    folds: list[dict[str, Any]]
+    pooled: dict[str, float]
+    spread: dict[str, float]
+    baselines: dict[str, dict[str, Any]]
+    chosen_all: dict[str, Any]
+    in_sample: dict[str, float]
+    ablation: list[dict[str, Any]] = field(default_factory=list)
+    n_queries: int = 0
+    by_category: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"query_set": self.query_set, "objective": "+".join(self.objective),
+                "grid": self.grid, "n_queries": self.n_queries, "folds": self.folds,
+                "held_out": self.pooled, "spread": self.spread, "baselines": self.baselines,
+                "chosen_on_all": self.chosen_all, "in_sample_of_chosen": self.in_sample,
+                "ablation": self.ablation, "held_out_by_category": self.by_category}
+
+    def to_markdown(self) -> str:
+        """The per-fold table, the pooled held-out line against the baselines, the ablation."""
+        obj = "+".join(self.objective)
+        lines = [f"### Cross-validation of {self.query_set}", "",
+                 f"{self.n_queries} queries, {len(self.folds)} folds; constants chosen on the "
+                 f"training folds by {obj}, grid " + ", ".join(
+                     f"{k} ∈ {{{', '.join(str(v) for v in vs)}}}" for k, vs in self.grid.items())
+                 + ".", "",
+                 "| fold | n | chosen on the other folds | held-out S@5 | R@5 | MRR@10 | "
+                 "nDCG@10 |", "| --- | --- | --- | --- | --- | --- | --- |"]
+        for f in self.folds:
+            h = f["held_out"]
+            lines.append(f"| {f['fold']} | {f['n']} | {_combo_text(f['chosen'])} | "
+                         f"{h['success@5']:.3f} | {h['recall@5']:.3f} | {h['mrr@10']:.3f} | "
+                         f"{h['ndcg@10']:.3f} |")
+        lines += ["", "| run (held-out, pooled) | " + " | ".join(SHOWN) + " |",
+                  "| --- |" + " --- |" * len(SHOWN)]
+        lines.append("| **tuned by CV** | " + " | ".join(
+            f"**{self.pooled[m]:.3f}** ± {self.spread[m]:.3f}" for m in SHOWN) + " |")
+        for label, b in self.baselines.items():
+            lines.append(f"| {label} (fixed) | " + " | ".join(
+                f"{b['pooled'][m]:.3f} ± {b['spread'][m]:.3f}" for m in SHOWN) + " |")
+        lines += ["", f"Chosen on all folds: {_combo_text(self.chosen_all)} (in-sample "
+                  + ", ".join(f"{m} {self.in_sample[m]:.3f}" for m in ("success@5", "recall@5"))
+                  + ")."]
+        if self.by_category:
+            lines += ["", "Held-out S@5 / R@5 by category: " + "; ".join(
+                f"{c} ({v['n_queries']:.0f}) {v['success@5']:.3f} / {v['recall@5']:.3f}"
+                for c, v in self.by_category.items()) + "."]
+        if self.ablation:
+            lines += ["", f"Ablation (held-out {obj}, pooled; the constant pinned to its "
+                      "neutral value, the others still tuned):", "",
+                      "| constant | neutral | held-out with it | pinned | delta | folds won / "
+                      "lost | keep |", "| --- | --- | --- | --- | --- | --- | --- |"]
+            for a in self.ablation:
+                lines.append(f"| {a['constant']} | {a['neutral']} | {a['with']:.4f} | "
+                             f"{a['pinned']:.4f} | {a['delta']:+.4f} | {a['folds_won']} / "
+                             f"{a['folds_lost']} | {'yes' if a['keep'] else 'no'} |")
+        return "\n".join(lines) + "\n"
+
+
+def _combo_text(combo: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in combo.items()) or "(fixed)"
+
+
+def _figures(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    m = aggregate(rows)
+    out = {k: float(m["chunk"][k]) for k in SHOWN if not k.startswith("file_")}
+    out["file_success@5"] = float(m["file"]["success@5"])
+    return out
+
+
+def _spread(per_fold: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    return {m: (statistics.stdev([f[m] for f in per_fold]) if len(per_fold) > 1 else 0.0)
+            for m in SHOWN}
+
+
+class _Table:
+    """Per-query rows of each configuration, computed once and shared by every refit."""
+
+    def __init__(self, collected: Sequence[CollectedQuery]) -> None:
+        self.collected = collected
+        self.rows: dict[str, list[dict[str, Any]]] = {}
+
+    def rows_of(self, cfg: EvalConfig) -> list[dict[str, Any]]:
+        if cfg.label not in self.rows:
+            self.rows[cfg.label] = evaluate_rows(self.collected, cfg)
+        return self.rows[cfg.label]
+
+
+def _select(table: _Table, configs: Sequence[tuple[dict[str, Any], EvalConfig]],
+            train: Sequence[int], names: Sequence[str], base: SearchSettings
+            ) -> tuple[dict[str, Any], EvalConfig]:
+    """The configuration with the best mean objective on ``train`` (ties: nearest the base)."""
+    best: tuple[float, float] | None = None
+    pick = configs[0]
+    for combo, cfg in configs:
+        rows = table.rows_of(cfg)
+        score = sum(_objective(rows[i], names) for i in train) / max(1, len(train))
+        key = (round(score, 9), -_distance(combo, base))
+        if best is None or key > best:
+            best, pick = key, (combo, cfg)
+    return pick
+
+
+def _run_cv(table: _Table, configs: Sequence[tuple[dict[str, Any], EvalConfig]],
+            folds: Sequence[Fold], main: Sequence[int], names: Sequence[str],
+            base: SearchSettings) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Per fold: the chosen combination and its held-out rows."""
+    main_set = set(main)
+    out = []
+    pooled: list[dict[str, Any]] = []
+    for f in folds:
+        test = [i for i in f.test if i in main_set]
+        tset = set(f.test)
+        train = [i for i in main if i not in tset]
+        combo, cfg = _select(table, configs, train, names, base)
+        rows = table.rows_of(cfg)
+        held = [rows[i] for i in test]
+        pooled += held
+        out.append({"fold": f.name, "n": len(test), "chosen": combo,
+                     "held_out": _figures(held) if held else dict.fromkeys(SHOWN, 0.0),
+                     "objective": (sum(_objective(r, names) for r in held) / len(held)
+                                   if held else 0.0)})
+    return out, pooled
+
+
+def cross_validate(collected: Sequence[CollectedQuery], base: SearchSettings,
+                   grid: Mapping[str, Sequence[Any]] | None = None, *,
+                   objective: str = "success@5+recall@5", folds: Sequence[Fold] | None = None,
+                   k: int = 5, baselines: Mapping[str, EvalConfig | SearchSettings] | None = None,
+                   ablate: bool = True, query_set: str = "") -> CVResult:
+    """Tune ``grid`` (over ``base``) on the training folds, report the held-out folds.
+
+    ``baselines`` are fixed configurations (a profile as shipped, a leg alone) scored on the
+    same folds, for comparison. With ``ablate``, each constant of the grid with more than one
+    value is pinned to its :data:`NEUTRAL` value (or the grid's first value) and the whole
+    procedure rerun: ``delta`` is what tuning that constant buys on held-out queries.
+    """
+    names = parse_objective(objective)
+    grid = {k2: list(v) for k2, v in (grid or DEFAULT_CV_GRID).items()}
+    if folds is None:  # apart queries are never scored: leave them out of every fusion
+        collected = [c for c in collected if not c.query.apart]
+    folds = list(folds) if folds is not None else make_folds(collected, k)
+    main = [i for i, c in enumerate(collected) if not c.query.apart]
+    table = _Table(collected)
+    configs = grid_configs(base, grid)
+    per_fold, pooled_rows = _run_cv(table, configs, folds, main, names, base)
+    pooled = _figures(pooled_rows) if pooled_rows else dict.fromkeys(SHOWN, 0.0)
+    spread = _spread([f["held_out"] for f in per_fold])
+    combo_all, cfg_all = _select(table, configs, main, names, base)
+    in_sample = _figures([table.rows_of(cfg_all)[i] for i in main])
+    cats = aggregate(pooled_rows)["by_category"] if pooled_rows else {}
+    by_cat = {c: {"n_queries": float(v["n_queries"]), "success@5": v["chunk"]["success@5"],
+                  "recall@5": v["chunk"]["recall@5"]} for c, v in cats.items()}
+    base_out: dict[str, dict[str, Any]] = {}
+    main_set = set(main)
+    for label, b in (baselines or {}).items():
+        cfg = b if isinstance(b, EvalConfig) else EvalConfig(label, b)
+        cfg = replace(cfg, label=f"baseline:{label}")
+        rows = table.rows_of(cfg)
+        fold_figs = [_figures([rows[i] for i in f.test if i in main_set]) for f in folds
+                     if any(i in main_set for i in f.test)]
+        base_out[label] = {"pooled": _figures([rows[i] for i in main]),
+                           "spread": _spread(fold_figs), "per_fold": fold_figs}
+    ablation = []
+    if ablate:
+        ref_obj = sum(_objective(r, names) for r in pooled_rows) / max(1, len(pooled_rows))
+        for name, values in grid.items():
+            if len(values) < 2:
+                continue
+            neutral = NEUTRAL.get(name, values[0])
+            pinned_grid = dict(grid)
+            pinned_grid[name] = [neutral]
+            pf, prow = _run_cv(table, grid_configs(base, pinned_grid), folds, main, names, base)
+            p_obj = sum(_objective(r, names) for r in prow) / max(1, len(prow))
+            won = sum(1 for a, b in zip(per_fold, pf, strict=True)
+                      if a["objective"] > b["objective"] + 1e-12)
+            lost = sum(1 for a, b in zip(per_fold, pf, strict=True)
+                       if a["objective"] < b["objective"] - 1e-12)
+            ablation.append({"constant": name, "neutral": neutral, "with": ref_obj,
+                             "pinned": p_obj, "delta": ref_obj - p_obj, "folds_won": won,
+                             "folds_lost": lost,
+                             "keep": ref_obj - p_obj > 1e-9 and won >= lost})
+    return CVResult(query_set, tuple(names), grid, per_fold, pooled, spread, base_out,
+                    combo_all, in_sample, ablation, len(main), by_cat)
+
+
+def run_cv(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
+           query_set: QuerySet | str, base: SearchSettings,
+           grid: Mapping[str, Sequence[Any]] | None = None, progress: Progress | None = None,
+           *, objective: str = "success@5+recall@5", k: int = 5, profile: str | None = None,
+           provider: str | None = None, limit: int | None = None,
+           chunk_tokens: int | None = None, cache: bool = True, legs: bool = True,
+           ablate: bool = True) -> CVResult:
+    """Fetch the candidates once (cached on disk), then :func:`cross_validate`.
+
+    Baselines: ``base`` as configured (fixed) and, with ``legs``, each leg alone.
+    """
+    qs = load_query_set(query_set) if isinstance(query_set, str) else query_set
+    qs = qs.limited(limit)
+    grid = {k2: list(v) for k2, v in (grid or DEFAULT_CV_GRID).items()}
+    leg_cfgs = leg_configs(base) if legs else []
+    configs = [EvalConfig("as configured", base), *leg_cfgs,
+               *(cfg for _, cfg in grid_configs(base, grid))]
+    collected, _ = collect(qs, configs, index_or_workspace=index_or_workspace, profile=profile,
+                           provider=provider, progress=progress, chunk_tokens=chunk_tokens,
+                           cache=cache)
+    baselines: dict[str, EvalConfig | SearchSettings] = {"as configured": base}
+    baselines.update({c.label: c for c in leg_cfgs})
+    return cross_validate(collected, base, grid, objective=objective, k=k, baselines=baselines,
+                          ablate=ablate, query_set=qs.name)
+
+
+# =============================================================================== several sets
+
+
+@dataclass
+class JointCVResult:
+    """One set of constants for several query sets (one profile serves them all).
+
+    Fold ``j`` holds out fold ``j`` of *every* set at once (LoCoMo's ``j``-th conversation,
+    the ``j``-th hash fold of a BEIR set); the constants are chosen on the other folds by the
+    mean over sets of each set's mean objective (every set weighs the same, whatever its size).
+    ``sets`` holds each set's held-out figures, spread and baselines, as :class:`CVResult`.
+    """
+
+    objective: tuple[str, ...]
+    grid: dict[str, list[Any]]
+    chosen: list[dict[str, Any]]
+    chosen_all: dict[str, Any]
+    sets: dict[str, CVResult]
+    ablation: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"objective": "+".join(self.objective), "grid": self.grid,
+                "chosen_per_fold": self.chosen, "chosen_on_all": self.chosen_all,
+                "sets": {k: v.to_dict() for k, v in self.sets.items()},
+                "ablation": self.ablation}
+
+    def to_markdown(self) -> str:
+        obj = "+".join(self.objective)
+        lines = [f"### Cross-validation of {', '.join(self.sets)} (one profile for all)", "",
+                 f"Constants chosen on the training folds of every set at once by the mean "
+                 f"over sets of {obj}; grid " + ", ".join(
+                     f"{k} ∈ {{{', '.join(str(v) for v in vs)}}}" for k, vs in self.grid.items())
+                 + ".", ""]
+        lines += ["| fold | chosen on the other folds |", "| --- | --- |"]
+        lines += [f"| {j + 1} | {_combo_text(c)} |" for j, c in enumerate(self.chosen)]
+        lines += ["", f"Chosen on all folds: {_combo_text(self.chosen_all)}.", "",
+                  "| set | run (held-out, pooled) | " + " | ".join(SHOWN) + " |",
+                  "| --- | --- |" + " --- |" * len(SHOWN)]
+        for name, r in self.sets.items():
+            lines.append(f"| {name} ({r.n_queries} q) | **tuned by CV** | " + " | ".join(
+                f"**{r.pooled[m]:.3f}** ± {r.spread[m]:.3f}" for m in SHOWN) + " |")
+            for label, b in r.baselines.items():
+                lines.append(f"| | {label} (fixed) | " + " | ".join(
+                    f"{b['pooled'][m]:.3f}" for m in SHOWN) + " |")
+        for name, r in self.sets.items():
+            if r.by_category and len(r.by_category) > 1:
+                lines += ["", f"{name}, held-out S@5 / R@5 by category: " + "; ".join(
+                    f"{c} ({v['n_queries']:.0f}) {v['success@5']:.3f} / {v['recall@5']:.3f}"
+                    for c, v in r.by_category.items()) + "."]
+        if self.ablation:
+            lines += ["", f"Ablation (held-out {obj}, mean over sets; the constant pinned to "
+                      "its neutral value, the others still tuned):", "",
+                      "| constant | neutral | with it | pinned | delta | per set | folds won / "
+                      "lost | keep |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+            for a in self.ablation:
+                per = ", ".join(f"{k} {v:+.4f}" for k, v in a["per_set"].items())
+                lines.append(f"| {a['constant']} | {a['neutral']} | {a['with']:.4f} | "
+                             f"{a['pinned']:.4f} | {a['delta']:+.4f} | {per} | "
+                             f"{a['folds_won']} / {a['folds_lost']} | "
+                             f"{'yes' if a['keep'] else 'no'} |")
+        return "\n".join(lines) + "\n"
+
+
+def _joint_run(tables: Mapping[str, _Table], folds: Mapping[str, list[Fold]],
+               configs: Sequence[tuple[dict[str, Any], EvalConfig]], n_folds: int,
+               names: Sequence[str], base: SearchSettings
+               ) -> tuple[list[dict[str, Any]], dict[str, list[list[dict[str, Any]]]]]:
+    """Per joint fold: the chosen combination; per set and fold: its held-out rows."""
+    chosen = []
+    held: dict[str, list[list[dict[str, Any]]]] = {k: [] for k in tables}
+    for j in range(n_folds):
+        best: tuple[float, float] | None = None
+        pick = configs[0]
+        for combo, cfg in configs:
+            total = 0.0
+            for name, table in tables.items():
+                fs = folds[name]
+                test = set(fs[j].test) if j < len(fs) else set()
+                rows = table.rows_of(cfg)
+                vals = [_objective(r, names) for i, r in enumerate(rows) if i not in test]
+                total += sum(vals) / max(1, len(vals))
+            key = (round(total / len(tables), 9), -_distance(combo, base))
+            if best is None or key > best:
+                best, pick = key, (combo, cfg)
+        chosen.append(pick[0])
+        for name, table in tables.items():
+            fs = folds[name]
+            rows = table.rows_of(pick[1])
+            held[name].append([rows[i] for i in fs[j].test] if j < len(fs) else [])
+    return chosen, held
+
+
+def cross_validate_sets(sets: Mapping[str, Sequence[CollectedQuery]], base: SearchSettings,
+                        grid: Mapping[str, Sequence[Any]] | None = None, *,
+                        objective: str = "success@5+recall@5", k: int = 5,
+                        baselines: Mapping[str, EvalConfig | SearchSettings] | None = None,
+                        ablate: bool = True) -> JointCVResult:
+    """:func:`cross_validate` for one profile over several query sets (see
+    :class:`JointCVResult`). Only the main queries are scored (apart ones are left out)."""
+    names = parse_objective(objective)
+    grid = {k2: list(v) for k2, v in (grid or DEFAULT_CV_GRID).items()}
+    mains = {n: [c for c in col if not c.query.apart] for n, col in sets.items()}
+    tables = {n: _Table(col) for n, col in mains.items()}
+    folds = {n: make_folds(col, k) for n, col in mains.items()}
+    n_folds = max(len(f) for f in folds.values())
+    configs = grid_configs(base, grid)
+    chosen, held = _joint_run(tables, folds, configs, n_folds, names, base)
+    all_pick = _joint_run(tables, {n: [Fold("none", ())] for n in tables}, configs, 1, names,
+                          base)[0][0]
+    results: dict[str, CVResult] = {}
+    for name, col in mains.items():
+        table = tables[name]
+        per_fold = [{"fold": f.name, "n": len(f.test), "chosen": chosen[j],
+                     "held_out": _figures(held[name][j]) if held[name][j]
+                     else dict.fromkeys(SHOWN, 0.0)}
+                    for j, f in enumerate(folds[name])]
+        pooled_rows = [r for part in held[name] for r in part]
+        base_out: dict[str, dict[str, Any]] = {}
+        for label, b in (baselines or {}).items():
+            cfg = b if isinstance(b, EvalConfig) else EvalConfig(label, b)
+            rows = table.rows_of(replace(cfg, label=f"baseline:{label}"))
+            fold_figs = [_figures([rows[i] for i in f.test]) for f in folds[name] if f.test]
+            base_out[label] = {"pooled": _figures(rows), "spread": _spread(fold_figs),
+                               "per_fold": fold_figs}
+        cats = aggregate(pooled_rows)["by_category"]
+        all_cfg = next(cfg for combo, cfg in configs if combo == all_pick)
+        results[name] = CVResult(
+            name, tuple(names), grid, per_fold, _figures(pooled_rows),
+            _spread([f["held_out"] for f in per_fold]), base_out, all_pick,
+            _figures(table.rows_of(all_cfg)), [], len(col),
+            {c: {"n_queries": float(v["n_queries"]), "success@5": v["chunk"]["success@5"],
+                 "recall@5": v["chunk"]["recall@5"]} for c, v in cats.items()})
+    ablation = []
+    if ablate:
+        def macro(h: Mapping[str, list[list[dict[str, Any]]]], j: int | None = None) -> float:
+            vals = []
+            for parts in h.values():
+                rows = [r for p in parts for r in p] if j is None else (
+                    parts[j] if j < len(parts) else [])
+                if rows:
+                    vals.append(sum(_objective(r, names) for r in rows) / len(rows))
+            return sum(vals) / max(1, len(vals))
+
+        def per_set(h: Mapping[str, list[list[dict[str, Any]]]]) -> dict[str, float]:
+            return {n: macro({n: parts}) for n, parts in h.items()}
+
+        ref = macro(held)
+        ref_sets = per_set(held)
+        for name, values in grid.items():
+            if len(values) < 2:
+                continue
+            neutral = NEUTRAL.get(name, values[0])
+            pinned = dict(grid)
+            pinned[name] = [neutral]
+            _, h2 = _joint_run(tables, folds, grid_configs(base, pinned), n_folds, names, base)
+            won = sum(1 for j in range(n_folds) if macro(held, j) > macro(h2, j) + 1e-12)
+            lost = sum(1 for j in range(n_folds) if macro(held, j) < macro(h2, j) - 1e-12)
+            p = macro(h2)
+            p_sets = per_set(h2)
+            ablation.append({"constant": name, "neutral": neutral, "with": ref, "pinned": p,
+                             "delta": ref - p,
+                             "per_set": {n: ref_sets[n] - p_sets[n] for n in ref_sets},
+                             "folds_won": won, "folds_lost": lost,
+                             "keep": ref - p > 1e-9 and won >= lost})
+    return JointCVResult(tuple(names), grid, chosen, all_pick, results, ablation)
+
+
+def run_cv_sets(query_sets: Sequence[QuerySet | str], base: SearchSettings,
+                grid: Mapping[str, Sequence[Any]] | None = None,
+                progress: Progress | None = None, *, objective: str = "success@5+recall@5",
+                k: int = 5, profile: str | None = None, provider: str | None = None,
+                limit: int | None = None, chunk_tokens: int | None = None, cache: bool = True,
+                legs: bool = True, ablate: bool = True) -> JointCVResult:
+    """Fetch each set's candidates once (cached), then :func:`cross_validate_sets`."""
+    grid = {k2: list(v) for k2, v in (grid or DEFAULT_CV_GRID).items()}
+    leg_cfgs = leg_configs(base) if legs else []
+    configs = [EvalConfig("as configured", base), *leg_cfgs,
+               *(cfg for _, cfg in grid_configs(base, grid))]
+    sets: dict[str, list[CollectedQuery]] = {}
+    for qs in query_sets:
+        q = load_query_set(qs) if isinstance(qs, str) else qs
+        q = q.limited(limit)
+        sets[q.name], _ = collect(q, configs, profile=profile, provider=provider,
+                                  progress=progress, chunk_tokens=chunk_tokens, cache=cache)
+    baselines: dict[str, EvalConfig | SearchSettings] = {"as configured": base}
+    baselines.update({c.label: c for c in leg_cfgs})
+    return cross_validate_sets(sets, base, grid, objective=objective, k=k, baselines=baselines,
+                               ablate=ablate)
