@@ -12,6 +12,7 @@ from typing import Any, get_args
 import streamlit as st
 
 from memory_core import MemoryIndex, SearchSettings, profile_settings
+from memory_core import openclaw as oc
 from memory_core import promotion as pr
 from memory_core.config import FusionMode, KeywordQueryMode
 from workbench import charts, state, tuning
@@ -202,3 +203,19 @@ with main:
             st.warning("Not expressible in OpenClaw's config (this project's improvements): "
                        + "; ".join(extra) + ". An agent using the exported block ranks as the "
                        "reference does.")
+        oc_home = state.current_home(key)
+        if oc_home is not None:  # write into the home's openclaw.json (memory_core.openclaw)
+            plan = oc.plan_export(oc_home.config_path, current)
+            st.markdown(f"**Into `{oc_home.config_path}`**: only the values that differ, in "
+                        "place, comments kept, a backup first.")
+            if plan.diff:
+                st.code(plan.diff, language="diff")
+            else:
+                st.caption("openclaw.json already says this.")
+            for why in plan.refused:
+                st.warning(f"Not written automatically: {why}. Apply the patch by hand.")
+            if plan.changes and st.button("Write openclaw.json", key="export_openclaw",
+                                          disabled=not plan.ok):
+                backup = oc.apply_export(plan)
+                st.success(f"Wrote {len(plan.changes)} setting(s) into openclaw.json; the "
+                           f"previous file is {backup}.")

@@ -62,3 +62,21 @@ def test_evaluate_shows_label_free_metrics_on_real_queries(
     at = _open_home(monkeypatch, tmp_path, "pages/evaluate.py")
     table = next(d.value for d in at.dataframe if "zero results now" in d.value.columns)
     assert len(table) == 2 and (table["zero results then"] == "20%").all()
+
+
+def test_search_page_writes_the_tuned_settings_into_openclaw_json(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    at = _open_home(monkeypatch, tmp_path, "pages/search.py")
+    at.text_input(key="search_query").set_value("cookie").run()
+    cfg = tmp_path / "oc-home" / "openclaw.json"
+    assert any("already says this" in c.value for c in at.caption)
+    # the file changes behind the open index: the export puts the tuned value (3) back
+    cfg.write_text(cfg.read_text().replace("maxResults: 3,", "maxResults: 7,"))
+    at.run()
+    diff = next(c.value for c in at.code if c.value.startswith("--- a/openclaw.json"))
+    assert "-          maxResults: 7," in diff and "+          maxResults: 3," in diff
+    at.button(key="export_openclaw").click().run()
+    assert not at.exception
+    assert "maxResults: 3," in cfg.read_text() and "// where the agents live" in cfg.read_text()
+    backups = list(cfg.parent.glob("openclaw.json.bak-*"))
+    assert len(backups) == 1 and "maxResults: 7," in backups[0].read_text()
