@@ -192,11 +192,14 @@ def with_fallback(st: BackendStatus, note: FallbackNote) -> BackendStatus:
 def open_backend(workspace: str | os.PathLike[str] | MemoryIndex,
                  kind: BackendChoice | str | None = None, *, profile: str | None = None,
                  provider: str | None = None, overrides: dict[str, Any] | None = None,
-                 mode: str = "full") -> MemoryBackend:
+                 mode: str = "full", qmd_home: str | os.PathLike[str] | None = None
+                 ) -> MemoryBackend:
     """The backend ``kind`` (default: the workspace's ``[backend] kind``) for ``workspace``.
 
     ``workspace`` may be an open :class:`MemoryIndex`, whose configuration is used (and which
     becomes the builtin fallback). ``mode="status"`` opens qmd without touching its collections.
+    ``qmd_home`` replaces ``[qmd] home`` (e.g. a cache folder for a workspace that must gain no
+    file).
     qmd that cannot be opened gives builtin with the reason (see the module docstring).
     """
     idx = workspace if isinstance(workspace, MemoryIndex) else MemoryIndex.open(
@@ -208,6 +211,9 @@ def open_backend(workspace: str | os.PathLike[str] | MemoryIndex,
         idx.close()
         raise ValueError(f"unknown backend {choice!r} (expected builtin or qmd)")
     cfg = idx.config
+    if qmd_home is not None:
+        cfg = copy.deepcopy(cfg)
+        cfg.qmd.home = str(qmd_home)
     scope = _scope(idx.workspace, cfg.qmd.agent_id)
     identity = fingerprint({"qmd": copy.deepcopy(cfg.qmd).__dict__,
                             "extra": [e.__dict__ for e in cfg.sources.extra_paths]})
