@@ -188,3 +188,49 @@ def test_bullet_bound_cuts_at_a_sentence_or_word() -> None:
     t = bullet_text(words)
     assert t.endswith("word...") and len(t) <= 643
     assert bullet_text("- short entry") == "short entry"
+
+
+def _entry(d: dict[str, object]) -> pr.RecallEntry:
+    """A recall entry from the reference's JSON shape (ISO times)."""
+    from datetime import datetime
+
+    def ms(v: object) -> int | None:
+        return None if v is None else int(datetime.fromisoformat(
+            str(v).replace("Z", "+00:00")).timestamp() * 1000)
+
+    return pr.RecallEntry(
+        str(d["key"]), str(d["path"]), int(d["startLine"]), int(d["endLine"]),  # type: ignore[arg-type]
+        str(d["snippet"]), "memory", int(d["recallCount"]), int(d["dailyCount"]),  # type: ignore[arg-type]
+        int(d["groundedCount"]), float(d["totalScore"]), float(d["maxScore"]),  # type: ignore[arg-type]
+        ms(d["firstRecalledAt"]) or 0, ms(d["lastRecalledAt"]) or 0,
+        list(d["queryHashes"]), list(d["recallDays"]), list(d["conceptTags"]),  # type: ignore[call-overload]
+        None, ms(d.get("promotedAt")))
+
+
+def test_rem_preview_matches_the_reference() -> None:
+    """previewRemDreaming of OpenClaw 2026.5.20 on the same entries (golden from the engine)."""
+    import json
+
+    from memory_core.promotion.phases import rem_preview
+
+    from .conftest import GOLDENS
+
+    g = json.loads((GOLDENS / "openclaw" / "rem-preview.json").read_text(encoding="utf-8"))
+    body, keys = rem_preview([_entry(e) for e in g["entries"]], 10, 0.75)
+    assert body == g["bodyLines"] and keys == g["candidateKeys"]
+
+
+def test_contamination_matches_2026_9() -> None:
+    """isContaminatedDreamingSnippet of OpenClaw 2026.9.6 on 25 strings (golden from the
+    engine): our 2026.9 rules agree on every one, with and without transcript turns allowed."""
+    import json
+
+    from .conftest import GOLDENS
+
+    cases = json.loads((GOLDENS / "openclaw" / "contamination.json").read_text(encoding="utf-8"))
+    assert len(cases) == 25
+    for c in cases:
+        assert (contamination(c["text"], ours=False) is not None) == c["contaminated"], c["text"]
+        assert (contamination(c["text"], ours=False, transcript_turns_ok=True) is not None) == (
+            c["allowingTranscriptTurns"]), c["text"]
+        assert pr.is_contaminated(c["text"]) == c["contaminated"]
