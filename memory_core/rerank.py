@@ -2,15 +2,19 @@
 
 The reference's MMR (spec §4.7) compares every candidate with every chosen one by the Jaccard
 similarity of their snippets' token sets. Done pair by pair in Python that is ~0.5 s for 300
-candidates (200 per leg), ten times the re-rank budget. Here the token sets become one sparse
-incidence matrix; a single sparse product gives every pair's intersection size, so the whole
-similarity matrix costs a few milliseconds, and the greedy loop is one vector operation per pick.
+candidates (200 per leg), ten times the re-rank budget. Here each snippet's token set is built in
+C and cached per snippet text (re-ranking the same chunks again costs no tokenising); the tokens
+shared by two snippets or more become a small dense incidence matrix whose product gives every
+pair's intersection size, and the greedy loop is one vector operation per pick.
 Every quantity is computed with the same float64 operations in the same order as the loop it
 replaces, so ties break the same way (see ``tests/test_vectors_mmr.py``).
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
+import operator
 import re
 from collections.abc import Sequence
 
@@ -37,13 +41,27 @@ def mmr_tokens(text: str) -> set[str]:
 
 
 def _token_list(text: str) -> list[str]:
-    """:func:`mmr_tokens` as a list that may repeat (cheaper; duplicates are merged later)."""
+    """:func:`mmr_tokens` as a list that may repeat (duplicates are merged later).
+
+    Every step runs in C (``findall``, ``list +=``, ``map(operator.add, ...)`` for the bigrams
+    of each CJK run): a Python-level loop per token is what made this the MMR's main cost.
+    """
     low = text.lower()
     out = _WORD.findall(low)
+    if low.isascii():  # no CJK character possible; skips the slower CJK scan
+        return out
     for run in _CJK_RUN.findall(low):
-        out.extend(run)
-        out.extend([run[i : i + 2] for i in range(len(run) - 1)])
+        out += run
+        out += map(operator.add, run, run[1:])
     return out
+
+
+@functools.lru_cache(maxsize=8192)
+def _token_set(text: str) -> frozenset[str]:
+    """The deduplicated tokens of one snippet, cached: a long-running process (the workbench's
+    Search & tune re-fusing as a slider moves, the MCP server) re-ranks the same chunks again and
+    again, and tokenising is most of the MMR's cost."""
+    return frozenset(_token_list(text))
 
 
 def jaccard_matrix(texts: Sequence[str]) -> np.ndarray:
@@ -52,19 +70,18 @@ def jaccard_matrix(texts: Sequence[str]) -> np.ndarray:
     Two texts without tokens count as identical (1.0), as in the reference.
     """
     n = len(texts)
+    sets = list(map(_token_set, texts))
+    lengths = np.fromiter(map(len, sets), dtype=np.int64, count=n)
+    total = int(lengths.sum())
+    # Token ids without a Python loop: ``setdefault`` keeps the first id a token was given
+    # (ids are unique, not dense; ``count()`` is consumed once per occurrence).
     vocab: dict[str, int] = {}
-    get = vocab.setdefault
-    cols: list[int] = []
-    lengths: list[int] = []
-    for t in texts:
-        toks = _token_list(t)
-        cols.extend([get(tok, len(vocab)) for tok in toks])
-        lengths.append(len(toks))
-    v = max(1, len(vocab))
-    docs = np.repeat(np.arange(n, dtype=np.int64), lengths)
-    pairs = np.unique(docs * v + np.asarray(cols, dtype=np.int64))  # (doc, token), as sets
-    pdoc, ptok = pairs // v, pairs % v
-    sizes = np.bincount(pdoc, minlength=n).astype(np.float64)
+    cols = np.fromiter(map(vocab.setdefault, itertools.chain.from_iterable(sets),
+                           itertools.count()), dtype=np.int64, count=total)
+    v = max(1, total)
+    pdoc = np.repeat(np.arange(n, dtype=np.int64), lengths)
+    ptok = cols
+    sizes = lengths.astype(np.float64)
     # Only tokens shared by two texts or more can intersect: a dense product over those
     # alone is small (the long tail of one-text tokens is most of the vocabulary).
     df = np.bincount(ptok, minlength=v)
