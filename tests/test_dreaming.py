@@ -234,3 +234,29 @@ def test_contamination_matches_2026_9() -> None:
         assert (contamination(c["text"], ours=False, transcript_turns_ok=True) is not None) == (
             c["allowingTranscriptTurns"]), c["text"]
         assert pr.is_contaminated(c["text"]) == c["contaminated"]
+
+
+def test_sweep_on_the_fixture_home_matches_the_reference(tmp_path: Path) -> None:
+    """The fixture home's real tool results recorded, then Light and REM: the same two staging
+    reports, byte for byte, and the same phase hits as OpenClaw 2026.5.20's own sweep."""
+    import json
+
+    from memory_core.openclaw import mine_queries, open_home, transcripts_of_home
+
+    from .conftest import GOLDENS
+    from .openclaw_fixture import build_home
+
+    g = json.loads((GOLDENS / "openclaw" / "sweep-main.json").read_text(encoding="utf-8"))
+    home = open_home(build_home(tmp_path), "main")
+    qs = mine_queries(transcripts_of_home(home.sessions_dir, home.agent))
+    calls = sorted(((q.query, q.result_at or q.at, q.results_then) for q in qs),
+                   key=lambda c: c[1] or 0)
+    with home.open_index(provider="none") as idx:
+        pr.replay_tool_results(idx, calls)
+        reports = pr.run_sweep(idx, now=g["nowMs"])
+        with pr.state_of(idx) as st:
+            hits = {k: [v["light_hits"], v["rem_hits"]] for k, v in st.phase_signals().items()}
+    assert sorted(p for r in reports for p in r.written) == sorted(g["files"])
+    for rel, text in g["files"].items():
+        assert (home.workspace / rel).read_text(encoding="utf-8") == text, rel
+    assert hits == g["phase"]

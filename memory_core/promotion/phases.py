@@ -147,11 +147,15 @@ def _exists(ws: Path, path: str) -> bool:
 
 
 def recent_entries(index: MemoryIndex, lookback_days: int, now: Now = None) -> list[RecallEntry]:
-    """Short-term memory entries recalled within ``lookback_days`` whose file still exists."""
+    """Short-term memory entries recalled within ``lookback_days`` whose file still exists,
+    in the order they were first recorded."""
     at = now_ms(now)
     cutoff = at - max(0, lookback_days) * DAY_MS
     with state_of(index) as st:
         rows = st.recall_entries()
+        first = st.recall_first_seen()
+    # the order the entries were first recorded (the reference iterates its store that way)
+    rows.sort(key=lambda r: first.get(r["key"], 1 << 62))
     out = []
     for row in rows:
         e = RecallEntry.from_row(row)

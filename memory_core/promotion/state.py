@@ -221,6 +221,13 @@ class StateStore:
         self.db.execute("UPDATE promotion_history SET undone_at = ? WHERE id = ?",
                         (at, history_id))
 
+    def recall_first_seen(self) -> dict[str, int]:
+        """Each key's oldest logged event id: the order in which entries were first recorded
+        (the reference's store is a JSON object, iterated in insertion order; ties in its
+        sorts keep that order). Only the newest events are kept per key, so for a key with
+        many signals this is an approximation, which only matters between equal entries."""
+        return dict(self.db.execute("SELECT key, MIN(id) FROM recall_events GROUP BY key"))
+
     # ------------------------------------------------------------------ phase signals
 
     def phase_signals(self) -> dict[str, dict[str, Any]]:
