@@ -73,6 +73,30 @@ with st.expander("Seed recall signals (replay a query log)", expanded=False):
                        f"{rep.daily_recorded} daily signals recorded; {rep.entries} tracked "
                        f"entries, {rep.candidates} pass the default gates.")
 
+with st.expander("The agent's real recalls, and the Light/REM phases", expanded=False):
+    # memory_core.openclaw mines the transcripts; promotion records and dreams (spec §6.2-6.3)
+    from memory_core import openclaw as oc
+
+    oc_home = state.current_home(key)
+    files = (oc.transcripts_of_home(oc_home.sessions_dir, oc_home.agent) if oc_home
+             else oc.transcripts_of_workspace(idx.workspace))
+    real = oc.mine_queries(files)
+    st.caption(f"{len(real)} memory_search calls in {len(files)} transcripts: their results "
+               "are recorded at their own times, as the reference's tool records them. The "
+               "phases write staging reports under memory/dreaming/ and feed phaseBoost.")
+    d1, d2 = st.columns(2)
+    if d1.button("Record the real recalls", key="promo_real", disabled=not real or read_only):
+        rep_s = pr.replay_tool_results(idx, [(q.query, q.result_at or q.at, q.results_then)
+                                             for q in real])
+        st.success(f"{rep_s.answered} calls: {rep_s.recalls_recorded} recalls recorded; "
+                   f"{rep_s.entries} tracked entries, {rep_s.candidates} pass the default gates.")
+    if d2.button("Run Light and REM", key="promo_dream", disabled=read_only):
+        cfg_d = (pr.DreamingConfig.from_openclaw(oc.config.dreaming_settings(oc_home.raw))
+                 if oc_home else pr.DreamingConfig())
+        for r in pr.run_sweep(idx, cfg_d):
+            st.success(f"{r.phase}: {len(r.keys)} of {r.considered} recent entries picked; "
+                       f"wrote {', '.join(r.written)}")
+
 # ----------------------------------------------------------------------------- candidates
 
 st.subheader("Candidates")

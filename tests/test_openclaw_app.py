@@ -80,3 +80,17 @@ def test_search_page_writes_the_tuned_settings_into_openclaw_json(
     assert "maxResults: 3," in cfg.read_text() and "// where the agents live" in cfg.read_text()
     backups = list(cfg.parent.glob("openclaw.json.bak-*"))
     assert len(backups) == 1 and "maxResults: 7," in backups[0].read_text()
+
+
+def test_promotion_page_records_real_recalls_and_runs_the_phases(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    at = _open_home(monkeypatch, tmp_path, "pages/promotion.py")
+    at.button(key="promo_real").click().run()
+    assert not at.exception
+    assert any("5 calls: 5 recalls recorded" in s.value for s in at.success)
+    at.button(key="promo_dream").click().run()
+    assert not at.exception
+    ws = tmp_path / "oc-home" / "workspace"
+    assert list((ws / "memory" / "dreaming" / "light").glob("*.md"))
+    assert list((ws / "memory" / "dreaming" / "rem").glob("*.md"))
+    assert any(s.value.startswith("light:") for s in at.success)
