@@ -91,7 +91,7 @@ def record_into(st: StateStore, signals: Sequence[Signal], *, query: str, kind: 
             else:
                 e.grounded_count += 1
             e.total_score += clamp01(s.score)
-            e.max_score = max(e.max_score, s.score)
+            e.max_score = max(e.max_score, clamp01(s.score))
             e.snippet = s.snippet
             e.query_hashes = _merge_recent(e.query_hashes, qh, MAX_QUERY_HASHES)
             e.recall_days = sorted(set(e.recall_days) | {day})[-MAX_RECALL_DAYS:]
@@ -341,7 +341,7 @@ def record_tool_results_into(st: StateStore, query: str, results: Sequence[dict[
                 key, path, start, end, snip, first_recalled_at=at, last_recalled_at=at)
             e.recall_count += 1
             e.total_score += clamp01(score)
-            e.max_score = max(e.max_score, score)
+            e.max_score = max(e.max_score, clamp01(score))
             e.snippet = snip
             e.start_line, e.end_line = start, end
             e.query_hashes = _merge_distinct(e.query_hashes, qh, MAX_QUERY_HASHES)
