@@ -201,6 +201,9 @@ class SearchSettings:
     prf_terms: int = 0
     prf_docs: int = 3
     prf_weight: float = 0.3
+    #: A question coordinating two things is also asked per conjunct; their keyword legs lift
+    #: a chunk to ``max(original, decompose × sub-query)``; 0 = off.
+    decompose: float = 0.0
 
     def normalized_weights(self) -> tuple[float, float]:
         """Clamp both weights to 0..1 and divide by their sum (0.7/0.3 when the sum is 0)."""
@@ -435,6 +438,7 @@ class _SearchModel(BaseModel):
     prf_terms: _Count = 0
     prf_docs: _Positive = 3
     prf_weight: _Unit = 0.3
+    decompose: _Unit = 0.0
 
 
 class _MemoryConfigModel(BaseModel):

@@ -12,7 +12,13 @@ each was kept or dropped by cross-validated measurement (docs/retrieval.md, issu
   the terms that weigh most in the top keyword chunks (term frequency × the chunk's score,
   against their frequency in the whole candidate pool) form a second OR query, and the keyword
   leg becomes ``(1 - prf_weight) × original + prf_weight × expanded`` on the normalised BM25
-  scale. The expanded leg is fetched once with the candidates, so fusion stays pure.
+  scale. The expanded leg is fetched once with the candidates, so fusion stays pure;
+* **decomposition** (at fetch time, the keyword leg): a question that coordinates two things
+  ("What did Caroline and Melanie paint?") is also asked once per conjunct ("What did Caroline
+  paint?", "What did Melanie paint?"); each sub-query's keyword leg, on its own best-is-1 scale
+  and weighted ``decompose``, can lift a chunk to ``max(original, weighted sub-query)``, so the
+  evidence of the second conjunct is not outweighed by the first's. Dates need no splitting: the
+  date hint already rewards every date a question names.
 
 Nothing here imports fusion: the re-ranking helpers work on any hit with ``path``,
 ``start_line``, ``end_line``, ``score`` and ``components``.
@@ -21,6 +27,7 @@ Nothing here imports fusion: the re-ranking helpers work on any hit with ``path`
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -163,3 +170,58 @@ def with_feedback(cands: Candidates, fetch_keyword: Callable[[str], Candidates],
     chunks.update(cands.chunks)
     return replace(cands, keyword=interpolate_keyword(cands.keyword, extra.keyword, weight),
                    chunks=chunks)
+
+
+# --------------------------------------------------------------------------- decomposition
+
+_COORD_RE = re.compile(
+    r"\b([\w'’-]+),?\s+(?:and|or)\s+((?:(?:her|his|their|the|my|our|a|an)\s+)?[\w'’-]+)",
+    re.IGNORECASE)
+
+
+def split_query(query: str) -> list[str]:
+    """The sub-queries of a question that coordinates two things, each conjunct in turn in
+    place of the pair ("A and B" → "A", "B"); ``[]`` when there is nothing to split.
+
+    English "and"/"or" only: Chinese is written without spaces, and without a word segmenter
+    the extent of a conjunct around 和 or 与 is a guess.
+    """
+    for m in _COORD_RE.finditer(query):
+        left, right = m.group(1), m.group(2)
+        if left.lower() in STOP_WORDS and right.lower() in STOP_WORDS:
+            continue
+        head, tail = query[: m.start()], query[m.end():]
+        return [f"{head}{left}{tail}", f"{head}{right}{tail}"]
+    return []
+
+
+def max_keyword(original: Sequence[LegHit], parts: Sequence[Sequence[LegHit]], weight: float
+                ) -> tuple[LegHit, ...]:
+    """One keyword leg: each chunk at ``max(original, weight × part)`` on best-is-1 scales."""
+    if weight <= 0 or not any(parts):
+        return tuple(original)
+    b0 = max((-h.raw for h in original), default=0.0) or 1.0
+    best: dict[str, float] = {h.id: -h.raw / b0 for h in original}
+    score = {h.id: h.score for h in original}
+    for part in parts:
+        bp = max((-h.raw for h in part), default=0.0) or 1.0
+        for h in part:
+            best[h.id] = max(best.get(h.id, 0.0), weight * (-h.raw / bp))
+            score.setdefault(h.id, h.score)
+    order = sorted(best, key=lambda cid: -best[cid])
+    return tuple(LegHit(cid, score[cid], i + 1, -best[cid]) for i, cid in enumerate(order))
+
+
+def with_decomposition(cands: Candidates, fetch_keyword: Callable[[str], Candidates],
+                       weight: float) -> Candidates:
+    """``cands`` with its keyword leg lifted by the sub-queries' legs (see the module doc)."""
+    subs = split_query(cands.query) if weight > 0 else []
+    if not subs:
+        return cands
+    fetched = [fetch_keyword(q) for q in subs]
+    chunks = {}
+    for f in fetched:
+        chunks.update(f.chunks)
+    chunks.update(cands.chunks)
+    return replace(cands, keyword=max_keyword(cands.keyword, [f.keyword for f in fetched],
+                                              weight), chunks=chunks)

@@ -25,7 +25,7 @@ from .candidates import Candidates
 from .common.synclock import DEFAULT_WAIT_S, SyncLockTimeout, sync_lock
 from .config import MemoryConfig, ProfileName, SearchSettings, load_config, provider_name
 from .embeddings import EmbeddingError, ProviderChoice, create_provider
-from .expansion import with_feedback
+from .expansion import with_decomposition, with_feedback
 from .fusion import FusionResult, Hit, fuse
 from .reading import ReadResult, read_lines
 from .search import fetch_candidates
@@ -329,15 +329,21 @@ class MemoryIndex:
 
     def _expand(self, cands: Candidates, s: SearchSettings, src: list[str] | None
                 ) -> Candidates:
-        """Pseudo-relevance feedback on the keyword leg when the settings ask for it: a second
-        keyword query, fetched now so that fusion stays a pure function of the candidates."""
-        if s.prf_terms <= 0 or s.prf_weight <= 0 or not cands.keyword:
+        """Query decomposition and pseudo-relevance feedback on the keyword leg when the
+        settings ask for them: more keyword queries, fetched now so that fusion stays a pure
+        function of the candidates."""
+        prf = s.prf_terms > 0 and s.prf_weight > 0
+        if not (prf or s.decompose > 0) or not cands.keyword:
             return cands
 
         def keyword_only(text: str) -> Candidates:
             return self._fetch(text, s, src, False, None, keyword_only=True)
 
-        return with_feedback(cands, keyword_only, s.prf_terms, s.prf_docs, s.prf_weight)
+        if s.decompose > 0:
+            cands = with_decomposition(cands, keyword_only, s.decompose)
+        if prf:
+            cands = with_feedback(cands, keyword_only, s.prf_terms, s.prf_docs, s.prf_weight)
+        return cands
 
     def _fetch(self, query: str, s: SearchSettings, src: list[str] | None, use_numpy: bool,
                query_vector: np.ndarray | None, *, keyword_only: bool = False) -> Candidates:

