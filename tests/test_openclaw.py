@@ -252,3 +252,31 @@ def test_real_queries_then_and_now_label_free(home: Path,
     assert m["overlapAtK"] == pytest.approx(sum(overlaps) / len(overlaps))
     # the call made with corpus=memory is run on memory files only
     assert all(r["source"] == "memory" for r in rows[2]["results_now"])
+
+
+def test_2026_8_memory_search_block_and_agent_override(tmp_path: Path) -> None:
+    """``memory.search`` (2026.8+) read like ``agents.defaults.memorySearch``; an agent's own
+    ``memory.search`` wins key by key; extraPaths concatenated, objects with patterns kept."""
+    home = tmp_path / "h"
+    (home / "workspace").mkdir(parents=True)
+    (home / "openclaw.json").write_text("""{
+      // 2026.9 layout
+      memory: { search: {
+        provider: 'none', fallback: "none",
+        extraPaths: ["notes", { path: "docs", pattern: "**/*.md" }],
+        query: { maxResults: 4, minScore: 1.7, hybrid: { candidateMultiplier: 50 } },
+      } },
+      agents: { list: [ { id: "Main", memory: { search: {
+        query: { maxResults: 9 }, extraPaths: ["notes"] } } } ] },
+    }""")
+    oc = open_home(home)
+    assert oc.agent == "main"
+    s = oc.load_config().settings()
+    assert (s.max_results, s.min_score, s.candidate_multiplier) == (9, 1.0, 20)
+    cfg = oc.load_config()
+    assert cfg.provider.provider == "none"
+    assert [(e.path, e.pattern) for e in cfg.sources.extra_paths] == [
+        ("notes", "**/*.md"), ("docs", "**/*.md")]
+    rows = {r.key: r for r in oc.settings(cfg)}
+    assert rows["search.max_results"].where == "agents.list[0].memory.search.query.maxResults"
+    assert rows["search.min_score"].where == "memory.search.query.minScore"
