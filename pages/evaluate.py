@@ -87,12 +87,17 @@ b_settings = (tuning.apply_values(idx.settings(), pinned) if b_choice == "pinned
               else profile_settings(b_choice))
 legs = c2.toggle("Also each leg alone", value=True, key="eval_legs",
                  help="The vector leg and the keyword leg of A, each ranked alone (no gate).")
+can_qmd = bool(workspaces) and len(workspaces) == len(qs.workspaces)
+qmd_too = c2.toggle("Also qmd (BM25)", value=False, key="eval_qmd", disabled=not can_qmd,
+                    help="The real qmd backend on the set's own workspace(s), at the "
+                         "reference's limits (4 results) and at 10 (docs/qmd.md)." if can_qmd
+                    else "qmd needs the query set's own workspace(s).")
 level = c3.radio("Level", ["chunk", "file"], key="eval_level", horizontal=True,
                  help="file: chunks collapsed to their files (compares chunkers fairly).")
 
 label_a, label_b = "A: tuned", f"B: {b_labels[b_choice]}"
 run_target: Any = idx if target == "open" else None
-run_id = (name, target, key, int(limit), legs, repr(a_settings), repr(b_settings))
+run_id = (name, target, key, int(limit), legs, qmd_too, repr(a_settings), repr(b_settings))
 
 
 def _progress_cb() -> Any:
@@ -112,6 +117,11 @@ if st.button("Run evaluation", type="primary", key="eval_run"):
         report = ev.run_eval(run_target, qs, {label_a: a_settings, label_b: b_settings},
                              progress, profile=key.profile, provider=key.provider or None,
                              legs=legs, limit=int(limit) or None)
+        if qmd_too:
+            from memory_core.evaluation.backend_eval import run_qmd_eval
+
+            report.runs.extend(run_qmd_eval(qs, progress=progress,
+                                            limit=int(limit) or None).runs)
     except Exception as e:
         bar.empty()
         st.error(f"Evaluation failed: {e}")

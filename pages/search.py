@@ -50,6 +50,12 @@ if st.session_state.get(W + "_profile") != key.profile:
 else:  # widgets not drawn last run (e.g. MMR λ while MMR was off) lost their state
     _load_widgets(tuned, only_missing=True)
 
+backend_kind = st.radio(
+    "Backend", ["builtin", "qmd"], key="search_backend", horizontal=True,
+    help="builtin: this engine. qmd: the external qmd CLI (BM25 by default) behind the same "
+         "face, falling back to builtin with the reason when it cannot answer (docs/qmd.md).")
+off = backend_kind == "qmd"  # qmd ranks with its own scores: the fusion controls do not apply
+OFF_WHY = "Does not apply to qmd, which ranks with its own scores (builtin fusion setting)."
 query = st.text_input("Query", value=state.shared_query(), key="search_query",
                       placeholder="e.g. who is on call right now?  ·  连接池  ·  COOKIE_EXPIRED")
 state.set_shared_query(query)
@@ -57,40 +63,53 @@ state.set_shared_query(query)
 ctl, main = st.columns([1, 2.6], gap="large")
 with ctl:
     st.markdown("**Weights and gate**")
-    st.slider("vectorWeight", 0.0, 1.0, step=0.05, key=W + "vector_weight",
-              help="Clamped to 0..1, then divided by the sum of both weights.")
-    st.slider("textWeight", 0.0, 1.0, step=0.05, key=W + "text_weight")
+    if off:
+        st.caption("qmd ranks by its own scores (BM25 over whole documents in `search` mode): "
+                   "only minScore, maxResults (at most `[qmd] max_results`, 4) and the sources "
+                   "apply; the other controls tune the builtin fusion and are disabled.")
+    st.slider("vectorWeight", 0.0, 1.0, step=0.05, key=W + "vector_weight", disabled=off,
+              help=OFF_WHY if off else "Clamped to 0..1, then divided by the sum of both "
+                                       "weights.")
+    st.slider("textWeight", 0.0, 1.0, step=0.05, key=W + "text_weight", disabled=off,
+              help=OFF_WHY if off else None)
     st.slider("minScore", 0.0, 1.0, step=0.01, key=W + "min_score",
               help="Hits scoring below stay visible, greyed.")
     st.slider("maxResults", 1, 30, step=1, key=W + "max_results")
     st.slider("candidateMultiplier", 1, 20, step=1, key=W + "candidate_multiplier",
-              help="Each leg contributes its top maxResults × candidateMultiplier (≤ 200).")
-    st.selectbox("Fusion", FUSIONS, key=W + "fusion",
-                 help="reference: OpenClaw's weighted sum of leg scores; rrf: weighted "
-                      "reciprocal rank; normalized: BM25 divided by the query's best.")
+              disabled=off, help=OFF_WHY if off else "Each leg contributes its top "
+                                                     "maxResults × candidateMultiplier (≤ 200).")
+    st.selectbox("Fusion", FUSIONS, key=W + "fusion", disabled=off,
+                 help=OFF_WHY if off else "reference: OpenClaw's weighted sum of leg scores; "
+                 "rrf: weighted reciprocal rank; normalized: BM25 divided by the query's best.")
     if st.session_state[W + "fusion"] == "rrf":
-        st.slider("RRF k", 1, 200, step=1, key=W + "rrf_k")
-    st.toggle("Hybrid (both legs)", key=W + "hybrid")
+        st.slider("RRF k", 1, 200, step=1, key=W + "rrf_k", disabled=off)
+    st.toggle("Hybrid (both legs)", key=W + "hybrid", disabled=off,
+              help=OFF_WHY if off else None)
     st.markdown("**Diversity and recency**")
-    st.toggle("MMR", key=W + "mmr_enabled")
+    st.toggle("MMR", key=W + "mmr_enabled", disabled=off, help=OFF_WHY if off else None)
     if st.session_state[W + "mmr_enabled"]:
-        st.slider("MMR λ", 0.0, 1.0, step=0.05, key=W + "mmr_lambda",
+        st.slider("MMR λ", 0.0, 1.0, step=0.05, key=W + "mmr_lambda", disabled=off,
                   help="1 = relevance only, 0 = diversity only.")
-    st.toggle("Temporal decay", key=W + "decay_enabled")
+    st.toggle("Temporal decay", key=W + "decay_enabled", disabled=off,
+              help=OFF_WHY if off else None)
     if st.session_state[W + "decay_enabled"]:
-        st.slider("Half-life (days)", 1.0, 365.0, step=1.0, key=W + "half_life_days")
-        st.date_input("'Now' for decay", key=W + "now_ms",
+        st.slider("Half-life (days)", 1.0, 365.0, step=1.0, key=W + "half_life_days",
+                  disabled=off)
+        st.date_input("'Now' for decay", key=W + "now_ms", disabled=off,
                       help="Empty: the clock. Pin a date to replay a past moment.")
-    st.slider("Date hint", 0.0, 0.5, step=0.05, key=W + "date_hint",
-              help="Bonus for diaries of a date the query names (“on 7 May 2023”), fading "
-                   "with distance; 0 = off, as in the reference.")
+    st.slider("Date hint", 0.0, 0.5, step=0.05, key=W + "date_hint", disabled=off,
+              help=OFF_WHY if off else "Bonus for diaries of a date the query names (“on 7 May "
+                   "2023”), fading with distance; 0 = off, as in the reference.")
     with st.expander("Keyword query (refetches)"):
         st.radio("Terms", list(get_args(KeywordQueryMode)), key=W + "keyword_query",
-                 horizontal=True,
-                 help="and: OpenClaw's query (every term); or: any term, BM25-ranked.")
-        st.toggle("CJK bigrams", key=W + "cjk_bigrams",
-                  help="Search Chinese/Japanese/Korean text by character pairs.")
-        st.toggle("Keyword-only hits fill free slots", key=W + "keyword_only_fill")
+                 horizontal=True, disabled=off,
+                 help=OFF_WHY if off else "and: OpenClaw's query (every term); or: any term, "
+                                          "BM25-ranked.")
+        st.toggle("CJK bigrams", key=W + "cjk_bigrams", disabled=off,
+                  help=OFF_WHY if off else "Search Chinese/Japanese/Korean text by character "
+                                           "pairs.")
+        st.toggle("Keyword-only hits fill free slots", key=W + "keyword_only_fill",
+                  disabled=off, help=OFF_WHY if off else None)
     sources = st.multiselect("Sources", idx.config.sources.sources, key="search_sources",
                              placeholder="all sources")
     b1, b2 = st.columns(2)
@@ -107,6 +126,27 @@ with main:
     if not query.strip():
         st.info("Type a query. Try `COOKIE_EXPIRED`, `which colleague is leaving the company?`, "
                 "`连接池` or `Who is on call right now?` on the demo workspace.")
+        st.stop()
+    if off:
+        t0 = time.perf_counter()
+        try:
+            res = state.qmd_backend(key).search(
+                query, max_results=current.max_results, min_score=current.min_score,
+                sources=sources or None)
+        except Exception as e:  # the builtin fallback itself failed
+            st.error(f"Search failed: {e}")
+            st.stop()
+        q_ms = (time.perf_counter() - t0) * 1000
+        if res.fallback is not None:
+            st.warning(f"qmd could not answer; builtin answered instead: {res.fallback.reason}")
+        m = st.columns(3)
+        m[0].metric("Returned", len(res.hits))
+        m[1].metric("Answered by", f"{res.backend} ({res.mode})")
+        m[2].metric("Took", f"{q_ms:.0f} ms")
+        rows = [{"rank": i, "citation": h.citation, "score": round(h.score, 3),
+                 "source": h.source, "snippet": h.snippet} for i, h in enumerate(res.hits, 1)]
+        st.dataframe(rows, hide_index=True, width="stretch", key="search_qmd_table",
+                     column_config={"snippet": st.column_config.TextColumn(width="large")})
         st.stop()
     try:
         cands = state.get_candidates(key, query, current, sources)

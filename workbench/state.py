@@ -162,6 +162,31 @@ def _state(key: IndexKey) -> _IndexState:
     return _open(key.workspace, key.profile, key.provider, key.home, key.agent)[1]
 
 
+_qmd_lock = threading.Lock()
+_qmd_backends: dict[IndexKey, Any] = {}
+
+
+def qmd_backend(key: IndexKey) -> Any:
+    """The qmd backend (``memory_core.backends``) over ``key``'s open index, kept open.
+
+    One that answered from builtin (qmd could not open, or a search failed) is replaced at the
+    next call, as the reference evicts it; the backend waits out the 60 s open-failure cooldown
+    itself. Evaluation data gains no file: qmd's folders then go beside the index, in the cache.
+    """
+    from memory_core.backends import open_backend
+
+    with _qmd_lock:
+        backend = _qmd_backends.get(key)
+        if backend is None or getattr(backend, "primary_failed", False) or \
+                getattr(backend, "note", None) is not None:
+            if backend is not None and hasattr(backend, "primary"):
+                backend.primary.close()  # the index itself stays open: the pages share it
+            idx = open_index(key)
+            home = (idx.store_path.parent / "qmd") if store_overrides(key.workspace) else None
+            backend = _qmd_backends[key] = open_backend(idx, "qmd", qmd_home=home)
+        return backend
+
+
 def current_home(key: IndexKey | None = None) -> OpenClawHome | None:
     """The OpenClaw home (and agent) ``key`` was opened from, or ``None`` for a folder."""
     key = key or current_key()
