@@ -253,7 +253,10 @@ with main:
             else:
                 st.caption("openclaw.json already says this.")
             for why in plan.refused:
-                st.warning(f"Not written automatically: {why}. Apply the patch by hand.")
+                st.warning(f"Not written automatically: {why}.")
+            if plan.manual_patch:
+                st.caption("To add by hand:")
+                st.code(plan.manual_patch, language="json")
             if plan.changes and st.button("Write openclaw.json", key="export_openclaw",
                                           disabled=not plan.ok):
                 backup = oc.apply_export(plan)

@@ -224,6 +224,8 @@ def test_export_refuses_what_it_cannot_place(home: Path) -> None:
     s.max_results = 4
     plan = plan_export(path, s)
     assert not plan.ok and plan.refused
+    assert json.loads(plan.manual_patch) == {
+        "agents": {"defaults": {"memorySearch": {"query": {"maxResults": 4}}}}}
     before = path.read_bytes()
     with pytest.raises(ValueError, match="not rewriting"):
         apply_export(plan)

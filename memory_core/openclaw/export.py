@@ -5,8 +5,9 @@ each setting that differs is replaced *in place* (only the characters of its val
 a setting the file does not have yet is inserted into the innermost object that exists on its
 path (``agents.defaults.memorySearch`` or ``memory.search``, whichever the file uses), in that
 object's indentation. Comments and everything else stay byte for byte. When a value cannot be
-placed that way (the block does not exist at all, or the file is written so that the value's
-extent is unclear), :func:`plan_export` says so and gives the patch it would need;
+placed that way (a value on its path is not an object, or the block is an agent's entry in
+``agents.list``), :func:`plan_export` says so and gives the values to add by hand
+(:attr:`ExportPlan.manual_patch`);
 :func:`apply_export` then refuses to rewrite the file. A backup of the previous bytes is kept
 next to it (``openclaw.json.bak-<UTC time>``) and the write is atomic.
 """
@@ -50,6 +51,13 @@ class ExportPlan:
     new_text: str
     changes: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
+    #: The values that could not be placed, as the nested object to merge by hand.
+    manual: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def manual_patch(self) -> str:
+        """What to add by hand when the plan is refused (JSON, which JSON5 accepts)."""
+        return json.dumps(self.manual, indent=2) + "\n" if self.manual else ""
 
     @property
     def diff(self) -> str:
@@ -63,7 +71,7 @@ class ExportPlan:
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": str(self.path), "changes": self.changes, "refused": self.refused,
-                "diff": self.diff, "ok": self.ok}
+                "diff": self.diff, "manualPatch": self.manual_patch, "ok": self.ok}
 
 
 # ----------------------------------------------------------------- a minimal JSON5 scanner
@@ -242,6 +250,7 @@ def plan_export(path: Path, settings: SearchSettings, *, agent_index: int | None
         if "list" in root:
             plan.refused.append(f"{'.'.join(keys)}: per-agent blocks inside agents.list are "
                                 "not edited in place; apply the patch by hand")
+            _set(plan.manual, keys, value)
             continue
         have = _dig(current, keys)
         if _same(getattr(defaults, name) if have is None else have, value):
@@ -250,6 +259,7 @@ def plan_export(path: Path, settings: SearchSettings, *, agent_index: int | None
             found, obj, depth = _find(plan.new_text, keys)
         except OpenClawConfigError as e:
             plan.refused.append(f"{'.'.join(keys)}: {e}")
+            _set(plan.manual, keys, value)
             continue
         if found:
             vs, ve = found
@@ -258,6 +268,7 @@ def plan_export(path: Path, settings: SearchSettings, *, agent_index: int | None
             plan.new_text = _insert(plan.new_text, obj, keys[depth:], value)
         else:
             plan.refused.append(f"{'.'.join(keys)}: a value on the way is not an object")
+            _set(plan.manual, keys, value)
             continue
         plan.changes.append(f"{'.'.join(keys)} = {_literal(value)}"
                             + (f" (was {_literal(have)})" if have is not None else " (new)"))
@@ -272,6 +283,12 @@ def plan_export(path: Path, settings: SearchSettings, *, agent_index: int | None
                 getattr(defaults, name) if back is None else back, getattr(settings, name)):
             plan.refused.append(f"{'.'.join((*root, *sub))} does not read back as written")
     return plan
+
+
+def _set(data: dict[str, Any], keys: tuple[str, ...], value: Any) -> None:
+    for k in keys[:-1]:
+        data = data.setdefault(k, {})
+    data[keys[-1]] = value
 
 
 def _dig(data: Any, keys: tuple[str, ...]) -> Any:
