@@ -348,11 +348,13 @@ class Store:
         self._matrix_cache = None
 
     def _delete_chunk_rows(self, rowids: list[int], ids: list[str]) -> None:
+        if self.vec_available and self._vec_dims and ids:
+            # one point delete per id: vec0 answers ``id = ?`` from its id index, but scans the
+            # whole table for ``id IN (...)`` (500 ids: 8 ms against 480 ms at 80k rows)
+            self.db.executemany("DELETE FROM chunks_vec WHERE id = ?", [(i,) for i in ids])
         for i in range(0, len(rowids), 500):
             part = rowids[i : i + 500]
             marks = ",".join("?" * len(part))
-            if self.vec_available and self._vec_dims:
-                self.db.execute(f"DELETE FROM chunks_vec WHERE id IN ({marks})", ids[i : i + 500])
             if self.fts_available:
                 self.db.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", part)
                 self.db.execute(f"DELETE FROM chunks_fts_bigram WHERE rowid IN ({marks})", part)

@@ -285,3 +285,37 @@ def test_status_json_keeps_the_reference_keys(demo_ws: Path) -> None:
     assert st["custom"] == {"searchMode": "fts-only"} and st["dirty"] is False
     assert st["vector"]["enabled"] is False and set(st["cache"]) == {
         "enabled", "entries", "maxEntries"}
+
+
+def test_incremental_with_vectors_replaces_every_row_of_a_changed_file(demo_ws: Path) -> None:
+    """Rows of a changed or deleted file go from all four tables (chunks, both FTS tables by
+    rowid, sqlite-vec by id), and the new ones share the chunk's rowid: same as a rebuild."""
+    from .embed_server import EmbedServer
+
+    def table_state(idx: MemoryIndex) -> tuple[object, ...]:
+        db = idx.store.db
+        chunks = db.execute("SELECT rowid, id, text FROM chunks ORDER BY rowid").fetchall()
+        fts = db.execute("SELECT rowid, id, text FROM chunks_fts ORDER BY rowid").fetchall()
+        big = db.execute("SELECT rowid, id FROM chunks_fts_bigram ORDER BY rowid").fetchall()
+        vec = sorted(r[0] for r in db.execute("SELECT id FROM chunks_vec"))
+        assert fts == chunks and big == [(r, i) for r, i, _ in chunks]
+        assert vec == sorted(i for _, i, _ in chunks)
+        return tuple(sorted((i, t) for _, i, t in chunks))
+
+    with EmbedServer() as server:
+        ov = {"provider": {"provider": "openai", "base_url": server.base_url,
+                           "model": "minilm", "fallback": []}}
+        with MemoryIndex.open(demo_ws, overrides=ov) as idx:
+            idx.sync()
+            assert idx.store.vec_available
+            table_state(idx)
+            diary = demo_ws / "memory" / "2026-11-03.md"
+            diary.write_text(diary.read_text() + "\nVECTOR_EDIT_MARKER restored from backup\n")
+            (demo_ws / "memory" / "2026-10-20.md").unlink()
+            report = idx.sync()
+            assert not report.full and report.files_indexed == 1 and report.files_deleted == 1
+            incremental = table_state(idx)
+            hits = idx.search("VECTOR_EDIT_MARKER").hits
+            assert hits and hits[0].path == "memory/2026-11-03.md"
+            assert idx.sync(force=True).full
+            assert table_state(idx) == incremental
