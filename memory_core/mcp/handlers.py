@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import tools
 from ..live import LiveIndex, LiveUnavailable
+from ..reading import PathRefused
 
 #: ``maxResults`` above this is refused (the reference's candidate pool is 200).
 MAX_RESULTS_CAP = 100
@@ -123,6 +124,10 @@ class MemoryTools:
 
     live: LiveIndex
     record_recalls: bool = True
+    #: A ``memory_core.backends`` backend (``--backend qmd``) answering instead of the live
+    #: index; ``None``: the builtin engine through ``live``.
+    backend: Any = None
+    _backend_generation: int = field(default=-1, init=False, repr=False)
 
     def call(self, name: str, arguments: Mapping[str, Any] | None) -> Outcome:
         """Run tool ``name``; never raises."""
@@ -158,6 +163,8 @@ class MemoryTools:
             raise BadArgument(f"'corpus' must be one of memory, sessions, all; got {corpus!r:.40}")
         if not query.strip():
             return {"results": [], "note": "empty query"}, False
+        if self.backend is not None:
+            return self._backend_search(query, max_results, min_score, corpus)
         index = self.live.search_index()
         out = tools.memory_search(index, query, max_results, min_score, corpus,
                                   record=self.record_recalls)
@@ -173,13 +180,51 @@ class MemoryTools:
             raise BadArgument("'path' must not be empty")
         start = _int(args, "from", 1)
         lines = _int(args, "lines", 1)
+        if self.backend is not None:
+            try:
+                out = self.backend.get(path, start, lines).to_dict()
+            except PathRefused as e:
+                out = {"path": path, "text": "", "disabled": True, "error": str(e)}
+            return out, bool(out.get("disabled") or out.get("error"))
         out = tools.memory_get(self.live.search_index(), path, start, lines)
         return out, bool(out.get("disabled") or out.get("error"))
 
     def status(self, args: Mapping[str, Any]) -> Outcome:
         _check_keys(args, STATUS_SCHEMA)
-        index = self.live.search_index()
-        st = index.status()
+        st: Any = (self.backend.status() if self.backend is not None
+                   else self.live.search_index().status())
         out = st.to_json() if hasattr(st, "to_json") else dict(st)
         out["live"] = self.live.status().to_json()
+        return out, False
+
+    def _backend_search(self, query: str, max_results: int | None, min_score: float | None,
+                        corpus: str | None) -> Outcome:
+        """``memory_search`` through the backend, in the builtin tool's shape.
+
+        qmd is updated (debounced, as the reference's watcher makes it dirty) whenever the live
+        index saw the files change since its last update.
+        """
+        backend = self.backend
+        generation = self.live.status().generation
+        if generation != self._backend_generation and hasattr(backend, "primary"):
+            backend.sync()
+            self._backend_generation = generation
+        on_hits = None
+        if self.record_recalls:
+            from ..promotion import recall_recorder
+
+            on_hits = recall_recorder(self.live.search_index())
+        res = backend.search(query, max_results=max_results, min_score=min_score,
+                             sources=None if corpus in (None, "all") else [corpus],
+                             on_hits=on_hits)
+        results = []
+        for h in sorted(res.hits, key=lambda h: (-h.score, h.path)):
+            item = h.to_result()
+            item["snippet"] = f"{h.snippet.strip()}\n\nSource: {h.citation}"
+            item["corpus"] = "memory"
+            results.append(item)
+        out: Payload = {"results": results, "backend": res.backend, "mode": res.mode,
+                        "citations": "on"}
+        if res.fallback is not None:
+            out["fallback"] = res.fallback.to_json()
         return out, False

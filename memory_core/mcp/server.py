@@ -68,9 +68,12 @@ def tool_list() -> list[types.Tool]:
     ]
 
 
-def build_server(live: LiveIndex, *, record_recalls: bool = True) -> Server[Any]:
-    """The MCP server object for ``live`` (not running; see :func:`run_stdio`/:func:`run_http`)."""
-    memory = MemoryTools(live, record_recalls=record_recalls)
+def build_server(live: LiveIndex, *, record_recalls: bool = True,
+                 backend: Any = None) -> Server[Any]:
+    """The MCP server object for ``live`` (not running; see :func:`run_stdio`/:func:`run_http`).
+
+    ``backend``: a ``memory_core.backends`` backend (qmd) that answers the tools instead."""
+    memory = MemoryTools(live, record_recalls=record_recalls, backend=backend)
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None
                          ) -> types.ListToolsResult:
@@ -95,9 +98,9 @@ async def _serve_stdio(server: Server[Any]) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-def run_stdio(live: LiveIndex, *, record_recalls: bool = True) -> None:
+def run_stdio(live: LiveIndex, *, record_recalls: bool = True, backend: Any = None) -> None:
     """Serve over stdin/stdout until the client closes them (stdout carries only protocol)."""
-    server = build_server(live, record_recalls=record_recalls)
+    server = build_server(live, record_recalls=record_recalls, backend=backend)
     anyio.run(_serve_stdio, server)
 
 
@@ -130,7 +133,8 @@ def bearer_guard(app: ASGIApp, token: str) -> ASGIApp:
     return guarded
 
 
-def http_app(live: LiveIndex, opts: HttpOptions, *, record_recalls: bool = True) -> Any:
+def http_app(live: LiveIndex, opts: HttpOptions, *, record_recalls: bool = True,
+             backend: Any = None) -> Any:
     """The ASGI app: streamable HTTP at /mcp, Host/Origin checks, bearer token when required."""
     token = os.environ.get(opts.token_env, "")
     local = opts.host in LOCAL_HOSTS
@@ -151,18 +155,18 @@ def http_app(live: LiveIndex, opts: HttpOptions, *, record_recalls: bool = True)
                                              allowed_origins=list(opts.allowed_origins))
     else:  # a public bind is protected by the token; the Host header is whatever clients use
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    server = build_server(live, record_recalls=record_recalls)
+    server = build_server(live, record_recalls=record_recalls, backend=backend)
     app = server.streamable_http_app(streamable_http_path="/mcp", transport_security=security,
                                      host=opts.host)
     return bearer_guard(app, token) if token else app
 
 
 def run_http(live: LiveIndex, opts: HttpOptions, *, record_recalls: bool = True,
-             on_ready: Callable[[str], None] | None = None) -> None:
+             on_ready: Callable[[str], None] | None = None, backend: Any = None) -> None:
     """Serve streamable HTTP until interrupted."""
     import uvicorn
 
-    app = http_app(live, opts, record_recalls=record_recalls)
+    app = http_app(live, opts, record_recalls=record_recalls, backend=backend)
     config = uvicorn.Config(app, host=opts.host, port=opts.port, log_level="warning",
                             lifespan="on")
     server = uvicorn.Server(config)
