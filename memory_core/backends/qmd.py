@@ -292,7 +292,10 @@ class QmdBackend:
 
     def sync(self, *, force: bool = False, progress: SyncProgress | None = None,
              reason: str = "manual") -> dict[str, Any]:
-        """``qmd update`` (then ``qmd embed`` in the vector modes); debounced unless forced."""
+        """``qmd update`` (then ``qmd embed`` in the vector modes); debounced unless forced.
+
+        ``progress`` is accepted for the face's sake; qmd reports no progress to relay.
+        """
         self.open()
         now = time.time()
         if (not force and self.q.debounce_ms > 0 and self.last_update_at is not None
@@ -300,8 +303,6 @@ class QmdBackend:
             return {"backend": "qmd", "updated": False,
                     "skipped": f"updated {now - self.last_update_at:.1f} s ago (debounce "
                                f"{self.q.debounce_ms} ms)"}
-        if progress:
-            progress("qmd update", 0, 1)
         t0 = time.perf_counter()
         attempts = 3 if reason == "boot" else 1
         for attempt in range(1, attempts + 1):
@@ -334,8 +335,6 @@ class QmdBackend:
                     self.embed_backoff_until = time.time() + delay
                     report["embedError"] = f"{e}; backing off for {int(delay)}s"
         self.last_update_at = time.time()
-        if progress:
-            progress("qmd update", 1, 1)
         return report
 
     def _should_embed(self, force: bool) -> bool:
