@@ -114,7 +114,9 @@ def query_hash(query: str) -> str:
 
 
 def claim_hash(snippet: str) -> str:
-    return sha1_12(collapse(snippet).lower())
+    """``buildClaimHash``: ``sha1(whitespace-collapsed snippet)[0:12]`` (case kept, as the
+    engine does; the spec's "normalised" means only the whitespace)."""
+    return sha1_12(collapse(snippet))
 
 
 def recall_key(path: str, start: int, end: int) -> str:
