@@ -50,7 +50,8 @@ def cmd_index(args: argparse.Namespace) -> int:
         backend = open_backend_for(idx, args)
         if backend is not None:
             return _backend_index(backend, args)
-        report = idx.sync(force=args.force, progress=progress_bar(not args.no_progress))
+        report = idx.sync(force=args.force, progress=progress_bar(not args.no_progress),
+                          verify=args.verify)
         if args.json:
             dump_json({"report": report.to_dict(), "status": idx.status().to_json()})
             return 0
@@ -211,9 +212,11 @@ def cmd_status(args: argparse.Namespace) -> int:
                 st = backend.status(deep=args.deep)
         else:
             st = idx.status(deep=args.deep)
+        # A damaged or unreadable index is an error, not a status: exit 2 after saying so.
+        code = 2 if st.error else 0
         if args.json:
             dump_json(st.to_json())
-            return 0
+            return code
         print(f"Workspace: {st.workspace_dir}")
         qmd = getattr(st, "custom", {}).get("qmd")
         if st.backend != "builtin" or qmd:
@@ -242,6 +245,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             print(f"Fallback: from {st.fallback.from_provider}: {st.fallback.reason}")
         if st.bad_jsonl_lines:
             print(f"Malformed transcript lines skipped: {st.bad_jsonl_lines}")
+        if st.skipped_files:
+            print(f"Files skipped (unreadable; see warnings): {st.skipped_files}")
         t = st.truncation
         if t is not None and t.available:
             print(f"Model truncation: {t.truncated}/{t.chunks} chunks "
@@ -249,8 +254,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         for w in st.warnings:
             print(f"warning: {w}")
         if st.error:
-            print(f"error: {st.error}")
-    return 0
+            print(f"error: {st.error}", file=sys.stderr)
+    return code
 
 
 def cmd_chunk(args: argparse.Namespace) -> int:
@@ -277,6 +282,9 @@ def register(sub: Any) -> None:
     add_workspace_args(p)
     add_backend_arg(p)
     p.add_argument("--force", action="store_true", help="full rebuild (built aside, swapped in)")
+    p.add_argument("--verify", action="store_true",
+                   help="check every page of the index first (PRAGMA quick_check; seconds on a "
+                        "large index) and rebuild it aside from the Markdown if it is damaged")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_index)
 
