@@ -9,6 +9,7 @@ asking again.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 
@@ -35,10 +36,83 @@ def keyword_leg(store: Store, query: str, settings: SearchSettings, pool: int,
         table = "chunks_fts"
     if not match:
         return [], None, table
-    rows = store.keyword_search(match, [], pool, table=table, sources=sources)
+    if settings.keyword_query == "or" and store.fts_available:
+        rows = or_query_topk(store, table, match.split(" OR "), pool, sources)[0]
+    else:
+        rows = store.keyword_search(match, [], pool, table=table, sources=sources)
     hits = [LegHit(cid, bm25_rank_to_score(rank) if match else 1.0, i + 1, rank)
             for i, (cid, rank) in enumerate(rows)]
     return hits, match, table
+
+
+#: FTS5's bm25 constants (k1 = 1.2, b = 0.75): one phrase adds at most ``idf · (k1 + 1)``.
+_K1_PLUS_1 = 2.2
+
+
+def phrase_bound(n_rows: int, n_hit: int) -> float:
+    """The most one phrase can add to a row's bm25: FTS5's IDF (clamped to 1e-6 when the phrase
+    is in half the rows or more) times ``k1 + 1`` (``tf / (tf + k1·(…))`` is below 1); 0 for a
+    phrase no row contains."""
+    if n_hit <= 0:
+        return 0.0
+    idf = math.log((n_rows - n_hit + 0.5) / (n_hit + 0.5))
+    return (idf if idf > 0 else 1e-6) * _K1_PLUS_1
+
+
+def or_query_topk(store: Store, table: str, phrases: Sequence[str], pool: int,
+                  sources: Sequence[str] | None) -> tuple[list[tuple[str, float]], str]:
+    """The top ``pool`` rows of the OR query over ``phrases``: the same rows, order and bm25 as
+    FTS5's own ``ORDER BY bm25 LIMIT pool``, without computing bm25 for every matching row.
+
+    FTS5 has no top-k pruning: an OR query computes bm25 (positions, a docsize lookup) for every
+    row matching any phrase, and a phrase found in most chunks ("server", "py") makes that the
+    whole corpus (300 ms at 133k chunks). Instead, the MaxScore argument: split the phrases into
+    the rarest ("essential") ones and the rest, whose whole contribution to any row is below
+    ``delta`` (:func:`phrase_bound` summed). Rank the rows matching an essential phrase (cheap:
+    rare phrases match few rows) and keep the best ``8 · pool``. A row left out scores at most
+    the best left-out essential score plus ``delta``; when that is below the ``pool``-th full
+    score of the kept rows, no row left out can enter the top ``pool``, and FTS5 scoring the
+    kept rows with the full query (one scan, bm25 only for them) gives the exact answer.
+    Otherwise, or when no split can work (every phrase is needed, too few rows), the full query
+    runs as before. Returns the ``(id, rank)`` rows and
+    which plan answered (``full``, ``split-<k>``).
+    """
+    match = " OR ".join(phrases)
+    if len(phrases) < 2:
+        return store.keyword_search(match, [], pool, table=table, sources=sources), "full"
+    n_rows = store.fts_row_count(table)
+    dfs = store.fts_doc_counts(table, phrases)
+    bounds = [phrase_bound(n_rows, d) for d in dfs]
+    present = sorted((i for i in range(len(phrases)) if dfs[i] > 0), key=lambda i: (dfs[i], i))
+    if not present or bounds[present[0]] < 1e-3:
+        # every phrase is in half the rows or more: all scores are ~1e-6, nothing to split
+        return store.keyword_search(match, [], pool, table=table, sources=sources), "full"
+    limit = 8 * pool
+    # What is left out after the first k phrases: at most two splits are tried, the first that
+    # leaves out less than 1.0 of bm25, then the one that leaves out only the phrases in half the
+    # rows or more (their IDF is clamped to 1e-6: they can only break near-ties).
+    rest = [sum(bounds[i] for i in present[k:]) for k in range(len(present) + 1)]
+    tries = sorted({k for k in (next((k for k in range(1, len(present)) if rest[k] < 1.0), 0),
+                                next((k for k in range(1, len(present)) if rest[k] < 1e-3), 0))
+                    if k})
+    for k in tries:
+        essential = sorted(present[:k])
+        if sum(dfs[i] for i in essential) < pool:
+            continue  # too few rows can match them: the others would fill the pool
+        # a 1e-6 relative margin covers the rounding of bm25's sums and of our IDF
+        delta = rest[k] * (1 + 1e-6) + 1e-12
+        ess = store.fts_ranked(table, " OR ".join(phrases[i] for i in essential), limit,
+                               sources=sources)
+        if len(ess) < pool:
+            continue
+        ceiling = 0.0 if len(ess) < limit else -ess[-1][2]  # best essential score left out
+        floor = -ess[pool - 1][2]  # the pool-th full score lies in [floor, floor + delta]
+        if ceiling >= floor:
+            continue
+        full = store.fts_ranked(table, match, pool, sources=sources, rowids=[r[0] for r in ess])
+        if len(full) == pool and ceiling + delta < -full[-1][2] * (1 - 1e-9):
+            return [(cid, rank) for _, cid, rank in full], f"split-{k}"
+    return store.keyword_search(match, [], pool, table=table, sources=sources), "full"
 
 
 def vector_leg(store: Store, qvec: np.ndarray | None, pool: int,

@@ -186,6 +186,9 @@ class Store:
         self._vec_dims: int | None = None
         self._matrix_cache: tuple[int, list[str], np.ndarray] | None = None
         self._sidecar: vectors.VectorMatrix | None = None
+        #: FTS5 phrase → matching rows, valid while ``_fts_df_key`` (data_version, changes) holds
+        self._fts_df: dict[tuple[str, str], int] = {}
+        self._fts_df_key: tuple[int, int] = (-1, -1)
         #: Why the file is damaged, once a read has found out (``None``: not known damaged).
         self.damaged: str | None = None
         check_index_file(self.path)
@@ -611,6 +614,55 @@ class Store:
             f"SELECT id, 0.0 FROM {table} WHERE 1=1{likes}{clause} LIMIT ?",
             [*like_params, *params, limit]).fetchall()
         return [(r[0], 0.0) for r in rows]
+
+    def fts_row_count(self, table: str) -> int:
+        """Rows of an FTS5 table (bm25's N), from its ``_docsize`` shadow table: a b-tree count
+        (~0 ms at 133k rows, where FTS5's own ``count(*)`` scans for 140 ms)."""
+        if table not in ("chunks_fts", "chunks_fts_bigram"):
+            raise ValueError(table)
+        return int(self.db.execute(f"SELECT count(*) FROM {table}_docsize").fetchone()[0])
+
+    def fts_doc_counts(self, table: str, phrases: Sequence[str]) -> list[int]:
+        """Rows matching each FTS5 phrase (bm25's per-phrase ``nHit``), cached until the index
+        changes (another connection's commit moves ``data_version``, ours ``total_changes``)."""
+        if table not in ("chunks_fts", "chunks_fts_bigram"):
+            raise ValueError(table)
+        key = (int(self.db.execute("PRAGMA data_version").fetchone()[0]), self.db.total_changes)
+        if key != self._fts_df_key:
+            self._fts_df, self._fts_df_key = {}, key
+        out = []
+        for ph in phrases:
+            n = self._fts_df.get((table, ph))
+            if n is None:
+                n = int(self.db.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?",
+                                        (ph,)).fetchone()[0])
+                self._fts_df[(table, ph)] = n
+            out.append(n)
+        return out
+
+    def fts_ranked(self, table: str, match: str, limit: int, *,
+                   sources: Sequence[str] | None = None,
+                   rowids: Sequence[int] | None = None) -> list[tuple[int, str, float]]:
+        """``(rowid, id, bm25)`` of the rows matching ``match``, best first (``ORDER BY rank``
+        exactly as :meth:`keyword_search`), optionally only among ``rowids``.
+
+        The rowid filter is written ``+rowid IN (...)`` so that SQLite checks it on each row of
+        ONE scan of the MATCH: as a pushed-down constraint FTS5 would run the query once per
+        rowid and recompute bm25's per-phrase row counts each time (10 ms a row at 133k).
+        bm25 is computed only for the rows that pass, in the same rowid order as the unfiltered
+        query, so ties come out in the same order.
+        """
+        if table not in ("chunks_fts", "chunks_fts_bigram"):
+            raise ValueError(table)
+        clause, params = _in_clause("source", sources)
+        extra: list[Any] = []
+        if rowids is not None:
+            clause += " AND +rowid IN (SELECT value FROM json_each(?))"
+            extra.append(json.dumps(list(rowids)))
+        rows = self.db.execute(
+            f"SELECT rowid, id, bm25({table}) AS rank FROM {table} WHERE {table} MATCH ?"
+            f"{clause} ORDER BY rank ASC LIMIT ?", [match, *params, *extra, limit]).fetchall()
+        return [(int(r[0]), r[1], float(r[2])) for r in rows]
 
     # ------------------------------------------------------------------ vector sidecar
 
