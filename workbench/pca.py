@@ -12,6 +12,11 @@ right singular vectors only:
 
 Signs are fixed so that each axis's largest loading is positive (the map does not mirror
 between the two methods, nor between runs).
+
+BLAS runs on one thread here: the products are ~0.1 s of work, and on a loaded machine
+OpenBLAS's worker threads spin waiting for cores (measured on the shared two-core machine at
+load 8: 10k × 384 took 230–320 ms of CPU and up to 630 ms wall with its threads, 73 ms CPU and
+110–150 ms wall with one).
 """
 
 from __future__ import annotations
@@ -46,6 +51,13 @@ def randomized_components(centred: np.ndarray, k: int, *, oversample: int = 10,
 
 def principal_axes(centred: np.ndarray, k: int) -> np.ndarray:
     """The top ``k`` principal axes (``k × d``) of an already centred matrix, signs fixed."""
+    from threadpoolctl import threadpool_limits  # imported here: only the map needs it
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _principal_axes(centred, k)
+
+
+def _principal_axes(centred: np.ndarray, k: int) -> np.ndarray:
     n, d = centred.shape
     k = min(k, d, n)
     if k <= 0:
