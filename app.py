@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from memory_core.status import TruncationInfo
-from workbench import projection, state
+from workbench import live, projection, state
 
 PAGES_INFO = [
     ("pages/search.py", "Search & tune", ":material/manage_search:", "search",
@@ -74,6 +74,7 @@ def home() -> None:
     idx = state.open_index(key)
     st.title("Memory Workbench")
     st.caption(f"Workspace `{idx.workspace}` · index `{idx.store_path}`")
+    live.home_note(key)  # who follows the files (a watcher process, this workbench, nobody)
     projection.warm_up()  # start compiling UMAP in the background (~45 s the first time)
 
     c_btn, c_force, _ = st.columns([1, 1.4, 4])
@@ -183,5 +184,5 @@ nav = st.navigation(
     [st.Page(home, title="Home", icon=":material/home:", default=True)]
     + [st.Page(path, title=title, icon=icon, url_path=url) for path, title, icon, url, _
        in PAGES_INFO])
-state.workspace_picker()
+live.follow(state.workspace_picker(), auto_refresh=nav.url_path in live.AUTO_REFRESH)
 nav.run()

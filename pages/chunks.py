@@ -7,11 +7,12 @@ import pandas as pd
 import streamlit as st
 
 from memory_core import PathRefused
-from workbench import chunkview, state
+from workbench import chunkview, live, state
 
 key = state.current_key()
 st.title("Chunks")
 idx = state.ensure_indexed(key)
+live.refresh(key)  # a sync or rebuild by another process since the last run: read the new index
 st.caption(key.label())
 
 files = idx.files()

@@ -23,12 +23,17 @@ def copy_demo(dest_dir: Path) -> Path:
 
 
 def workbench_env(workspace: Path, cache: Path, provider: str = "none", *,
-                  umap: bool = False) -> dict[str, str]:
-    """The environment variables that point the app at ``workspace`` and a private cache."""
+                  umap: bool = False, watch: bool = False) -> dict[str, str]:
+    """The environment variables that point the app at ``workspace`` and a private cache.
+
+    Without ``watch`` the workbench does not follow the files itself (a test decides when its
+    syncs happen); a ``memory-core watch`` process's heartbeat is still shown."""
     env = {"MEMORY_WORKBENCH_WORKSPACE": str(workspace), "MEMORY_WORKBENCH_CACHE": str(cache),
            "MEMORY_WORKBENCH_PROVIDER": provider}
     if not umap:
         env["MEMORY_WORKBENCH_NO_UMAP"] = "1"
+    if not watch:
+        env["MEMORY_WORKBENCH_NO_WATCH"] = "1"
     return env
 
 

@@ -61,7 +61,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         opts = HttpOptions(args.host, args.port, args.token_env or DEFAULT_TOKEN_ENV,
                            tuple(args.allowed_host), tuple(args.allowed_origin))
     idx = open_index(args)
-    live = LiveIndex(idx, watch=False if args.no_watch else None)
+    live = LiveIndex(idx, watch=False if args.no_watch else None, owner="memory-core mcp")
     try:
         if opts is None:
             live.start()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import threading
 import time
@@ -53,7 +54,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
             print(_line(ev, args.json), flush=True)
 
     idx = open_index(args)
-    live = LiveIndex(idx, watch=not args.once, on_sync=show)
+    live = LiveIndex(idx, watch=not args.once, on_sync=show, owner="memory-core watch")
+    # SIGTERM (a service manager, `kill`) exits cleanly like Ctrl-C: the heartbeat file goes
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         live.start()
         if args.once:

@@ -27,7 +27,8 @@ from typing import Any
 
 from ..common.synclock import DEFAULT_WAIT_S
 from ..index import MemoryIndex, SyncBusy
-from ..sync import SyncReport
+from ..sync import SyncReport, guard_index_path
+from .heartbeat import HeartbeatWriter
 from .paths import WatchPlan
 from .provider import SerializedProvider
 from .watcher import Watcher
@@ -87,7 +88,13 @@ class LiveIndex:
     """A workspace kept in sync in the background; ``search_index()`` for reading."""
 
     def __init__(self, template: MemoryIndex, *, watch: bool | None = None,
-                 on_sync: OnSync | None = None):
+                 on_sync: OnSync | None = None, owner: str = "memory-core",
+                 heartbeat: bool = True, share_index: bool = False):
+        """``owner`` names this process in the heartbeat file (written while the watcher runs,
+        unless ``heartbeat`` is false). ``share_index``: sync and search through ``template``
+        itself instead of two indexes of its own around a shared model, for a host that already
+        reads ``template`` from other threads (the workbench): its lock then serialises every
+        model call and every connection, and nothing is loaded twice."""
         cfg = template.config
         self.workspace = template.workspace
         self.config = cfg
@@ -103,6 +110,11 @@ class LiveIndex:
                                    delta_messages=cfg.sessions.delta_messages)
         self.writer: MemoryIndex | None = None
         self.reader: MemoryIndex | None = None
+        self.share_index = share_index
+        self.heartbeat: HeartbeatWriter | None = None
+        if heartbeat and self.watcher is not None:
+            self.heartbeat = HeartbeatWriter(self.store_path, owner=owner,
+                                             workspace=self.workspace)
         self._cv = threading.Condition()
         self._stop = False
         self._requested: str | None = "startup"  # the reference's dirty-at-creation catch-up
@@ -137,20 +149,29 @@ class LiveIndex:
                 self.watcher.start()
                 # a file written once start() returned must be seen: wait for the watch (~0.2 s)
                 self.watcher.wait_watching(5.0)
+            if self.heartbeat is not None:
+                try:  # never beside a user's file that the index path names (sync refuses it)
+                    guard_index_path(self.store_path, self.workspace, self.config)
+                except Exception:
+                    self.heartbeat = None
+                else:
+                    self.heartbeat.start()
         return self
 
     def close(self) -> None:
         with self._cv:
             self._stop = True
             self._cv.notify_all()
+        if self.heartbeat is not None:
+            self.heartbeat.stop()  # first: a watcher that is stopping no longer follows
         if self.watcher is not None:
             self.watcher.stop()
         if self._thread is not None:
             self._thread.join(30)
             self._thread = None
-        for idx in (self.reader, self.writer, self._template):
-            if idx is not None:
-                idx.close()
+        for idx in {id(i): i for i in (self.reader, self.writer, self._template)
+                    if i is not None}.values():
+            idx.close()
 
     def __enter__(self) -> LiveIndex:
         return self.start()
@@ -227,6 +248,9 @@ class LiveIndex:
 
     def _prepare(self) -> None:
         """Load the model once; build the writer and the reader around it."""
+        if self.share_index:
+            self.writer = self.reader = self._template
+            return
         choice = self._template.choice
         if choice.provider is not None and choice.id in _IN_PROCESS_MODELS:
             choice = replace(choice, provider=SerializedProvider(choice.provider))

@@ -224,9 +224,6 @@ class Watcher:
         return tuple(_identity(x) for x in (*self.plan.roots(), p.memory_dir, p.sessions_dir,
                                             *p.extra_paths))
 
-    def _accept(self, _change: object, path: str) -> bool:
-        return self.plan.classify(Path(path)) is not EventKind.IGNORED
-
     def _run(self) -> None:
         import watchfiles
 
@@ -244,8 +241,12 @@ class Watcher:
                 continue
             next_check = time.monotonic() + _ROOT_CHECK_S
             try:
+                # No watch_filter: watchfiles yields nothing for a batch its filter emptied, and
+                # never times out while ignored files keep changing (an index's -wal/-shm come
+                # and go with every reader, a heartbeat is rewritten), so the timers would
+                # never be ticked. handle() ignores what the reference ignores.
                 for changes in watchfiles.watch(
-                        *roots, watch_filter=self._accept, debounce=_TICK_MS, step=20,
+                        *roots, watch_filter=None, debounce=_TICK_MS, step=20,
                         stop_event=self._stop, rust_timeout=_TICK_MS, yield_on_timeout=True,
                         raise_interrupt=False, ignore_permission_denied=True):
                     self._watching = True
