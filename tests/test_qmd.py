@@ -239,6 +239,13 @@ def test_qmd_stays_offline_and_in_its_folders(ws: Path) -> None:
     assert env["XDG_CONFIG_HOME"].startswith(str(ws / ".memory" / "qmd"))
     b.search("Brightline")
     assert (ws / ".memory" / "qmd" / "main" / "xdg-config" / "qmd" / "index.yml").is_file()
+    # qmd's node (24, from .tools) honours the proxy: a request dies at the closed local port
+    node = shutil.which("node", path=env["PATH"])
+    assert node is not None
+    script = ("fetch('https://huggingface.co/x').then(() => console.log('REACHED'), "
+              "e => console.log(e.cause && e.cause.code))")
+    r = subprocess.run([node, "-e", script], env=env, capture_output=True, text=True, timeout=60)
+    assert r.stdout.strip() == "ECONNREFUSED", (r.stdout, r.stderr)
     b.close()
 
 
