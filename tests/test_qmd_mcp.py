@@ -5,10 +5,15 @@ saw the files change, and the fallback reason when qmd cannot answer."""
 
 from __future__ import annotations
 
+import json
 import shutil
+import sys
 from pathlib import Path
 
+import anyio
 import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 
 from memory_core import MemoryIndex
 from memory_core.backends import clear_open_failures, open_backend, resolve_command
@@ -81,3 +86,23 @@ def test_tools_say_qmd_fell_back(ws: Path, tmp_path: Path) -> None:
         live.close()
         backend.close()
         clear_open_failures()
+
+
+def test_stdio_server_with_backend_qmd(ws: Path) -> None:
+    """``memory-core mcp --backend qmd`` through the SDK's client over stdio."""
+    params = StdioServerParameters(
+        command=str(Path(sys.executable).with_name("memory-core")),
+        args=["mcp", "-w", str(ws), "--backend", "qmd", "--no-record"],
+        env={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
+
+    async def run() -> None:
+        async with Client(params) as c:
+            r = await c.call_tool("memory_search", {"query": "PgBouncer"})
+            assert not r.is_error
+            out = json.loads(r.content[0].text)
+            assert out["backend"] == "qmd" and out["results"]
+            assert all(h["citation"] in h["snippet"] for h in out["results"])
+            st = json.loads((await c.call_tool("memory_status", {})).content[0].text)
+            assert st["backend"] == "qmd" and st["live"]["syncs"] >= 0
+
+    anyio.run(run)

@@ -11,7 +11,7 @@ import socket
 import sys
 from typing import Any
 
-from .common import CliError, add_workspace_args, open_index
+from .common import CliError, add_backend_arg, add_workspace_args, open_backend_for, open_index
 
 
 def register(sub: Any) -> None:
@@ -19,6 +19,7 @@ def register(sub: Any) -> None:
                        description="Run an MCP server on the workspace: stdio for a client that "
                        "starts it, or streamable HTTP at /mcp. See docs/mcp.md.")
     add_workspace_args(p)
+    add_backend_arg(p)
     p.add_argument("--transport", choices=("stdio", "http"), default="stdio",
                    help="stdio (default) or streamable HTTP")
     p.add_argument("--host", default="127.0.0.1",
@@ -61,18 +62,21 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         opts = HttpOptions(args.host, args.port, args.token_env or DEFAULT_TOKEN_ENV,
                            tuple(args.allowed_host), tuple(args.allowed_origin))
     idx = open_index(args)
+    backend = open_backend_for(idx, args)  # --backend qmd: qmd answers, builtin as fallback
     live = LiveIndex(idx, watch=False if args.no_watch else None, owner="memory-core mcp")
     try:
         if opts is None:
             live.start()
-            run_stdio(live, record_recalls=not args.no_record)
+            run_stdio(live, record_recalls=not args.no_record, backend=backend)
             return 0
         http_app(live, opts)  # refuses a public bind without a token before anything starts
         _check_port(opts.host, opts.port)
         live.start()
-        run_http(live, opts, record_recalls=not args.no_record,
+        run_http(live, opts, record_recalls=not args.no_record, backend=backend,
                  on_ready=lambda url: print(f"memory-core mcp: serving {url} for "
                                             f"{live.workspace}", file=sys.stderr, flush=True))
         return 0
     finally:
         live.close()
+        if backend is not None:
+            backend.close()
