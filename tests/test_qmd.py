@@ -260,3 +260,16 @@ def test_get_through_cli(ws: Path) -> None:
 
 def test_qmd_error_is_a_runtime_error() -> None:
     assert issubclass(QmdError, RuntimeError)
+
+
+def test_backend_kind_in_config(tmp_path: Path) -> None:
+    """``[backend] kind = "qmd"`` makes qmd the default; ``--backend builtin`` overrides it."""
+    clear_open_failures()
+    ws = make_workspace(tmp_path, '[backend]\nkind = "qmd"\n')
+    out = json.loads(cli("search", "WireGuard", "-w", str(ws), "--json", "--no-record").stdout)
+    assert out["backend"] == "qmd" and out["results"]
+    out = json.loads(cli("search", "WireGuard", "-w", str(ws), "--json", "--no-record",
+                         "--backend", "builtin").stdout)
+    assert "backend" not in out and out["results"]  # the builtin engine's own shape
+    r = cli("search", "x", "-w", str(ws), "--backend", "elastic")
+    assert r.returncode == 2 and "invalid choice" in r.stderr
