@@ -10,10 +10,16 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from .base import ProgressFn, ProviderStats, ProviderUnavailable, normalize_rows, provider_key_for
+
+if TYPE_CHECKING:
+    from .minilm_numpy import MiniLMQueryEncoder
+
+HIDDEN = 384  # all-MiniLM-L6-v2's dimensions
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _BATCH = 32
@@ -80,6 +86,7 @@ class LocalEmbeddingProvider:
         # here, cheaply, so the fallback chain still works at start-up.
         _check_available(self.model)
         self._model: object | None = None
+        self._query_encoder: MiniLMQueryEncoder | Literal[False] | None = None
 
     @property
     def _st(self) -> object:
@@ -89,6 +96,8 @@ class LocalEmbeddingProvider:
 
     @property
     def dims(self) -> int:
+        if self._model is None and self._numpy_encoder() is not None:
+            return HIDDEN  # known without loading sentence-transformers
         get = getattr(self._st, "get_embedding_dimension", None) or getattr(
             self._st, "get_sentence_embedding_dimension", None)
         return int(get()) if get else 0
@@ -123,7 +132,25 @@ class LocalEmbeddingProvider:
         return np.vstack(out)
 
     def embed_query(self, text: str) -> np.ndarray:
+        """One query's vector. For the default model, a numpy forward pass
+        (:mod:`.minilm_numpy`, equal to sentence-transformers' to ~1e-7): a cold search then
+        never imports torch or sentence-transformers."""
+        enc = self._numpy_encoder()
+        if enc is not None:
+            return enc.encode(text)
         return self._encode([text])[0]
+
+    def _numpy_encoder(self) -> MiniLMQueryEncoder | None:
+        if self.model not in (DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"):
+            return None
+        if self._query_encoder is None:
+            try:
+                from .minilm_numpy import query_encoder
+
+                self._query_encoder = query_encoder(_resolve_model_path(self.model))
+            except (ImportError, OSError, KeyError, ValueError):
+                self._query_encoder = False  # sentence-transformers answers instead
+        return self._query_encoder or None
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         vecs = self._st.encode(texts, batch_size=self.batch_size,  # type: ignore[attr-defined]
