@@ -97,8 +97,11 @@ def or_query_topk(store: Store, table: str, phrases: Sequence[str], pool: int,
                     if k})
     for k in tries:
         essential = sorted(present[:k])
-        if sum(dfs[i] for i in essential) < pool:
+        ess_rows = sum(dfs[i] for i in essential)
+        if ess_rows < pool:
             continue  # too few rows can match them: the others would fill the pool
+        if ess_rows > 0.4 * sum(dfs[i] for i in present):
+            break  # about as costly as the full query, which a failed split would add to
         # a 1e-6 relative margin covers the rounding of bm25's sums and of our IDF
         delta = rest[k] * (1 + 1e-6) + 1e-12
         ess = store.fts_ranked(table, " OR ".join(phrases[i] for i in essential), limit,
