@@ -16,6 +16,7 @@ intervals (a killed process cannot remove its file, a hung one stops beating).
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import socket
@@ -132,6 +133,9 @@ class HeartbeatWriter:
             self._thread = threading.Thread(target=self._run, name="memory-heartbeat",
                                             daemon=True)
             self._thread.start()
+            # a host that exits without closing its LiveIndex (a Streamlit server stopped by
+            # SIGTERM, uvicorn's shutdown) still exits cleanly: the file goes with it
+            atexit.register(self.stop)
         return self
 
     def beat(self) -> None:
@@ -147,6 +151,7 @@ class HeartbeatWriter:
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as f:
                     json.dump(body, f)
+                os.chmod(tmp, 0o644)  # readable by whoever may read the index
                 os.replace(tmp, self.path)
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
@@ -160,7 +165,8 @@ class HeartbeatWriter:
             self.beat()
 
     def stop(self) -> None:
-        """Stop beating and remove the file if it is still ours (a clean exit)."""
+        """Stop beating and remove the file if it is still ours (a clean exit); idempotent."""
+        atexit.unregister(self.stop)
         self._stop.set()
         if self._thread is not None:
             self._thread.join(5)
