@@ -273,3 +273,29 @@ def test_backend_kind_in_config(tmp_path: Path) -> None:
     assert "backend" not in out and out["results"]  # the builtin engine's own shape
     r = cli("search", "x", "-w", str(ws), "--backend", "elastic")
     assert r.returncode == 2 and "invalid choice" in r.stderr
+
+
+def _processes_with(marker: str) -> list[int]:
+    """Pids whose environment mentions ``marker`` (Linux /proc)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            if marker.encode() in (d / "environ").read_bytes():
+                found.append(int(d.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux /proc")
+def test_timeout_ends_qmd_and_its_launcher(tmp_path: Path) -> None:
+    """qmd's launcher runs qmd in a child: a timeout must end both, leaving nothing behind."""
+    from memory_core.backends.qmd_process import qmd_env, run_qmd
+
+    marker = tmp_path / "xdg-unique-marker"
+    env = qmd_env(marker / "config", marker / "cache")
+    with pytest.raises(QmdError, match="timed out after 1500ms"):
+        run_qmd("qmd", ["pull"], env=env, cwd=tmp_path, timeout_ms=1500)  # waits on the proxy
+    assert _processes_with(str(marker)) == []

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -109,13 +110,16 @@ def check_available(command: str, env: Mapping[str, str], cwd: Path,
         where = "on PATH or in .tools/" if os.sep not in command else "there"
         return f"spawn {command} ENOENT (not found {where}; {INSTALL_HINT})"
     try:
-        proc = subprocess.Popen([exe], env=dict(env), cwd=str(cwd),
+        proc = subprocess.Popen([exe, "--version"], env=dict(env), cwd=str(cwd),
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+                                stderr=subprocess.DEVNULL, start_new_session=True)
     except OSError as e:
         return f"spawn {command} {e.strerror or e}"
-    # Started is enough (the reference kills it on "spawn"); reap it within the bound.
-    proc.kill()
+    # Started is enough (the reference kills it on "spawn"); end it and its children.
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
     try:
         proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -133,24 +137,43 @@ def run_qmd(command: str, args: Sequence[str], *, env: Mapping[str, str], cwd: P
         raise QmdError(f"spawn {command} ENOENT ({INSTALL_HINT})")
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run(
+        # Its own process group: qmd's launcher runs qmd in a child process, and a timeout must
+        # end both (killing the launcher alone would leave qmd running).
+        proc = subprocess.Popen(
             [exe, *args], env=dict(env), cwd=str(cwd), stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL if discard_stdout else subprocess.PIPE,
-            stderr=subprocess.PIPE, timeout=timeout_ms / 1000 if timeout_ms else None,
-            check=False)
-    except subprocess.TimeoutExpired as e:
-        raise QmdError(f"{summary} timed out after {timeout_ms}ms") from e
+            stderr=subprocess.PIPE, start_new_session=True)
     except OSError as e:
         raise QmdError(f"{summary}: spawn failed: {e.strerror or e}") from e
+    try:
+        out_b, err_b = proc.communicate(timeout=timeout_ms / 1000 if timeout_ms else None)
+    except subprocess.TimeoutExpired as e:
+        _kill_group(proc)
+        raise QmdError(f"{summary} timed out after {timeout_ms}ms") from e
+    except BaseException:
+        _kill_group(proc)
+        raise
     ms = (time.perf_counter() - t0) * 1000
-    stdout = (proc.stdout or b"").decode("utf-8", "replace")
-    stderr = (proc.stderr or b"").decode("utf-8", "replace")
+    stdout = (out_b or b"").decode("utf-8", "replace")
+    stderr = (err_b or b"").decode("utf-8", "replace")
     if not discard_stdout and (len(stdout) > MAX_OUTPUT_CHARS or len(stderr) > MAX_OUTPUT_CHARS):
         raise QmdError(f"{summary} produced too much output (limit {MAX_OUTPUT_CHARS} chars)")
     if proc.returncode != 0:
         raise QmdError(f"{summary} failed (code {proc.returncode}): "
                        f"{(stderr or stdout).strip()[-2000:]}")
     return QmdResult(stdout, stderr, ms)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL ``proc``'s whole process group (qmd and the launcher that started it), reap it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+    try:
+        proc.communicate(timeout=5)
+    except (subprocess.TimeoutExpired, ValueError):
+        pass
 
 
 # --------------------------------------------------------------------------- JSON results
