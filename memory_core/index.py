@@ -408,6 +408,11 @@ class MemoryIndex:
             st = self._open_store()
             return st.chunks_for_path(path) if path else st.all_chunks()
 
+    def chunk_counts(self, needle: str | None = None) -> dict[str, tuple[int, int]]:
+        """Chunks per file and how many contain ``needle`` (case-folded), without loading them."""
+        with self._lock:
+            return self._open_store().chunk_counts(needle)
+
     def embeddings(self, sources: Sequence[str] | None = None) -> tuple[list[str], np.ndarray]:
         with self._lock:
             return self._open_store().embeddings(sources)
