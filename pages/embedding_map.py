@@ -17,7 +17,7 @@ st.title("Embedding map")
 idx = state.ensure_indexed(key)
 st.caption(key.label())
 
-points = mapdata.load_points(idx)
+points = mapdata.load_points(idx, mapdata.MAX_POINTS)
 if len(points) == 0:
     st.info("This index has no embeddings (keyword-only, provider “none”). Pick an embedding "
             "provider in the sidebar to see the map.")
@@ -106,14 +106,29 @@ for gi, g in enumerate(groups):
         hovertemplate="<b>%{customdata[1]}</b><br>%{customdata[2]}<extra></extra>"))
 LEG_SYMBOL = {"both": "star", "vector": "diamond", "keyword": "square"}
 LEG_LABEL = {"both": "hit: both legs", "vector": "hit: vector leg", "keyword": "hit: keyword leg"}
+
+
+def _hit_xy(cid: str) -> np.ndarray | None:
+    """A hit's map position: its point, or (a sampled map left it out) placed like the query."""
+    if cid in pos:
+        return coords[pos[cid]]
+    vec = points.vector_of(cid)
+    if vec is None:
+        return None
+    if used == "PCA":
+        return pca_model.transform(np.asarray(vec))[0]
+    return projection.place_query(vec, matrix, coords)
+
+
+hit_xy = {h.id: xy for h in hits if (xy := _hit_xy(h.id)) is not None}
 for via in ("both", "vector", "keyword"):
-    hs = [(r, h) for r, h in enumerate(hits, 1) if h.via == via and h.id in pos]
+    hs = [(r, h) for r, h in enumerate(hits, 1) if h.via == via and h.id in hit_xy]
     if not hs:
         continue
-    p = np.array([pos[h.id] for _, h in hs])
-    xyz = {"x": coords[p, 0], "y": coords[p, 1]}
+    pts_xy = np.array([hit_xy[h.id] for _, h in hs])
+    xyz = {"x": pts_xy[:, 0], "y": pts_xy[:, 1]}
     if dims == 3:
-        xyz["z"] = coords[p, 2]
+        xyz["z"] = pts_xy[:, 2]
     fig.add_trace(Scatter(
         **xyz, mode="markers+text", name=LEG_LABEL[via], text=[f"{r}" for r, _ in hs],
         textposition="top center",
@@ -133,7 +148,8 @@ fig.update_layout(
     height=640, font={"family": charts.FONT}, dragmode="lasso" if dims == 2 else "orbit",
     legend={"itemsizing": "constant"}, margin={"l": 10, "r": 10, "t": 40, "b": 10},
     title=f"{used} of {len(ids)} chunk embeddings ({matrix.shape[1]} dims), coloured by "
-          f"{colour}")
+          f"{colour}" + (f" — a sample of {points.total:,}; the query's hits always drawn"
+                         if points.sampled else ""))
 if dims == 2:
     fig.update_xaxes(showticklabels=False, title=None)
     fig.update_yaxes(showticklabels=False, title=None)

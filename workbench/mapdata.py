@@ -21,6 +21,10 @@ from .projection import chunk_date, fingerprint
 
 #: The columns of :attr:`MapPoints.info`, one row per point.
 INFO_COLUMNS = ["id", "path", "source", "lines", "date", "snippet"]
+#: Most points a map draws and fits (issue #10 item 7): above it a fixed, seeded sample, so the
+#: projection (and its disk cache) does not change with the query; the query's hits outside
+#: the sample are placed on the map by :meth:`MapPoints.vector_of` (see the page).
+MAX_POINTS = 20_000
 
 
 @dataclass
@@ -31,10 +35,30 @@ class MapPoints:
     matrix: np.ndarray
     info: pd.DataFrame
     fingerprint: str
+    #: chunks with an embedding before sampling (``len(self)`` when nothing was left out)
+    total: int = -1
+    #: every embedding (sampled or not), to place a hit the sample left out
+    all_ids: list[str] = field(default_factory=list)
+    all_matrix: np.ndarray | None = None
     position: dict[str, int] = field(init=False)
 
     def __post_init__(self) -> None:
         self.position = {cid: i for i, cid in enumerate(self.ids)}
+        if self.total < 0:
+            self.total = len(self.ids)
+        self._all_position = {cid: i for i, cid in enumerate(self.all_ids)}
+
+    @property
+    def sampled(self) -> bool:
+        """Whether the map shows a sample of the chunks."""
+        return self.total > len(self.ids)
+
+    def vector_of(self, cid: str) -> np.ndarray | None:
+        """The embedding of any chunk of the index, drawn or not (``None`` if it has none)."""
+        if cid in self.position:
+            return self.matrix[self.position[cid]]
+        i = self._all_position.get(cid)
+        return None if i is None or self.all_matrix is None else self.all_matrix[i]
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -45,10 +69,16 @@ class MapPoints:
         return int(self.matrix.shape[1]) if self.matrix.ndim == 2 else 0
 
 
-def load_points(idx: MemoryIndex) -> MapPoints:
-    """The index's embeddings aligned with their chunk rows (empty for a keyword-only index)."""
-    ids, matrix = idx.embeddings()
-    rows = {c.id: c for c in idx.chunks()} if len(ids) else {}
+def load_points(idx: MemoryIndex, max_points: int = MAX_POINTS) -> MapPoints:
+    """The index's embeddings aligned with their chunk rows (empty for a keyword-only index);
+    above ``max_points``, a seeded uniform sample of them (same sample on every run)."""
+    all_ids, all_matrix = idx.embeddings()
+    ids, matrix = all_ids, all_matrix
+    if len(ids) > max_points:
+        pick = np.sort(np.random.default_rng(0).choice(len(ids), max_points, replace=False))
+        ids, matrix = [ids[i] for i in pick], matrix[pick]
+    # only the drawn chunks' rows: never 133k chunk texts for a 20k-point map
+    rows = idx.chunk_rows(ids) if len(ids) else {}
     keep = [i for i, cid in enumerate(ids) if cid in rows]
     kept_ids = [ids[i] for i in keep]
     m = np.asarray(matrix[keep], dtype=np.float32) if keep else np.zeros((0, 0), np.float32)
@@ -58,7 +88,11 @@ def load_points(idx: MemoryIndex) -> MapPoints:
         "date": chunk_date(rows[cid].path, rows[cid].mtime_ms),
         "snippet": rows[cid].text,
     } for cid in kept_ids], columns=INFO_COLUMNS)
-    return MapPoints(kept_ids, m, info, fingerprint(kept_ids, int(m.shape[1]) if keep else 0))
+    sampled = len(all_ids) > len(ids)
+    return MapPoints(kept_ids, m, info, fingerprint(kept_ids, int(m.shape[1]) if keep else 0),
+                     total=len(all_ids) if sampled else len(kept_ids),
+                     all_ids=list(all_ids) if sampled else [],
+                     all_matrix=np.asarray(all_matrix, dtype=np.float32) if sampled else None)
 
 
 def selected_ids(event: Any, known: Iterable[str]) -> list[str]:
