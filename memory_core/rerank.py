@@ -89,7 +89,12 @@ def jaccard_matrix(texts: Sequence[str]) -> np.ndarray:
     ids = np.unique(ptok[shared], return_inverse=True)[1].reshape(-1)
     inc = np.zeros((n, int(ids.max()) + 1 if ids.size else 0), dtype=np.float32)
     inc[pdoc[shared], ids] = 1.0
-    inter = (inc @ inc.T).astype(np.float64)
+    from threadpoolctl import threadpool_limits  # ~13 ms once; only a re-rank needs it
+
+    # one BLAS thread: the product is ~1 ms of work, and OpenBLAS's threads spinning for a core
+    # on a loaded machine cost more than that (cold MMR 40 → 23 ms at load 7 on two cores)
+    with threadpool_limits(limits=1, user_api="blas"):
+        inter = (inc @ inc.T).astype(np.float64)  # counts of 0/1 products: exact in float32
     union = sizes[:, None] + sizes[None, :] - inter
     with np.errstate(invalid="ignore", divide="ignore"):
         sims = np.where(union == 0, 1.0, inter / np.where(union == 0, 1.0, union))
