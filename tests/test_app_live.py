@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -134,6 +135,35 @@ def test_a_beat_older_than_three_intervals_is_stale(tmp_path: Path) -> None:
     assert hb is not None and hb.pid_alive and not hb.alive  # a hung process stops beating
     heartbeat_path(store).write_text('{"pid": 1, "lastB')  # half a file says nothing
     assert read_heartbeat(store) is None
+
+
+def test_ignored_files_changing_all_the_time_do_not_starve_the_watcher(demo_ws: Path) -> None:
+    """Readers of the index make its -wal/-shm come and go, a heartbeat is rewritten every 2 s:
+    ignored events that never pause must not keep the debounce from firing."""
+    from memory_core.live import LiveIndex
+
+    stop = False
+
+    def noise() -> None:
+        n = 0
+        while not stop:
+            (demo_ws / "scratch.log").write_text(str(n))  # not memory: ignored
+            n += 1
+            time.sleep(0.02)
+
+    with LiveIndex.open(demo_ws, provider="none") as lv:
+        assert lv.wait_idle(60)
+        before = lv.status().generation
+        th = threading.Thread(target=noise, daemon=True)
+        th.start()
+        try:
+            time.sleep(0.5)
+            (demo_ws / DIARY).write_text(DIARY_TEXT, encoding="utf-8")
+            _wait(lambda: lv.status().generation > before, 30, "the debounced sync")
+        finally:
+            stop = True
+            th.join()
+        assert lv.status().last_reason == "watch"
 
 
 # --------------------------------------------------------------------------- the workbench
