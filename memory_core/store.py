@@ -631,13 +631,12 @@ class Store:
     def fts_row_count(self, table: str) -> int:
         """Rows of an FTS5 table (bm25's N), from its ``_docsize`` shadow table: a b-tree count
         (~0 ms at 133k rows, where FTS5's own ``count(*)`` scans for 140 ms)."""
-        if table not in ("chunks_fts", "chunks_fts_bigram"):
-            raise ValueError(table)
-        return int(self.db.execute(f"SELECT count(*) FROM {table}_docsize").fetchone()[0])
+        return self.fts_doc_counts(table, [""])[0]
 
     def fts_doc_counts(self, table: str, phrases: Sequence[str]) -> list[int]:
-        """Rows matching each FTS5 phrase (bm25's per-phrase ``nHit``), cached until the index
-        changes (another connection's commit moves ``data_version``, ours ``total_changes``)."""
+        """Rows matching each FTS5 phrase (bm25's per-phrase ``nHit``; ``""``: every row), cached
+        until the index changes (another connection's commit moves ``data_version``, ours
+        ``total_changes``)."""
         if table not in ("chunks_fts", "chunks_fts_bigram"):
             raise ValueError(table)
         key = (int(self.db.execute("PRAGMA data_version").fetchone()[0]), self.db.total_changes)
@@ -646,7 +645,9 @@ class Store:
         out = []
         for ph in phrases:
             n = self._fts_df.get((table, ph))
-            if n is None:
+            if n is None and not ph:  # "": every row (bm25's N)
+                n = int(self.db.execute(f"SELECT count(*) FROM {table}_docsize").fetchone()[0])
+            elif n is None:
                 n = int(self.db.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?",
                                         (ph,)).fetchone()[0])
                 self._fts_df[(table, ph)] = n
