@@ -340,8 +340,9 @@ def _normalized(cands: Candidates, s: SearchSettings) -> FusionResult:
       penalty (:mod:`memory_core.expansion`), MMR, the minScore gate and keyword-only filling
       as configured.
 
-    With weights 0.4/0.6 the best keyword match scores at least 0.6, so a weak vector hit
-    (score ≤ 0.4 × cosine) can never push it out, and minScore means the same on any corpus.
+    With the default profile's equal weights the best keyword match scores at least 0.5 and a
+    vector-only hit 0.5 × its cosine, so only a near-duplicate can tie it; and minScore means
+    the same on any corpus.
     """
     vector, keyword = _leg_maps(cands, s)
     wv, wt = s.normalized_weights()

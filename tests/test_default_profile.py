@@ -10,6 +10,7 @@ fusion.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
@@ -35,8 +36,8 @@ def test_reference_profile_keeps_the_reference_constants() -> None:
 def test_default_profile_settings() -> None:
     d = profile_settings("default")
     assert d.fusion == "normalized" and d.keyword_query == "or" and d.cjk_bigrams
-    assert d.max_results == 6 and d.normalized_weights() == pytest.approx((0.4, 0.6))
-    assert 0 < d.min_score < 0.6 * 1.0  # the best keyword match (≥ 0.6) always passes
+    assert d.max_results == 6 and d.normalized_weights() == pytest.approx((0.5, 0.5))
+    assert 0 <= d.min_score < 0.5 * 1.0  # the best keyword match (≥ 0.5) always passes
     assert d.date_hint > 0
 
 
@@ -124,11 +125,11 @@ def test_min_score_means_the_same_on_small_and_large_corpora() -> None:
         return Candidates("q", "hybrid", (LegHit("zz", 0.1, 1, 0.1),), keyword,
                           {**chunks, "zz": _chunk("zz", "memory/zz.md")}, 200)
 
-    s = profile_settings("default")
+    s = replace(profile_settings("default"), min_score=0.1)  # the profile has no gate (#14)
     small, large = fuse(cands(0.2), s), fuse(cands(25.0), s)
     assert [(h.id, round(h.score, 6)) for h in small.hits] == [
         (h.id, round(h.score, 6)) for h in large.hits]
-    assert {h.id for h in small.hits} == {"a", "b"}  # c: 0.6 × 0.1 = 0.06 < 0.1, zz: 0.04
+    assert {h.id for h in small.hits} == {"a", "b"}  # c: 0.5 × 0.1 = 0.05 < 0.1, zz: 0.05
 
 
 def test_date_hint_prefers_the_diary_of_the_named_day() -> None:
@@ -138,7 +139,7 @@ def test_date_hint_prefers_the_diary_of_the_named_day() -> None:
     cands = Candidates("What broke on 27 October 2026?", "fts-only", (), keyword, chunks, 200)
     d = fuse(cands, profile_settings("default"))
     assert [h.id for h in d.hits] == ["that_day", "other"]
-    assert d.hits[0].components["date"] == pytest.approx(0.2)
+    assert d.hits[0].components["date"] == pytest.approx(profile_settings("default").date_hint)
     no_hint = fuse(cands, SearchSettings(**{**profile_settings("default").__dict__,
                                            "date_hint": 0.0}))
     assert [h.id for h in no_hint.hits] == ["other", "that_day"]

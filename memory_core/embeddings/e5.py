@@ -76,7 +76,11 @@ class E5EmbeddingProvider:
 
     @property
     def max_input_tokens(self) -> int:
-        return 512
+        # The indexer splits a chunk whose UTF-8 size exceeds this (bytes stand in for tokens,
+        # as in the reference). 512 split a 400-token English chunk (~1,600 bytes) into four
+        # pieces and most Chinese paragraphs into two, though the model reads up to 512 word
+        # pieces (about 2,000 bytes of English); inputs are cut at ``max_chars`` anyway.
+        return 2048
 
     @property
     def provider_key(self) -> str:
