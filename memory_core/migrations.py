@@ -86,66 +86,13 @@ def m003_file_diagnostics(db: Any) -> None:
 
 
 def m004_recalls(db: Any) -> None:
-    """Promotion (spec §6.2, §6.5): recall signals, their event log, daily-ingestion state and
-    the history of applied promotions (what ``undo`` restores).
+    """Formerly the promotion tables (recall signals, events, daily ingestion, history).
 
-    The reference keeps recalls in ``memory/.dreams/short-term-recall.json``; here they live in
-    the index database so that one transaction covers a search's signals. List-valued fields
-    (query hashes, recall days, concept tags) are JSON arrays; times are epoch milliseconds.
+    They moved to the durable per-workspace state store (``memory_core.promotion.state``),
+    which no index rebuild replaces. New index files no longer get them; index files built
+    before the move keep theirs, and the state store imports them once (its
+    ``legacy_imports`` table). The number stays so that later migrations keep theirs.
     """
-    _run(db,
-        """
-        CREATE TABLE IF NOT EXISTS recall_entries (
-            key TEXT PRIMARY KEY,
-            path TEXT NOT NULL,
-            start_line INTEGER NOT NULL,
-            end_line INTEGER NOT NULL,
-            source TEXT NOT NULL DEFAULT 'memory',
-            snippet TEXT NOT NULL,
-            recall_count INTEGER NOT NULL DEFAULT 0,
-            daily_count INTEGER NOT NULL DEFAULT 0,
-            grounded_count INTEGER NOT NULL DEFAULT 0,
-            total_score REAL NOT NULL DEFAULT 0,
-            max_score REAL NOT NULL DEFAULT 0,
-            first_recalled_at INTEGER NOT NULL,
-            last_recalled_at INTEGER NOT NULL,
-            query_hashes TEXT NOT NULL DEFAULT '[]',
-            recall_days TEXT NOT NULL DEFAULT '[]',
-            concept_tags TEXT NOT NULL DEFAULT '[]',
-            claim_hash TEXT,
-            promoted_at INTEGER
-        );
-        CREATE INDEX IF NOT EXISTS idx_recall_entries_path ON recall_entries(path);
-        CREATE TABLE IF NOT EXISTS recall_events (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            key TEXT NOT NULL,
-            kind TEXT NOT NULL,
-            query_hash TEXT NOT NULL,
-            query TEXT,
-            day TEXT NOT NULL,
-            score REAL NOT NULL,
-            at INTEGER NOT NULL
-        );
-        CREATE INDEX IF NOT EXISTS idx_recall_events_key ON recall_events(key, query_hash, day);
-        CREATE TABLE IF NOT EXISTS daily_ingestion (
-            path TEXT PRIMARY KEY,
-            mtime INTEGER NOT NULL,
-            size INTEGER NOT NULL,
-            day TEXT NOT NULL
-        );
-        CREATE TABLE IF NOT EXISTS promotion_history (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            applied_at INTEGER NOT NULL,
-            memory_path TEXT NOT NULL,
-            backup_path TEXT,
-            before_sha256 TEXT,
-            after_sha256 TEXT NOT NULL,
-            keys TEXT NOT NULL,
-            entries_before TEXT NOT NULL,
-            undone_at INTEGER
-        );
-        """
-    )
 
 
 def m005_stemmed_keyword_table(db: Any) -> None:

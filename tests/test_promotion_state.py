@@ -13,7 +13,7 @@ from pathlib import Path
 
 from memory_core import MemoryIndex
 from memory_core import promotion as pr
-from memory_core.migrations import m004_recalls
+from memory_core.promotion.state_migrations import m001_state
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 DIARY = """# 2026-11-20
@@ -146,7 +146,7 @@ def _legacy_index(path: Path, rows: list[tuple], history_rows: list[tuple] = ())
     db = sqlite3.connect(path, isolation_level=None)
     try:
         db.execute("BEGIN")
-        m004_recalls(db)
+        m001_state(db)  # the old index tables had the state store's columns
         db.executemany(
             "INSERT INTO recall_entries(key, path, start_line, end_line, snippet, recall_count,"
             " total_score, max_score, first_recalled_at, last_recalled_at, query_hashes,"
