@@ -143,6 +143,8 @@ class LocalEmbeddingProvider:
     def _numpy_encoder(self) -> MiniLMQueryEncoder | None:
         if self.model not in (DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"):
             return None
+        if os.environ.get("MEMORY_CORE_QUERY_ENCODER") == "sentence-transformers":
+            return None  # to compare the two (docs/performance.md)
         if self._query_encoder is None:
             try:
                 from .minilm_numpy import query_encoder
