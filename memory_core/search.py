@@ -20,7 +20,7 @@ from .config import SearchSettings
 from .embeddings import EmbeddingProvider
 from .fusion import bm25_rank_to_score
 from .query import extract_keywords, or_fts_query, reference_fts_query
-from .store import Store
+from .store import OperationalError, Store
 
 POOL = 200
 
@@ -74,19 +74,30 @@ def or_query_topk(store: Store, table: str, phrases: Sequence[str], pool: int,
     score of the kept rows, no row left out can enter the top ``pool``, and FTS5 scoring the
     kept rows with the full query (one scan, bm25 only for them) gives the exact answer.
     Otherwise, or when no split can work (every phrase is needed, too few rows), the full query
-    runs as before. Returns the ``(id, rank)`` rows and
-    which plan answered (``full``, ``split-<k>``).
+    runs as before. Returns the ``(id, rank)`` rows and which plan answered (``full``,
+    ``split-<k>``).
     """
     match = " OR ".join(phrases)
-    if len(phrases) < 2:
-        return store.keyword_search(match, [], pool, table=table, sources=sources), "full"
+    if len(phrases) >= 2:
+        try:
+            got = _split_topk(store, table, phrases, pool, sources)
+        except OperationalError:
+            got = None  # whatever FTS5 refuses, the full query handles as it always has
+        if got is not None:
+            return got
+    return store.keyword_search(match, [], pool, table=table, sources=sources), "full"
+
+
+def _split_topk(store: Store, table: str, phrases: Sequence[str], pool: int,
+                sources: Sequence[str] | None) -> tuple[list[tuple[str, float]], str] | None:
+    """:func:`or_query_topk`'s split plans; ``None`` when none of them can answer exactly."""
+    match = " OR ".join(phrases)
     n_rows = store.fts_row_count(table)
     dfs = store.fts_doc_counts(table, phrases)
     bounds = [phrase_bound(n_rows, d) for d in dfs]
     present = sorted((i for i in range(len(phrases)) if dfs[i] > 0), key=lambda i: (dfs[i], i))
     if not present or bounds[present[0]] < 1e-3:
-        # every phrase is in half the rows or more: all scores are ~1e-6, nothing to split
-        return store.keyword_search(match, [], pool, table=table, sources=sources), "full"
+        return None  # every phrase is in half the rows or more: scores ~1e-6, nothing to split
     limit = 8 * pool
     # What is left out after the first k phrases: at most two splits are tried, the first that
     # leaves out less than 1.0 of bm25, then the one that leaves out only the phrases in half the
@@ -115,7 +126,7 @@ def or_query_topk(store: Store, table: str, phrases: Sequence[str], pool: int,
         full = store.fts_ranked(table, match, pool, sources=sources, rowids=[r[0] for r in ess])
         if len(full) == pool and ceiling + delta < -full[-1][2] * (1 - 1e-9):
             return [(cid, rank) for _, cid, rank in full], f"split-{k}"
-    return store.keyword_search(match, [], pool, table=table, sources=sources), "full"
+    return None
 
 
 def vector_leg(store: Store, qvec: np.ndarray | None, pool: int,
