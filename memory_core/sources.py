@@ -263,6 +263,8 @@ class _Walk:
 
 
 _ENTRY_NAME = operator.attrgetter("name")
+#: A listing's order, ``(source, path)``, as a C key (SourceFile fields 2 and 0).
+_SOURCE_PATH = operator.itemgetter(2, 0)
 
 
 def _walk(root: str, root_real: str, admit: Callable[[str], bool],
@@ -279,6 +281,7 @@ def _walk(root: str, root_real: str, admit: Callable[[str], bool],
     cited, or handed back to ``memory_get``.
     """
     visited = {root_real}
+    md_only = admit is _is_markdown
     stack: list[tuple[str, str, str]] = [(root, root_real, "")]
     while stack:
         d, d_real, prefix = stack.pop()
@@ -318,9 +321,10 @@ def _walk(root: str, root_real: str, admit: Callable[[str], bool],
                 w.warnings.append(f"{display_path(e.path)}: {err.strerror or err}")
                 continue
             rel = prefix + name
-            if not admit(rel):
+            # the Markdown rule inline (a call per file counts at 10k files)
+            if not (rel.endswith(MARKDOWN_SUFFIX) if md_only else admit(rel)):
                 continue
-            if not _is_text_name(name):
+            if not name.isascii() and not _is_text_name(name):
                 w.warnings.append(f"{display_path(e.path)}: file name is not valid UTF-8, "
                                   "skipped (rename it to index it)")
                 w.unlisted += 1
@@ -381,8 +385,14 @@ def list_files(workspace: Path, config: MemoryConfig) -> Listing:
         if not os.path.isdir(root):
             return
         pre = prefix_of(root)
+        add = found.append
+        new = tuple.__new__
+        # _source_file inlined, and the tuple built without the named tuple's Python-level
+        # __new__: this loop runs once per file of every sync (a fifth of a no-op sync's Python
+        # time at 10k files). Same fields and values as _source_file (stat_signature's rule).
         for abs_p, rel, st in _walk(root, os.path.realpath(root), admit, target_ok, w):
-            found.append(_source_file(pre + rel, abs_p, source, kind, st))
+            add(new(SourceFile, (pre + rel, abs_p, source, kind, int(st.st_mtime * 1000),
+                                 st.st_size, int(st.st_ctime * 1000))))
 
     def add_single(p: str, st: os.stat_result) -> None:
         real = os.path.realpath(p)
@@ -429,7 +439,7 @@ def list_files(workspace: Path, config: MemoryConfig) -> Listing:
             found.extend(list_agent_sessions(sdir, config.sources.sessions_agent, w.seen))
         elif os.path.isdir(sdir):
             walk_root(sdir, "sessions", "session", _is_session_name)
-    found.sort(key=lambda f: (f.source, f.path))
+    found.sort(key=_SOURCE_PATH)
     return Listing(found, warnings, w.unlisted)
 
 
