@@ -178,7 +178,7 @@ class Store:
     """A connection to one index database, with its schema migrated."""
 
     def __init__(self, path: Path, busy_timeout_ms: int = 5000, *, readonly: bool = False,
-                 fts_scan: bool = True):
+                 fts_scan: bool = True, cache_mib: int = 0, scratch: bool = False):
         self.path = Path(path)
         self.vec_available = False
         self.vec_error: str | None = None
@@ -200,9 +200,12 @@ class Store:
             self.db = sqlite.connect(uri, uri=readonly, isolation_level=None,
                                      check_same_thread=False, timeout=busy_timeout_ms / 1000)
             self.db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            if cache_mib:  # page cache beyond SQLite's 2 MiB (sync's writers: see Indexer)
+                self.db.execute(f"PRAGMA cache_size = {-int(cache_mib) * 1024}")
             if not readonly:
-                self.db.execute("PRAGMA journal_mode = WAL")
-                self.db.execute("PRAGMA synchronous = NORMAL")
+                # ``scratch``, a file built aside (a crash discards it): no WAL, no syncs
+                self.db.execute(f"PRAGMA journal_mode = {'MEMORY' if scratch else 'WAL'}")
+                self.db.execute(f"PRAGMA synchronous = {'OFF' if scratch else 'NORMAL'}")
                 migrations.migrate(self.db)
             else:
                 self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()
