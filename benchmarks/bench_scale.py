@@ -251,6 +251,23 @@ def bench_noop(size: str, ws: Path, base_url: str) -> None:
         files = idx.status().files
     row(f"no-op index ({files} files)", None, now, "ms", base, "os.walk + stat of the tree",
         "≤ 3×", now <= 3 * base)
+    # The row above is open + sync in this process (what the sync costs, and what bench_sync.py
+    # measures). A `memory-core index` run adds Python start-up and the imports, a fixed cost
+    # whatever the number of files: shown here as two fresh processes, side by side.
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    walk_code = (f"import os\nfor d, _, fs in os.walk({str(ws)!r}):\n"
+                 "    for f in fs: os.stat(os.path.join(d, f))")
+    noop_code = ("from memory_core import MemoryIndex\n"
+                 f"with MemoryIndex.open({str(ws)!r}, overrides={_ov(base_url)!r}) as i:\n"
+                 "    assert not i.sync().wrote_anything")
+
+    def proc(code: str) -> float:
+        return median_ms(lambda: subprocess.run([sys.executable, "-c", code], env=env,
+                                                check=True, timeout=600), 3)
+
+    pw, pn = proc(walk_code), proc(noop_code)
+    print(f"{'':<8}as fresh processes (start-up and imports included): no-op index "
+          f"{pn:.0f} ms, os.walk + stat {pw:.0f} ms ({pn / pw:.2f}×)")
 
 
 def bench_indexing(size: str, ws: Path) -> None:
