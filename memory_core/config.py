@@ -204,6 +204,10 @@ class SearchSettings:
     #: A question coordinating two things is also asked per conjunct; their keyword legs lift
     #: a chunk to ``max(original, decompose × sub-query)``; 0 = off.
     decompose: float = 0.0
+    #: ``normalized`` fusion reads the cosine as ``(cos - vector_floor) / (1 - vector_floor)``
+    #: (at least 0): a model whose cosines sit in a narrow band (e5: unrelated text near 0.75)
+    #: gets MiniLM's spread; 0 = the cosine as it is.
+    vector_floor: float = 0.0
 
     def normalized_weights(self) -> tuple[float, float]:
         """Clamp both weights to 0..1 and divide by their sum (0.7/0.3 when the sum is 0)."""
@@ -219,17 +223,37 @@ class SearchSettings:
         return min(200, max(1, int(self.max_results * mult)))
 
 
-def profile_settings(profile: ProfileName | str) -> SearchSettings:
-    """The named set of search settings. ``reference`` is OpenClaw 2026.5.20, to the constant."""
+#: Constants of a profile that depend on the embedding model in use (its cosine scale), chosen
+#: by cross-validation with that model (docs/retrieval.md): e5's cosines sit in a narrow band
+#: (0.85 at rank 1, 0.81 at rank 24 on LoCoMo), so its leg needs a far larger weight to move
+#: the fused order as much as MiniLM's does.
+PROVIDER_SETTINGS: dict[tuple[str, str], dict[str, Any]] = {
+    ("default", "e5"): {"vector_weight": 0.9, "text_weight": 0.1, "vector_floor": 0.0},
+}
+
+
+def profile_settings(profile: ProfileName | str, provider: str | None = None) -> SearchSettings:
+    """The named set of search settings. ``reference`` is OpenClaw 2026.5.20, to the constant.
+
+    ``provider``: the embedding provider in use, for the constants that depend on its model
+    (:data:`PROVIDER_SETTINGS`); ``None`` gives the profile as measured with the local model.
+    """
+    s = _profile_settings(profile)
+    tuned = PROVIDER_SETTINGS.get((str(profile), provider or ""))
+    return replace(s, **tuned) if tuned else s
+
+
+def _profile_settings(profile: ProfileName | str) -> SearchSettings:
     if profile == "reference":
         return SearchSettings()
     if profile == "default":
         # Chosen by cross-validation on the dev data (docs/retrieval.md, issue #14): a constant
         # is kept only if tuning it wins on held-out folds. OR-joined, stemmed, CJK-bigram BM25;
         # each leg on a corpus-size-free scale (cosine as is, BM25 over the query's best) with
-        # equal weights (a tuned weight did not beat 0.5 held out); no gate (minScore changed
-        # nothing held out: 0.1 removed 0.04 results a query); a hint towards diaries of a date
-        # the query names (the one constant that wins held out, on LoCoMo).
+        # equal weights (a tuned weight did not beat 0.5 held out), the cosine read from a floor
+        # of 0.2 (MiniLM's unrelated passages sit near it); no gate (minScore changed nothing
+        # held out: 0.1 removed 0.04 results a query); a hint towards diaries of a date the
+        # query names. e5 has its own weights (PROVIDER_SETTINGS).
         return SearchSettings(
             fusion="normalized",
             vector_weight=0.5,
@@ -238,6 +262,7 @@ def profile_settings(profile: ProfileName | str) -> SearchSettings:
             keyword_query="or",
             cjk_bigrams=True,
             date_hint=0.3,
+            vector_floor=0.2,
         )
     raise ValueError(f"unknown profile {profile!r} (expected one of {', '.join(PROFILES)})")
 
@@ -440,6 +465,7 @@ class _SearchModel(BaseModel):
     prf_docs: _Positive = 3
     prf_weight: _Unit = 0.3
     decompose: _Unit = 0.0
+    vector_floor: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.0
 
 
 class _MemoryConfigModel(BaseModel):

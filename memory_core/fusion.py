@@ -365,7 +365,10 @@ def _normalized(cands: Candidates, s: SearchSettings) -> FusionResult:
             t = 0.0
         else:
             t = (-k.raw / best) if best > 0 else 1.0
-        h.components = {"vector": wv * max(0.0, h.vector_score), "text": wt * t}
+        cos = max(0.0, h.vector_score)
+        if s.vector_floor > 0:
+            cos = max(0.0, (cos - s.vector_floor) / (1.0 - s.vector_floor))
+        h.components = {"vector": wv * cos, "text": wt * t}
         h.score = h.components["vector"] + h.components["text"]
     _date_hint(merged, cands, s)
     boost_adjacent(merged, s.adjacent)

@@ -23,7 +23,14 @@ import numpy as np
 
 from .candidates import Candidates
 from .common.synclock import DEFAULT_WAIT_S, SyncLockTimeout, sync_lock
-from .config import MemoryConfig, ProfileName, SearchSettings, load_config, provider_name
+from .config import (
+    MemoryConfig,
+    ProfileName,
+    SearchSettings,
+    load_config,
+    profile_settings,
+    provider_name,
+)
 from .embeddings import EmbeddingError, ProviderChoice, create_provider
 from .expansion import with_decomposition, with_feedback
 from .fusion import FusionResult, Hit, fuse
@@ -297,6 +304,8 @@ class MemoryIndex:
     def settings(self, **overrides: Any) -> SearchSettings:
         """The profile's search settings with ``overrides`` (``None`` values ignored)."""
         s = self.config.settings()
+        if self.config.search is None:  # the profile's: its model-dependent constants follow
+            s = profile_settings(self.config.profile, self.choice.id)  # the model in use
         clean = {k: v for k, v in overrides.items() if v is not None}
         return replace(s, **clean) if clean else s
 

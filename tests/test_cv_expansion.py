@@ -5,6 +5,7 @@ both profiles; the reference profile's candidates untouched)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +20,7 @@ from memory_core.expansion import (
     max_keyword,
     split_query,
 )
+from memory_core.fusion import fuse
 from memory_core.index import MemoryIndex
 
 
@@ -107,3 +109,31 @@ def test_prf_and_decomposition_change_only_the_keyword_leg() -> None:
     assert {h.id for h in plain.keyword} <= {h.id for h in fb.keyword}
     assert all(h.id in fb.chunks for h in fb.keyword)
     assert all(h.id in dec.chunks for h in dec.keyword)
+
+
+def test_vector_floor_rescales_the_cosine() -> None:
+    chunks = {c: ChunkInfo(c, f"memory/{c}.md", "memory", 1, 2, c) for c in ("a", "b")}
+    vector = (LegHit("a", 0.85, 1, 0.85), LegHit("b", 0.80, 2, 0.80))
+    cands = Candidates("q", "hybrid", vector, (), chunks, 200)
+    s = replace(profile_settings("default"), vector_weight=1.0, text_weight=0.0, min_score=0.0,
+                vector_floor=0.0)
+    plain = {h.id: h.components["vector"] for h in fuse(cands, s).hits}
+    floored = {h.id: h.components["vector"] for h in
+               fuse(cands, replace(s, vector_floor=0.75)).hits}
+    assert plain == pytest.approx({"a": 0.85, "b": 0.80})
+    assert floored == pytest.approx({"a": 0.4, "b": 0.2})  # (cos - 0.75) / 0.25
+    assert profile_settings("default").vector_floor == 0.2  # chosen by cross-validation
+
+
+def test_e5_gets_its_own_cosine_floor(tmp_path: Path) -> None:
+    """The default profile's model-dependent constants follow the provider actually in use."""
+    e5 = profile_settings("default", "e5")
+    assert e5.vector_floor == 0.0 and e5.normalized_weights() == pytest.approx((0.9, 0.1))
+    assert profile_settings("default", "local") == profile_settings("default")
+    assert profile_settings("reference", "e5") == profile_settings("reference")
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "notes.md").write_text("# Notes\n\nThe router is in the attic.\n")
+    with MemoryIndex.open(tmp_path, provider="e5") as idx:
+        assert idx.settings().vector_weight == 0.9
+    with MemoryIndex.open(tmp_path, provider="none") as idx:
+        assert idx.settings() == profile_settings("default")

@@ -221,7 +221,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         except DatasetMissing as e:
             print(f"memory-core eval: {e}", file=sys.stderr)
             return EXIT_USAGE
-        s = profile_settings(args.profile or "default")
+        s = profile_settings(args.profile or "default", args.provider)
         s = replace(s, max_results=args.max_results) if args.max_results else s
         s = replace(s, **_pairs(args.set, many=False)) if args.set else s
         return _eval_cv(args, names, s, None, args.profile or "default",
@@ -244,7 +244,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     overrides = _pairs(args.set, many=False)
 
     def settings_for(p: str, own: bool = True) -> Any:
-        s = profile_settings(p)
+        s = profile_settings(p, args.provider)
         if args.max_results:
             s = replace(s, max_results=args.max_results)
         return replace(s, **overrides) if own and overrides else s

@@ -402,7 +402,7 @@ def run_eval(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
     qs = qs.limited(limit)
     idx = index_or_workspace if isinstance(index_or_workspace, MemoryIndex) else None
     if settings is None and idx is None:
-        settings = {profile or "default": profile_settings(profile or "default")}
+        settings = {profile or "default": profile_settings(profile or "default", provider)}
     configs = _as_configs(settings, idx)
     if legs:
         configs += leg_configs(configs[0].settings)
@@ -445,7 +445,7 @@ def sweep(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
     qs = qs.limited(limit)
     idx = index_or_workspace if isinstance(index_or_workspace, MemoryIndex) else None
     if base is None:
-        base = idx.settings() if idx else profile_settings(profile or "default")
+        base = idx.settings() if idx else profile_settings(profile or "default", provider)
     grid = dict(grid or DEFAULT_GRID)
     names = list(grid)
     combos = [dict(zip(names, vals, strict=True)) for vals in itertools.product(*grid.values())]
