@@ -7,6 +7,8 @@ Examples::
         --markdown /tmp/locomo.md --out /tmp/locomo.json
     memory-core eval --queries xquad-zh --sweep --vector-weights 0,0.3,0.5,0.7,1
     memory-core eval --queries my-queries.jsonl --workspace ~/agent
+    memory-core eval --cv --queries locomo-markdown:all,xquad-en,xquad-zh \\
+        --grid vector_weight=0.4,0.5,0.6 --grid date_hint=0,0.3     # held-out figures
 
 Named sets read ``../shared/datasets`` beside the project; where it is absent the command says so
 and exits with code 2. Indexes for shared data are built in ``~/.cache/memory-workbench/eval``.
