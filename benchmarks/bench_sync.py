@@ -36,6 +36,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from memory_core import MemoryIndex
+from memory_core import sync as sync_mod
 
 DIMS = 64
 _WORDS = ("deploy cache cookie session token rollback backup restore queue worker schedule "
@@ -132,9 +133,13 @@ def sync_once(ws: Path, ov: dict[str, Any], force: bool = False) -> Any:
 
 
 def bench_changed(root: Path, n: int, kind: str, base_url: str | None, repeat: int,
-                  lines: int = 14) -> tuple[float, float]:
-    """Median seconds of (incremental sync of n changed files, forced rebuild of them)."""
-    ws = root / f"changed-{kind}"
+                  lines: int = 14, in_place: bool = False) -> tuple[float, float]:
+    """Median seconds of (a plain sync after all n files changed, forced rebuild of them).
+
+    The plain sync picks its own strategy: with most files changed it rebuilds aside
+    (``sync.mostly_changed``). ``in_place`` turns that rule off to time the in-place update.
+    """
+    ws = root / f"changed-{kind}{'-inplace' if in_place else ''}"
     ws.mkdir()
     ov = overrides_for(kind, base_url)
     write_files(ws, n, 0, lines)
@@ -150,8 +155,15 @@ def bench_changed(root: Path, n: int, kind: str, base_url: str | None, repeat: i
             nonlocal rep
             rep = sync_once(ws, ov)
 
-        incr.append(timed(run_incr))
-        assert rep is not None and not rep.full and rep.files_indexed == n, rep
+        share = sync_mod.REBUILD_SHARE
+        if in_place:
+            sync_mod.REBUILD_SHARE = float("inf")
+        try:
+            incr.append(timed(run_incr))
+        finally:
+            sync_mod.REBUILD_SHARE = share
+        assert rep is not None and rep.files_indexed == n, rep
+        assert rep.full != in_place, rep
         round_ += 1
         write_files(ws, n, round_, lines)
 
@@ -210,10 +222,13 @@ def main(argv: list[str] | None = None) -> int:
             for kind in ("none", "vectors"):
                 if kind in args.skip:
                     continue
-                inc, full = bench_changed(root, args.files, kind, server.base_url, args.repeat,
-                                          args.lines)
-                rows.append((f"{args.files} changed files ({args.lines} lines), {kind}: "
-                             "incremental vs --force", inc, full, "≤ 1.2×"))
+                for in_place in (False, True):
+                    inc, full = bench_changed(root, args.files, kind, server.base_url,
+                                              args.repeat, args.lines, in_place)
+                    how = "in place" if in_place else "sync"
+                    rows.append((f"{args.files} changed ({args.lines} lines), {kind}: "
+                                 f"{how} vs --force", inc, full,
+                                 "—" if in_place else "≤ 1.2×"))
         if "noop" not in args.skip:
             noop, walk = bench_noop(root, args.noop_files, args.repeat)
             rows.append((f"no-op index of {args.noop_files} files vs os.walk + stat", noop, walk,

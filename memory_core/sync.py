@@ -17,7 +17,7 @@ import hashlib
 import os
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -397,9 +397,13 @@ class Indexer:
         elif reason is None:
             reason = "no index yet"
         refreshed = False
+        known: dict[str, tuple[int, int, str]] | None = None
+        if reason is None and old is not None:
+            known = old.file_signatures()
+            reason = mostly_changed(listing.files, known)
         if reason is None and old is not None:
             try:
-                self._incremental(old, listing.files, report)
+                self._incremental(old, listing.files, report, known)
                 if self.provider is not None:
                     # the connection already open: a second open costs a migration check,
                     # sqlite-vec's load and the FTS probe again
@@ -447,8 +451,10 @@ class Indexer:
             if own:
                 store.close()
 
-    def _incremental(self, store: Store, files: list[SourceFile], report: SyncReport) -> None:
-        known = store.file_signatures()
+    def _incremental(self, store: Store, files: list[SourceFile], report: SyncReport,
+                     known: dict[str, tuple[int, int, str]] | None = None) -> None:
+        if known is None:
+            known = store.file_signatures()
         skipped = store.skipped()
         self.index_files(store, files, report, known, skipped)
         present = {f.path for f in files}
@@ -495,6 +501,38 @@ class Indexer:
             new.close()
             _remove_db(tmp)
             raise
+
+
+#: When at least this share of the files changed (and at least ``REBUILD_MIN_FILES`` of them),
+#: a sync rebuilds aside instead of updating in place: removing a file's old rows (FTS5 must
+#: un-index the old text) makes an in-place update of nearly everything cost more than building
+#: it again, and the rebuild reuses the embedding cache, so nothing is embedded twice.
+REBUILD_SHARE = 0.5
+REBUILD_MIN_FILES = 200
+
+
+def mostly_changed(files: Sequence[SourceFile], known: dict[str, tuple[int, int, str]]
+                   ) -> str | None:
+    """The rebuild reason when most files changed since the last sync (by mtime/size), else
+    None. New and deleted files count as changed."""
+    total = max(len(files), len(known))
+    if total < REBUILD_MIN_FILES:
+        return None
+    present = 0
+    changed = 0
+    for f in files:
+        row = known.get(f.path)
+        if row is None:
+            changed += 1
+            continue
+        present += 1
+        if f.mtime_ms != row[0] or f.size != row[1]:
+            changed += 1
+    changed += len(known) - present
+    if changed >= REBUILD_MIN_FILES and changed >= REBUILD_SHARE * total:
+        return (f"{changed} of {total} files changed: rebuilt aside (cheaper than updating "
+                "them in place; cached embeddings reused)")
+    return None
 
 
 def guard_index_path(store_path: Path, workspace: Path, config: MemoryConfig) -> None:

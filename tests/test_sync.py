@@ -319,3 +319,29 @@ def test_incremental_with_vectors_replaces_every_row_of_a_changed_file(demo_ws: 
             assert hits and hits[0].path == "memory/2026-11-03.md"
             assert idx.sync(force=True).full
             assert table_state(idx) == incremental
+
+
+def test_when_most_files_changed_the_sync_rebuilds_aside(tmp_path: Path) -> None:
+    """Updating nearly every file in place costs more than rebuilding (FTS5 must un-index the
+    old text first); a sync that finds most files changed rebuilds aside, with the same result
+    as an incremental update. A few changes stay incremental."""
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    names = [f"memory/2026-01-{i % 28 + 1:02d}-n{i}.md" for i in range(240)]
+    for i, n in enumerate(names):
+        (ws / n).write_text(f"# note {i}\n\nTOKEN_{i} first version\n")
+    with MemoryIndex.open(ws, provider="none") as idx:
+        idx.sync()
+        for i, n in enumerate(names[:20]):
+            (ws / n).write_text(f"# note {i}\n\nTOKEN_{i} second version, longer\n")
+        small = idx.sync()
+        assert not small.full and small.files_indexed == 20
+        for i, n in enumerate(names[:200]):
+            (ws / n).write_text(f"# note {i}\n\nTOKEN_{i} third version, longer still\n")
+        big = idx.sync()
+        assert big.full and "200 of 240 files changed" in (big.reason or "")
+        hits = idx.search("TOKEN_7 third", max_results=3, min_score=0).hits
+        assert hits and hits[0].path == names[7] and "third version" in hits[0].snippet
+        untouched = idx.search("TOKEN_230 first", max_results=3, min_score=0).hits
+        assert untouched and untouched[0].path == names[230]
+        assert idx.status().files == 240
