@@ -72,7 +72,9 @@ def or_fts_query(raw: str, *, bigrams: bool = True, drop_stop_words: bool = True
 
 #: The reference's stop words per language, as published with its query expansion; a keyword
 #: equal to any of them is dropped. Kept apart from :data:`STOP_WORDS` (this project's own list,
-#: which the default profile's OR query was measured with).
+#: which the default profile's OR query was measured with). These word lists are data taken
+#: from OpenClaw 2026.5.20 (MIT License, Copyright (c) 2026 OpenClaw Foundation) because the
+#: `reference` profile's parity depends on exactly these words; no OpenClaw code is used.
 _REFERENCE_STOP_WORD_LISTS: dict[str, str] = {
     "en": """a an the this that these those i me my we our you your he she it they them is
     are was were be been being have has had do does did will would could should
