@@ -230,6 +230,8 @@ class SearchSettings:
 PROVIDER_SETTINGS: dict[tuple[str, str], dict[str, Any]] = {
     ("default", "e5"): {"vector_weight": 0.9, "text_weight": 0.1, "vector_floor": 0.0},
 }
+#: The fields :data:`PROVIDER_SETTINGS` may change: a profile's value of these depends on the model.
+MODEL_DEPENDENT: frozenset[str] = frozenset(k for v in PROVIDER_SETTINGS.values() for k in v)
 
 
 def profile_settings(profile: ProfileName | str, provider: str | None = None) -> SearchSettings:
@@ -241,6 +243,26 @@ def profile_settings(profile: ProfileName | str, provider: str | None = None) ->
     s = _profile_settings(profile)
     tuned = PROVIDER_SETTINGS.get((str(profile), provider or ""))
     return replace(s, **tuned) if tuned else s
+
+
+def resolve_settings(profile: ProfileName | str, provider: str | None,
+                     explicit: SearchSettings | None = None,
+                     given: tuple[str, ...] | frozenset[str] = ()) -> SearchSettings:
+    """The search settings in force: the one place that applies the provider's constants.
+
+    ``explicit``: settings set by the user (``[search]`` of a file, ``openclaw.json``,
+    overrides), built on the profile as measured with the local model; ``given``: the keys the
+    user actually wrote. A model-dependent field (:data:`MODEL_DEPENDENT`) takes ``provider``'s
+    value unless the user gave it, or set it (by any path) to something other than the local
+    model's default: explicit choices win, untouched defaults follow the model.
+    """
+    tuned = profile_settings(profile, provider)
+    if explicit is None:
+        return tuned
+    neutral = profile_settings(profile)
+    follow = {k: getattr(tuned, k) for k in MODEL_DEPENDENT
+              if k not in given and getattr(explicit, k) == getattr(neutral, k)}
+    return replace(explicit, **follow)
 
 
 def _profile_settings(profile: ProfileName | str) -> SearchSettings:
@@ -281,10 +303,19 @@ class MemoryConfig:
     sessions: SessionsConfig = field(default_factory=SessionsConfig)
     backend: BackendConfig = field(default_factory=BackendConfig)
     qmd: QmdConfig = field(default_factory=QmdConfig)
+    #: The ``[search]`` keys the sources gave (a file, ``openclaw.json``, overrides): kept so
+    #: that an explicit value wins over the provider's constants even when it equals the local
+    #: model's. Not a config key (``internal``: no TOML key and no validation model field).
+    search_keys: tuple[str, ...] = field(default=(), metadata={"internal": True})
 
-    def settings(self) -> SearchSettings:
-        """Search settings in force: explicit ones, or the profile's."""
-        return copy.deepcopy(self.search) if self.search else profile_settings(self.profile)
+    def settings(self, provider: str | None = None) -> SearchSettings:
+        """Search settings in force: the profile's for the model, under any explicit ones.
+
+        ``provider``: the one in use (:meth:`MemoryIndex.settings` passes its choice, which may
+        be a fallback); default the configured one. See :func:`resolve_settings`.
+        """
+        return resolve_settings(self.profile, provider or self.provider.provider,
+                                copy.deepcopy(self.search), self.search_keys)
 
     def with_profile(self, profile: ProfileName | str) -> MemoryConfig:
         """A copy for ``profile``; the reference profile also chunks as the reference does."""
@@ -292,6 +323,7 @@ class MemoryConfig:
         profile_settings(profile)  # validates
         cfg.profile = profile  # type: ignore[assignment]  # validated just above
         cfg.search = None
+        cfg.search_keys = ()
         if profile == "reference":
             cfg.chunking.mode = "reference"
         return cfg
@@ -597,6 +629,7 @@ def _merge(obj: Any, data: dict[str, Any]) -> Any:
         elif key == "search" and isinstance(value, dict):
             base = current or profile_settings(data.get("profile", obj.profile))
             changes[key] = _merge(base, value)
+            changes["search_keys"] = tuple(sorted({*obj.search_keys, *value}))
         elif is_dataclass(current) and isinstance(value, dict):
             changes[key] = _merge(current, value)
         else:

@@ -302,12 +302,20 @@ class MemoryIndex:
     # ------------------------------------------------------------------ search
 
     def settings(self, **overrides: Any) -> SearchSettings:
-        """The profile's search settings with ``overrides`` (``None`` values ignored)."""
-        s = self.config.settings()
-        if self.config.search is None:  # the profile's: its model-dependent constants follow
-            s = profile_settings(self.config.profile, self.choice.id)  # the model in use
+        """The settings in force with ``overrides`` (``None`` values ignored).
+
+        :meth:`MemoryConfig.settings` for the provider actually in use (the profile's
+        model-dependent constants follow it; explicit ``[search]`` keys win), then the
+        per-call overrides (CLI flags, tool arguments), which win over both.
+        """
+        s = self.config.settings(self.choice.id)
         clean = {k: v for k, v in overrides.items() if v is not None}
         return replace(s, **clean) if clean else s
+
+    def profile_defaults(self, profile: ProfileName | str | None = None) -> SearchSettings:
+        """A profile's own settings (default: this index's) for the provider in use, without
+        the config's explicit ``[search]`` keys: what the workbench's A/B "profile" side means."""
+        return profile_settings(profile or self.config.profile, self.choice.id)
 
     def candidates(self, query: str, sources: Sequence[str] | None = None,
                    settings: SearchSettings | None = None, *, use_numpy: bool = False,

@@ -96,14 +96,34 @@ class SyncReport:
         return d
 
 
+#: The most UTF-8 bytes a chunk may have before the indexer splits it, whatever the provider
+#: declares: the split limit of every provider but e5 (local and OpenAI-compatible: 8,192).
+MAX_SPLIT_BYTES = 8000
+#: Identity keys written only when they differ from the value every index built before they
+#: existed had (so adding one rebuilds only the indexes it concerns); compared both ways.
+OPTIONAL_IDENTITY = ("splitBytes",)
+
+
+def split_limit(provider: EmbeddingProvider | None) -> int | None:
+    """The byte size above which a chunk is split before embedding (``None``: never split)."""
+    return None if provider is None else min(provider.max_input_tokens, MAX_SPLIT_BYTES)
+
+
 def index_identity(config: MemoryConfig, workspace: Path, choice: ProviderChoice) -> dict[str, Any]:
-    """What the index's contents depend on; any change means a full rebuild."""
+    """What the index's contents depend on; any change means a full rebuild.
+
+    ``splitBytes`` (the pieces a long chunk is cut into depend on it) appears only when the
+    limit is not :data:`MAX_SPLIT_BYTES`, the one every index had before the key existed: an
+    existing local or OpenAI index keeps its identity, an e5 one (512, then 2,048) is rebuilt.
+    """
     s = config.sources
     scope = {
         "extraPaths": sorted(os.path.expanduser(e.path) + "|" + e.pattern for e in s.extra_paths),
         "sessionsDir": s.sessions_dir,
         "followSymlinks": s.follow_symlinks,
     }
+    limit = split_limit(choice.provider)
+    split = {"splitBytes": limit} if limit is not None and limit != MAX_SPLIT_BYTES else {}
     return {
         "provider": choice.id,
         "model": choice.model,
@@ -116,6 +136,7 @@ def index_identity(config: MemoryConfig, workspace: Path, choice: ProviderChoice
         "chunkingVersion": CHUNKING_VERSION,
         "ftsTokenizer": "unicode61",
         "bigramVersion": BIGRAM_VERSION,
+        **split,
     }
 
 
@@ -131,9 +152,9 @@ def identity_diff(old: dict[str, Any] | None, new: dict[str, Any]) -> str | None
     """Why ``old`` cannot serve ``new`` (``None`` if it can)."""
     if not old:
         return "no index yet"
-    for key, value in new.items():
-        if old.get(key) != value:
-            return f"{key} changed ({old.get(key)!r} → {value!r})"
+    for key in (*new, *(k for k in OPTIONAL_IDENTITY if k not in new)):
+        if old.get(key) != new.get(key):
+            return f"{key} changed ({old.get(key)!r} → {new.get(key)!r})"
     return None
 
 
@@ -167,7 +188,7 @@ def chunks_for(doc: SourceDoc, config: MemoryConfig,
     chunks = [ch for ch in chunks if ch.text.strip()]
     if provider is None:
         return chunks
-    limit = min(provider.max_input_tokens, 8000)
+    limit = split_limit(provider) or MAX_SPLIT_BYTES
     out: list[Chunk] = []
     for ch in chunks:
         if len(ch.text.encode("utf-8", "replace")) <= limit:

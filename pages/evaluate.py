@@ -12,7 +12,6 @@ import streamlit as st
 
 from memory_core import evaluation as ev
 from memory_core import openclaw as oc
-from memory_core import profile_settings
 from workbench import charts, state, tuning
 
 key = state.current_key()
@@ -84,7 +83,7 @@ c1, c2, c3 = st.columns([1.6, 1.4, 1])
 b_choice = c1.radio("Compare A (the tuned settings of Search & tune) with B =", b_options,
                     key="eval_b", format_func=b_labels.__getitem__, horizontal=True)
 b_settings = (tuning.apply_values(idx.settings(), pinned) if b_choice == "pinned"
-              else profile_settings(b_choice))
+              else state.profile_defaults(key, b_choice))
 legs = c2.toggle("Also each leg alone", value=True, key="eval_legs",
                  help="The vector leg and the keyword leg of A, each ranked alone (no gate).")
 can_qmd = bool(workspaces) and len(workspaces) == len(qs.workspaces)

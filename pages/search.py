@@ -11,7 +11,7 @@ from typing import Any, get_args
 
 import streamlit as st
 
-from memory_core import MemoryIndex, SearchSettings, profile_settings
+from memory_core import MemoryIndex, SearchSettings
 from memory_core import openclaw as oc
 from memory_core import promotion as pr
 from memory_core.config import FusionMode, KeywordQueryMode
@@ -44,9 +44,9 @@ def _pin_b() -> None:
 
 
 tuned = tuning.settings_values(state.tuned_settings(key))
-if st.session_state.get(W + "_profile") != key.profile:
+if st.session_state.get(W + "_profile") != state.tuning_scope(key):  # profile or provider
     _load_widgets(tuned)
-    st.session_state[W + "_profile"] = key.profile
+    st.session_state[W + "_profile"] = state.tuning_scope(key)
 else:  # widgets not drawn last run (e.g. MMR λ while MMR was off) lost their state
     _load_widgets(tuned, only_missing=True)
 
@@ -210,7 +210,7 @@ with main:
         choice = st.radio("Compare the current settings (A) with", options, key="ab_choice",
                           format_func=labels.__getitem__, horizontal=True)
         b_settings = (tuning.apply_values(idx.settings(), pinned) if choice == "pinned"
-                      else profile_settings(choice))
+                      else state.profile_defaults(key, choice))
         b_cands = state.get_candidates(key, query, b_settings, sources)
         result_b = MemoryIndex.fuse(b_cands, b_settings)
         mv = tuning.rank_movement(result, result_b)

@@ -370,25 +370,39 @@ def get_candidates(key: IndexKey, query: str, settings: SearchSettings,
 # --------------------------------------------------------------------------- tuned settings
 
 
+def tuning_scope(key: IndexKey) -> str:
+    """What tuned values belong to: the profile *and* the provider, since a profile's defaults
+    depend on the model (e5's vector weight is not MiniLM's): sliders tuned with one provider
+    do not carry their weights over to another. The page reloads its widgets when it changes."""
+    return f"{key.profile}|{key.provider}"
+
+
 def tuned_values(key: IndexKey) -> dict[str, Any]:
-    """The values the user tuned for this profile (a copy; empty when untouched)."""
-    return dict(st.session_state.get("wb_tuned", {}).get(key.profile, {}))
+    """The values the user tuned for this profile and provider (a copy; empty when untouched)."""
+    return dict(st.session_state.get("wb_tuned", {}).get(tuning_scope(key), {}))
 
 
 def set_tuned_values(key: IndexKey, values: dict[str, Any]) -> None:
     """Remember the tuned values (they outlive the page's widgets)."""
-    st.session_state.setdefault("wb_tuned", {})[key.profile] = {
+    st.session_state.setdefault("wb_tuned", {})[tuning_scope(key)] = {
         k: v for k, v in values.items() if k in TUNABLE}
 
 
 def clear_tuned_values(key: IndexKey) -> None:
-    st.session_state.setdefault("wb_tuned", {}).pop(key.profile, None)
+    st.session_state.setdefault("wb_tuned", {}).pop(tuning_scope(key), None)
 
 
 def tuned_settings(key: IndexKey) -> SearchSettings:
-    """The profile's settings with the tuned values applied (what Search & tune shows)."""
+    """The settings in force for the model in use (:meth:`MemoryIndex.settings`) with the
+    tuned values applied (what Search & tune shows, A/B compares and the export writes)."""
     base = open_index(key).settings()
     return apply_values(base, tuned_values(key))
+
+
+def profile_defaults(key: IndexKey, profile: str) -> SearchSettings:
+    """``profile``'s own settings for the model ``key``'s index uses (an A/B "profile" side):
+    with e5, the default profile's e5 weights, as the CLI, the library and MCP apply them."""
+    return open_index(key).profile_defaults(profile)
 
 
 def shared_query() -> str:
