@@ -9,6 +9,8 @@ Examples::
     memory-core eval --queries my-queries.jsonl --workspace ~/agent
     memory-core eval --cv --queries locomo-markdown:all,xquad-en,xquad-zh \\
         --grid vector_weight=0.4,0.5,0.6 --grid date_hint=0,0.3     # held-out figures
+    memory-core eval --queries locomo-markdown:all --executor ray   # one Ray task per workspace
+    memory-core eval --queries locomo-markdown:all --executor ray --address ray://head:10001
 
 Named sets read ``../shared/datasets`` beside the project; where it is absent the command says so
 and exits with code 2. Indexes for shared data are built in ``~/.cache/memory-workbench/eval``.
@@ -120,6 +122,13 @@ def register(subparsers: Any) -> None:
                    "reference, and top 10); builtin settings flags do not apply")
     p.add_argument("--qmd-mode", choices=["search", "vsearch", "query"], default="search",
                    help="qmd's search command with --backend qmd (default search, BM25)")
+    p.add_argument("--executor", choices=["serial", "ray"], default="serial",
+                   help="ray: one Ray task per workspace of the set (LoCoMo conversations, "
+                   "shards), same metrics as serial (the default); needs the optional extra: "
+                   "pip install -e '.[ray]'")
+    p.add_argument("--address", help="with --executor ray: a running Ray cluster "
+                   "(ray://HOST:10001 or HOST:6379) whose nodes have this package and see the "
+                   "same paths; default: a local Ray with 2 workers, stopped afterwards")
     p.set_defaults(func=cmd_eval)
 
 
@@ -159,6 +168,19 @@ def _cv_grid(args: argparse.Namespace) -> dict[str, list[Any]]:
     if args.multipliers:
         grid["candidate_multiplier"] = args.multipliers
     return grid
+
+
+def _runner(args: argparse.Namespace) -> Any:
+    """``run_eval``, or its Ray twin (one task per workspace) with ``--executor ray``."""
+    if args.executor != "ray":
+        from ..evaluation import run_eval
+
+        return run_eval
+    from functools import partial
+
+    from ..evaluation.ray_executor import run_eval_ray
+
+    return partial(run_eval_ray, address=args.address)
 
 
 def _eval_cv(args: argparse.Namespace, qs: Any, base: SearchSettings, target: str | None,
@@ -204,7 +226,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
         compare_markdown,
         leg_configs,
         load_query_set,
-        run_eval,
         sweep,
         sweep_markdown,
     )
@@ -215,6 +236,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return 0
     if not args.queries:
         raise CliError("eval needs --queries SET_OR_FILE (or --list)")
+    if args.address and args.executor != "ray":
+        raise CliError("--address applies to --executor ray")
+    if args.executor == "ray":
+        if args.cv or args.sweep or args.backend != "builtin":
+            raise CliError("--executor ray runs the plain evaluation (with --legs, --set, "
+                           "--compare-profile), not --cv, --sweep or --backend qmd")
+        from ..evaluation.ray_executor import INSTALL_HINT, ray_available
+
+        if not ray_available():
+            raise CliError(INSTALL_HINT)
     if args.cv and "," in args.queries:  # one profile cross-validated over several sets
         names = [n.strip() for n in args.queries.split(",") if n.strip()]
         try:
@@ -275,17 +306,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
         configs = [EvalConfig(label, settings_for(profile))]
         if args.legs:
             configs += leg_configs(configs[0].settings)
-        rep = run_eval(target, qs, configs, progress, profile=profile, provider=args.provider,
-                       limit=args.limit, chunk_tokens=args.chunk_tokens)
+        run = _runner(args)
+        rep = run(target, qs, configs, progress, profile=profile, provider=args.provider,
+                  limit=args.limit, chunk_tokens=args.chunk_tokens)
         reports: list[EvalReport] = [rep]
         if args.compare_profile and args.compare_profile != profile:
             other = args.compare_profile
             oconfigs = [EvalConfig(other, settings_for(other, own=False))]
             if args.legs:
                 oconfigs += leg_configs(oconfigs[0].settings, prefix=f"{other}: ")
-            orep = run_eval(target, qs, oconfigs, progress, profile=other,
-                            provider=args.provider, limit=args.limit,
-                            chunk_tokens=args.chunk_tokens)
+            orep = run(target, qs, oconfigs, progress, profile=other,
+                       provider=args.provider, limit=args.limit,
+                       chunk_tokens=args.chunk_tokens)
             reports.append(orep)
         md.append(rep.to_markdown())
         out["reports"] = [r.to_dict() for r in reports]

@@ -215,65 +215,98 @@ def _collect(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
              ) -> tuple[list[CollectedQuery], dict[str, Any]]:
     """Sync each workspace's index and fetch every query's candidates once per leg option."""
     prog = progress or (lambda stage, done, total: None)
-    keys = list(dict.fromkeys(_leg_key(c.settings) for c in configs))
+    by_ws = queries_by_workspace(query_set, index_or_workspace)
+    out: list[CollectedQuery] = []
+    info: dict[str, Any] = {"indexes": {}}
+    total = len(query_set.queries)
+    for ws_key, queries in by_ws.items():
+        before = len(out)
+
+        def ws_prog(stage: str, d: int, t: int, before: int = before) -> None:
+            prog(stage, before + d, total) if stage == "query" else prog(stage, d, t)
+
+        collected, ws_info = collect_workspace(
+            query_set, ws_key, queries, configs, index_or_workspace=index_or_workspace,
+            profile=profile, provider=provider, progress=ws_prog, chunk_tokens=chunk_tokens,
+            cache=cache)
+        out.extend(collected)
+        info["indexes"][ws_key or "workspace"] = ws_info
+    return out, info
+
+
+def queries_by_workspace(query_set: QuerySet,
+                         index_or_workspace: MemoryIndex | str | os.PathLike[str] | None = None
+                         ) -> dict[str, list[EvalQuery]]:
+    """The set's queries grouped by workspace key, in order of first appearance.
+
+    The unit of work of an evaluation: each group has its own index, so groups can be
+    collected anywhere (serially here, one Ray task each in :mod:`.ray_executor`) and merged
+    in this order. A given index or folder can only judge a set of one workspace.
+    """
     by_ws: dict[str, list[EvalQuery]] = {}
     for q in query_set.queries:
         by_ws.setdefault(q.workspace, []).append(q)
     if index_or_workspace is not None and len(by_ws) > 1:
         raise ValueError(f"{query_set.name} is judged against {len(by_ws)} workspaces: evaluate "
                          "it on its own workspaces (index_or_workspace=None)")
+    return by_ws
+
+
+def collect_workspace(query_set: QuerySet, ws_key: str, queries: Sequence[EvalQuery],
+                      configs: Sequence[EvalConfig], *,
+                      index_or_workspace: MemoryIndex | str | os.PathLike[str] | None = None,
+                      profile: str | None = None, provider: str | None = None,
+                      progress: Progress | None = None, chunk_tokens: int | None = None,
+                      cache: bool = False) -> tuple[list[CollectedQuery], dict[str, Any]]:
+    """One workspace's queries: sync its index, fetch each query's candidates once per leg
+    option of ``configs``; also return the index's description (for the report's ``info``).
+
+    ``progress`` sees ``("query", done, len(queries))`` counts local to this workspace.
+    """
+    prog = progress or (lambda stage, done, total: None)
+    keys = list(dict.fromkeys(_leg_key(c.settings) for c in configs))
+    own = not isinstance(index_or_workspace, MemoryIndex)
+    if isinstance(index_or_workspace, MemoryIndex):
+        idx = index_or_workspace
+    elif index_or_workspace is not None:
+        idx = MemoryIndex.open(index_or_workspace, profile=profile, provider=provider)
+    else:
+        idx = open_eval_index(query_set, ws_key, profile=profile, provider=provider,
+                              chunk_tokens=chunk_tokens)
     out: list[CollectedQuery] = []
-    info: dict[str, Any] = {"indexes": {}}
-    total = len(query_set.queries)
-    done = 0
-    for ws_key, queries in by_ws.items():
-        own = not isinstance(index_or_workspace, MemoryIndex)
-        if isinstance(index_or_workspace, MemoryIndex):
-            idx = index_or_workspace
-        elif index_or_workspace is not None:
-            idx = MemoryIndex.open(index_or_workspace, profile=profile, provider=provider)
-        else:
-            idx = open_eval_index(query_set, ws_key, profile=profile, provider=provider,
-                                  chunk_tokens=chunk_tokens)
-        try:
-            idx.sync(progress=lambda stage, d, t, k=ws_key: prog(f"index {k or 'workspace'}:"
-                                                                f" {stage}", d, t))
-            st = _status_json(idx)
-            info["indexes"][ws_key or "workspace"] = {
-                "workspace": str(idx.workspace), "store": str(idx.store_path),
-                "chunks": st.get("chunks"), "files": st.get("files"),
-                "provider": idx.choice.id, "model": idx.choice.model,
-                "chunking": st.get("chunking"), "profile": idx.config.profile}
-            cfile = _cache_file(idx, st.get("chunks"), queries, keys) if cache else None
-            cached = _load_cached(cfile) if cfile is not None and cfile.is_file() else None
-            if cached is not None and len(cached) == len(queries):
-                out.extend(cached)
-                done += len(cached)
-                prog("query", done, total)
-                continue
-            start = len(out)
-            prov = idx.choice.provider
-            vectors, embed_ms = _embed_queries(prov, [q.query for q in queries])
-            for q, qvec in zip(queries, vectors, strict=True):
-                cands: dict[tuple[Any, ...], Candidates] = {}
-                fetch_ms: dict[tuple[Any, ...], float] = {}
-                for key in keys:
-                    s = next(c.settings for c in configs if _leg_key(c.settings) == key)
-                    t1 = time.perf_counter()
-                    cands[key] = idx.candidates(q.query, settings=s, auto_sync=False,
-                                                query_vector=qvec)
-                    fetch_ms[key] = embed_ms + (time.perf_counter() - t1) * 1000
-                ic, ifl = ideal_counts(idx, q.relevant)
-                out.append(CollectedQuery(q, cands, ic, ifl, fetch_ms))
-                done += 1
-                prog("query", done, total)
-            if cfile is not None:
-                out[start:] = _shared_chunks(out[start:])
-                _store_cached(cfile, out[start:])
-        finally:
-            if own:
-                idx.close()
-    return out, info
+    try:
+        idx.sync(progress=lambda stage, d, t: prog(f"index {ws_key or 'workspace'}: {stage}",
+                                                   d, t))
+        st = _status_json(idx)
+        ws_info = {"workspace": str(idx.workspace), "store": str(idx.store_path),
+                   "chunks": st.get("chunks"), "files": st.get("files"),
+                   "provider": idx.choice.id, "model": idx.choice.model,
+                   "chunking": st.get("chunking"), "profile": idx.config.profile}
+        cfile = _cache_file(idx, st.get("chunks"), queries, keys) if cache else None
+        cached = _load_cached(cfile) if cfile is not None and cfile.is_file() else None
+        if cached is not None and len(cached) == len(queries):
+            prog("query", len(cached), len(queries))
+            return cached, ws_info
+        vectors, embed_ms = _embed_queries(idx.choice.provider, [q.query for q in queries])
+        for q, qvec in zip(queries, vectors, strict=True):
+            cands: dict[tuple[Any, ...], Candidates] = {}
+            fetch_ms: dict[tuple[Any, ...], float] = {}
+            for key in keys:
+                s = next(c.settings for c in configs if _leg_key(c.settings) == key)
+                t1 = time.perf_counter()
+                cands[key] = idx.candidates(q.query, settings=s, auto_sync=False,
+                                            query_vector=qvec)
+                fetch_ms[key] = embed_ms + (time.perf_counter() - t1) * 1000
+            ic, ifl = ideal_counts(idx, q.relevant)
+            out.append(CollectedQuery(q, cands, ic, ifl, fetch_ms))
+            prog("query", len(out), len(queries))
+        if cfile is not None:
+            out = _shared_chunks(out)
+            _store_cached(cfile, out)
+    finally:
+        if own:
+            idx.close()
+    return out, ws_info
 
 
 def _status_json(idx: MemoryIndex) -> dict[str, Any]:
@@ -396,27 +429,76 @@ def run_eval(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
     (indexes in the evaluation cache). ``settings``: one :class:`SearchSettings`, a list (or a
     ``{label: settings}`` mapping, or :class:`EvalConfig` items); default: the profile's.
     ``legs`` adds each leg of the first configuration alone. ``progress(stage, done, total)``
-    reports indexing and querying.
+    reports indexing and querying. :func:`~memory_core.evaluation.ray_executor.run_eval_ray`
+    gives the same report with one Ray task per workspace.
     """
     qs = load_query_set(query_set) if isinstance(query_set, str) else query_set
     qs = qs.limited(limit)
     idx = index_or_workspace if isinstance(index_or_workspace, MemoryIndex) else None
-    if settings is None and idx is None:
-        settings = {profile or "default": profile_settings(profile or "default", provider)}
-    configs = _as_configs(settings, idx)
-    if legs:
-        configs += leg_configs(configs[0].settings)
+    configs = eval_configs(settings, idx, profile=profile, provider=provider, legs=legs)
     collected, info = _collect(index_or_workspace, qs, configs, profile=profile,
                                provider=provider, progress=progress, chunk_tokens=chunk_tokens,
                                cache=cache)
+    return build_report(qs, configs, [score_collected(collected, configs, audit)], info)
+
+
+def eval_configs(settings: SearchSettings | Sequence[Any] | Mapping[str, SearchSettings] | None,
+                 index: MemoryIndex | None = None, *, profile: str | None = None,
+                 provider: str | None = None, legs: bool = False) -> list[EvalConfig]:
+    """The configurations :func:`run_eval` measures for these arguments (legs last)."""
+    if settings is None and index is None:
+        settings = {profile or "default": profile_settings(profile or "default", provider)}
+    configs = _as_configs(settings, index)
+    if legs:
+        configs += leg_configs(configs[0].settings)
+    return configs
+
+
+@dataclass
+class ScoredQueries:
+    """Some queries scored under every configuration: ``rows[i]`` holds ``configs[i]``'s rows
+    (see :func:`evaluate_rows`), ``audit`` the first configuration's leg audit (or None).
+
+    What one workspace's evaluation sends back when it runs elsewhere (a Ray task): metric rows
+    only, no candidates, so little crosses the wire.
+    """
+
+    rows: list[list[dict[str, Any]]]
+    audit: dict[str, Any] | None = None
+
+
+def score_collected(collected: Sequence[CollectedQuery], configs: Sequence[EvalConfig],
+                    audit: bool = True) -> ScoredQueries:
+    """Fuse and score ``collected`` under each configuration (and audit the first one)."""
+    rows = [evaluate_rows(collected, cfg) for cfg in configs]
+    aud = leg_audit(collected, configs[0]) if audit and configs[0].leg is None else None
+    return ScoredQueries(rows, aud)
+
+
+def _merge_audits(audits: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One leg audit from per-workspace ones: the summary is a count, so counts add up."""
+    first = audits[0]
+    summary = {k: sum(a["summary"][k] for a in audits) for k in first["summary"]}
+    return {"config": first["config"], "pool": first["pool"], "summary": summary,
+            "per_query": [r for a in audits for r in a["per_query"]]}
+
+
+def build_report(query_set: QuerySet, configs: Sequence[EvalConfig],
+                 parts: Sequence[ScoredQueries], info: dict[str, Any]) -> EvalReport:
+    """The report of ``parts`` (consecutive groups of queries, in the set's order).
+
+    Metrics are aggregated over the concatenated rows, so scoring the workspaces one by one,
+    or each in its own process, gives the same floats as scoring them all at once.
+    """
     runs = []
-    for cfg in configs:
-        rows = evaluate_rows(collected, cfg)
+    for i, cfg in enumerate(configs):
+        rows = [r for part in parts for r in part.rows[i]]
         runs.append(RunResult(cfg.label, _settings_dict(cfg.settings), cfg.leg, aggregate(rows),
                               rows))
-    report = EvalReport(qs.name, qs.level, runs, dict(qs.skipped), info)
-    if audit and configs[0].leg is None:
-        report.audit = leg_audit(collected, configs[0])
+    report = EvalReport(query_set.name, query_set.level, runs, dict(query_set.skipped), info)
+    audits = [p.audit for p in parts if p.audit is not None]
+    if audits:
+        report.audit = _merge_audits(audits)
     return report
 
 
