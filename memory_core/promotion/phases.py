@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..common.dates import DAY_MS, day_of, day_start_ms
 from ..common.fileio import atomic_write
+from ..common.sets import jaccard
 from .model import Now, RecallEntry, clamp01, is_short_term_path, now_ms
 from .signals import ingest_daily
 from .state import state_of
@@ -122,7 +123,7 @@ def snippet_jaccard(a: str, b: str) -> float:
     ta, tb = _tokens(a), _tokens(b)
     if not ta or not tb:
         return 1.0 if a.strip().lower() == b.strip().lower() else 0.0
-    return len(ta & tb) / len(ta | tb)
+    return jaccard(ta, tb)
 
 
 def _avg(e: RecallEntry) -> float:
