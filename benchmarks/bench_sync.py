@@ -7,97 +7,40 @@ Issue #13 item 14 (goal: updating N changed files costs at most 1.2× rebuilding
     .venv/bin/python benchmarks/bench_sync.py [--files 1500] [--noop-files 10000] [--repeat 3]
 
 Two providers: ``none`` (keyword-only: chunks, two FTS5 tables, files) and ``vectors``, a real
-OpenAI-compatible HTTP server on 127.0.0.1 answering with deterministic hashed vectors that cost
-microseconds (so the figures measure the index, not a model). Each changed-files round writes
-new content into every file, so the incremental sync and the forced rebuild embed the same
-number of new chunks; both are timed in a fresh :class:`MemoryIndex` (open + sync). Figures are
-medians of ``--repeat`` rounds, as ratios measured side by side in one run.
+OpenAI-compatible HTTP server on 127.0.0.1 (``scale_support.HashEmbedServer``, 64 dims) answering
+with deterministic hashed vectors that cost microseconds (so the figures measure the index, not
+a model). Each changed-files round writes new content into every file, so the incremental sync
+and the forced rebuild embed the same number of new chunks; both are timed in a fresh
+:class:`MemoryIndex` (open + sync). Figures are medians of ``--repeat`` rounds, as ratios
+measured side by side in one run.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
 import sys
 import tempfile
-import threading
 import time
-import zlib
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from scale_support import HashEmbedServer
 
 from memory_core import MemoryIndex
 from memory_core import sync as sync_mod
 
+#: Vector width of the hashed embeddings (small: the figures measure the index, not vectors).
 DIMS = 64
 _WORDS = ("deploy cache cookie session token rollback backup restore queue worker schedule "
           "index search vector keyword migration schema retry timeout pool replica shard "
           "latency budget incident alert dashboard runbook release branch review merge").split()
-
-
-# ----------------------------------------------------------------------------- embeddings server
-
-
-def hash_vectors(texts: list[str]) -> list[list[float]]:
-    """Deterministic bag-of-words vectors: each word a fixed pseudo-random direction."""
-    out = []
-    for t in texts:
-        v = np.zeros(DIMS, dtype=np.float32)
-        for w in t.lower().split()[:256]:
-            rng = np.random.default_rng(zlib.crc32(w.encode()))
-            v += rng.standard_normal(DIMS).astype(np.float32)
-        n = float(np.linalg.norm(v))
-        out.append((v / n if n else v + 1.0 / DIMS ** 0.5).tolist())
-    return out
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet."""
-
-    def do_POST(self) -> None:
-        data = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-        inputs = data.get("input")
-        inputs = [inputs] if isinstance(inputs, str) else list(inputs or [])
-        body = json.dumps({"object": "list", "model": data.get("model"), "data": [
-            {"object": "embedding", "index": i, "embedding": v}
-            for i, v in enumerate(hash_vectors(inputs))]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-
-class HashServer:
-    """``POST /v1/embeddings`` on 127.0.0.1 (ephemeral port) with :func:`hash_vectors`."""
-
-    def __enter__(self) -> HashServer:
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(timeout=5)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
 
 # ----------------------------------------------------------------------------- workspaces
@@ -218,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(tempfile.mkdtemp(prefix="bench-sync-"))
     rows: list[tuple[str, float, float, str]] = []
     try:
-        with HashServer() as server:
+        with HashEmbedServer(dims=DIMS) as server:
             for kind in ("none", "vectors"):
                 if kind in args.skip:
                     continue

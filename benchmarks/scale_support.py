@@ -193,30 +193,30 @@ def bench_queries(n: int = 40, seed: int = 5) -> list[str]:
 # --------------------------------------------------------------------------- vectors
 
 _TOKEN_RE = re.compile(r"[a-z0-9_]+|[\u4e00-\u9fff]")
-_TOKEN_VECS: dict[str, np.ndarray] = {}
+_TOKEN_VECS: dict[tuple[str, int], np.ndarray] = {}
 _TOKEN_LOCK = threading.Lock()
 
 
-def _token_vec(tok: str) -> np.ndarray:
-    v = _TOKEN_VECS.get(tok)
+def _token_vec(tok: str, dims: int) -> np.ndarray:
+    v = _TOKEN_VECS.get((tok, dims))
     if v is None:
         g = np.random.default_rng(zlib.crc32(tok.encode("utf-8")))
-        v = g.standard_normal(DIMS).astype(np.float32)
+        v = g.standard_normal(dims).astype(np.float32)
         v /= np.linalg.norm(v)
         with _TOKEN_LOCK:
-            _TOKEN_VECS[tok] = v
+            _TOKEN_VECS[(tok, dims)] = v
     return v
 
 
-def hash_embed(texts: list[str]) -> np.ndarray:
+def hash_embed(texts: list[str], dims: int = DIMS) -> np.ndarray:
     """Deterministic bag-of-words vectors, L2-normalised float32 (see the module docstring)."""
-    out = np.zeros((len(texts), DIMS), dtype=np.float32)
+    out = np.zeros((len(texts), dims), dtype=np.float32)
     for i, t in enumerate(texts):
         toks = _TOKEN_RE.findall(t.lower())
         if not toks:
             out[i, 0] = 1.0
             continue
-        m = np.stack([_token_vec(x) for x in toks])
+        m = np.stack([_token_vec(x, dims) for x in toks])
         s = m.sum(axis=0)
         out[i] = s / max(float(np.linalg.norm(s)), 1e-12)
     return out
@@ -236,7 +236,7 @@ class _Handler(BaseHTTPRequestHandler):
         inputs = [inputs] if isinstance(inputs, str) else list(inputs or [])
         if self.server.latency_s:
             time.sleep(self.server.latency_s)
-        vecs = hash_embed(inputs)
+        vecs = hash_embed(inputs, self.server.dims)
         with self.server.lock:
             self.server.requests += 1
             self.server.texts += len(inputs)
@@ -257,6 +257,7 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     latency_s = 0.0
+    dims = DIMS
     lock = threading.Lock()
     requests = 0
     texts = 0
@@ -264,11 +265,12 @@ class _Server(ThreadingHTTPServer):
 
 class HashEmbedServer:
     """The cheap embeddings server on ``127.0.0.1:port`` (a fixed port keeps the provider key,
-    and so the cached index, stable across runs)."""
+    and so the cached index, stable across runs). ``dims`` sets the vectors' width."""
 
-    def __init__(self, port: int = 0, latency_ms: float = 0.0) -> None:
+    def __init__(self, port: int = 0, latency_ms: float = 0.0, dims: int = DIMS) -> None:
         self.httpd = _Server(("127.0.0.1", port), _Handler)
         self.httpd.latency_s = latency_ms / 1000
+        self.httpd.dims = dims
         self.thread = threading.Thread(target=self.httpd.serve_forever,
                                        kwargs={"poll_interval": 0.05}, daemon=True)
 
