@@ -281,6 +281,11 @@ class RecallEntry:
     def signals(self) -> int:
         return self.recall_count + self.daily_count + self.grounded_count
 
+    @property
+    def avg_score(self) -> float:
+        """The mean score per signal, clamped to 0..1 (0 before any signal)."""
+        return clamp01(self.total_score / self.signals) if self.signals > 0 else 0.0
+
     def to_dict(self) -> dict[str, Any]:
         """The entry in the reference's JSON shape (camelCase, ISO times)."""
         return {

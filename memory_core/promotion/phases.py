@@ -126,10 +126,6 @@ def snippet_jaccard(a: str, b: str) -> float:
     return jaccard(ta, tb)
 
 
-def _avg(e: RecallEntry) -> float:
-    return clamp01(e.total_score / e.signals) if e.signals > 0 else 0.0
-
-
 def _within(e: RecallEntry, cutoff: int) -> bool:
     """``entryWithinLookback``: a recall day ending after the cutoff, or recalled after it."""
     for d in e.recall_days:
@@ -193,7 +189,7 @@ def light_body(entries: list[RecallEntry]) -> list[str]:
     lines: list[str] = []
     for e in entries:
         lines += [f"- Candidate: {e.snippet or '(no snippet captured)'}",
-                  f"  - confidence: {_avg(e):.2f}",
+                  f"  - confidence: {e.avg_score:.2f}",
                   f"  - evidence: {e.path}:{e.start_line}-{e.end_line}",
                   f"  - recalls: {e.recall_count}",
                   "  - status: staged"]
@@ -205,7 +201,7 @@ def truth_confidence(e: RecallEntry) -> float:
     recall = min(1.0, math.log1p(e.recall_count) / math.log1p(6))
     days = min(1.0, len(e.recall_days) / 3)
     tags = min(1.0, len(e.concept_tags) / 6)
-    return clamp01(_avg(e) * 0.45 + recall * 0.25 + days * 0.2 + tags * 0.1)
+    return clamp01(e.avg_score * 0.45 + recall * 0.25 + days * 0.2 + tags * 0.1)
 
 
 def rem_preview(entries: list[RecallEntry], limit: int, min_strength: float

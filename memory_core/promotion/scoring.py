@@ -107,7 +107,7 @@ def score_entry(e: RecallEntry, *, now: Now = None, half_life_days: float = HALF
     """
     w = normalize_weights(weights)
     signals = e.signals
-    avg = clamp01(e.total_score / signals) if signals else 0.0
+    avg = e.avg_score
     frequency = clamp01(math.log(1 + signals) / math.log(11))
     context_div = max(len(e.query_hashes), len(e.recall_days))
     diversity = clamp01(context_div / 5)
