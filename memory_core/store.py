@@ -370,11 +370,6 @@ class Store:
                 self.db.execute(f"DELETE FROM chunks_fts_bigram WHERE rowid IN ({marks})", part)
             self.db.execute(f"DELETE FROM chunks WHERE rowid IN ({marks})", part)
 
-    def replace_file(self, file: FileRow, chunks: Sequence[StoredChunk],
-                     bigram_texts: Sequence[str]) -> None:
-        """Replace all rows of ``file`` with ``chunks`` (call inside a transaction)."""
-        self.replace_files([(file, chunks, bigram_texts)])
-
     def replace_files(self, items: Sequence[tuple[FileRow, Sequence[StoredChunk], Sequence[str]]]
                       ) -> None:
         """Replace all rows of each file with its chunks, in batches (inside a transaction).
@@ -448,10 +443,6 @@ class Store:
         """Record new ``(path, mtime, size)`` for files whose content hash did not change."""
         self.db.executemany("UPDATE files SET mtime = ?, size = ? WHERE path = ?",
                             [(m, sz, p) for p, m, sz in rows])
-
-    def touch_file(self, path: str, mtime: int, size: int) -> None:
-        """Record a new mtime/size for a file whose content hash did not change."""
-        self.db.execute("UPDATE files SET mtime = ?, size = ? WHERE path = ?", (mtime, size, path))
 
     def _ensure_vec_table(self, dims: int) -> None:
         if self._vec_dims == dims:
