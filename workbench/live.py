@@ -106,13 +106,9 @@ def ensure_follower(key: IndexKey) -> Follower:
 # --------------------------------------------------------------------------- fresh caches
 
 
+@st.cache_resource(show_spinner=False)
 def _tracker() -> dict[IndexKey, tuple[int, int]]:
     """Process-wide: per open index, the (generation, inode) last seen."""
-    return _tracker_store()
-
-
-@st.cache_resource(show_spinner=False)
-def _tracker_store() -> dict[IndexKey, tuple[int, int]]:
     return {}
 
 
