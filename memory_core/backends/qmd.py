@@ -130,14 +130,6 @@ def resolve_collections(workspace: Path, config: MemoryConfig) -> list[QmdCollec
     return out
 
 
-def _inside(root: Path, candidate: Path) -> bool:
-    try:
-        candidate.relative_to(root)
-    except ValueError:
-        return False
-    return True
-
-
 class QmdBackend:
     """The primary qmd manager for one workspace and agent (no fallback: see
     :class:`~memory_core.backends.fallback.FallbackBackend`). Raises :class:`QmdError`."""
@@ -525,7 +517,7 @@ class QmdBackend:
             return None
         rel = rel.replace("\\", "/")
         abs_path = Path(os.path.normpath(root.path / rel))
-        if _inside(self.workspace, abs_path):
+        if abs_path.is_relative_to(self.workspace):
             ws_rel = abs_path.relative_to(self.workspace).as_posix()
             if ws_rel in ("", "."):
                 return abs_path.name, root.source
@@ -561,11 +553,11 @@ class QmdBackend:
             if root is None:
                 raise PathRefused(f"unknown qmd collection: {parts[1]}")
             p = Path(os.path.realpath(root.path / "/".join(parts[2:])))
-            if not _inside(Path(os.path.realpath(root.path)), p):
+            if not p.is_relative_to(os.path.realpath(root.path)):
                 raise PathRefused("qmd path escapes collection")
             return p
         p = Path(os.path.realpath(self.workspace / rel))
-        if not _inside(Path(os.path.realpath(self.workspace)), p):
+        if not p.is_relative_to(os.path.realpath(self.workspace)):
             raise PathRefused("path escapes workspace")
         ws_rel = p.relative_to(os.path.realpath(self.workspace)).as_posix()
         if not (ws_rel in _DEFAULT_MEMORY_NAMES or ws_rel.startswith("memory/")
@@ -576,7 +568,7 @@ class QmdBackend:
     def _indexed(self, abs_path: Path) -> bool:
         for c in self.collections:
             root = Path(os.path.realpath(c.path))
-            if not _inside(root, abs_path):
+            if not abs_path.is_relative_to(root):
                 continue
             try:
                 if self._rows("SELECT 1 FROM documents WHERE collection = ? AND active = 1 AND "
