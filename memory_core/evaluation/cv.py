@@ -198,6 +198,13 @@ def _figures(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     return out
 
 
+def _by_category(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per category of ``rows``: its query count, chunk S@5 and R@5 (the report's line)."""
+    return {c: {"n_queries": float(v["n_queries"]), "success@5": v["chunk"]["success@5"],
+                "recall@5": v["chunk"]["recall@5"]}
+            for c, v in aggregate(rows)["by_category"].items()}
+
+
 def _spread(per_fold: Sequence[Mapping[str, float]]) -> dict[str, float]:
     return {m: (statistics.stdev([f[m] for f in per_fold]) if len(per_fold) > 1 else 0.0)
             for m in SHOWN}
@@ -278,9 +285,7 @@ def cross_validate(collected: Sequence[CollectedQuery], base: SearchSettings,
     spread = _spread([f["held_out"] for f in per_fold])
     combo_all, cfg_all = _select(table, configs, main, names, base)
     in_sample = _figures([table.rows_of(cfg_all)[i] for i in main])
-    cats = aggregate(pooled_rows)["by_category"] if pooled_rows else {}
-    by_cat = {c: {"n_queries": float(v["n_queries"]), "success@5": v["chunk"]["success@5"],
-                  "recall@5": v["chunk"]["recall@5"]} for c, v in cats.items()}
+    by_cat = _by_category(pooled_rows) if pooled_rows else {}
     base_out: dict[str, dict[str, Any]] = {}
     main_set = set(main)
     for label, b in (baselines or {}).items():
@@ -464,14 +469,11 @@ def cross_validate_sets(sets: Mapping[str, Sequence[CollectedQuery]], base: Sear
             fold_figs = [_figures([rows[i] for i in f.test]) for f in folds[name] if f.test]
             base_out[label] = {"pooled": _figures(rows), "spread": _spread(fold_figs),
                                "per_fold": fold_figs}
-        cats = aggregate(pooled_rows)["by_category"]
         all_cfg = next(cfg for combo, cfg in configs if combo == all_pick)
         results[name] = CVResult(
             name, tuple(names), grid, per_fold, _figures(pooled_rows),
             _spread([f["held_out"] for f in per_fold]), base_out, all_pick,
-            _figures(table.rows_of(all_cfg)), [], len(col),
-            {c: {"n_queries": float(v["n_queries"]), "success@5": v["chunk"]["success@5"],
-                 "recall@5": v["chunk"]["recall@5"]} for c, v in cats.items()})
+            _figures(table.rows_of(all_cfg)), [], len(col), _by_category(pooled_rows))
     ablation = []
     if ablate:
         def macro(h: Mapping[str, list[list[dict[str, Any]]]], j: int | None = None) -> float:
