@@ -54,7 +54,9 @@ def read_openclaw_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def _dig(data: Any, *keys: str | int) -> Any:
+def dig(data: Any, *keys: str | int) -> Any:
+    """``data[k1][k2]…`` through dicts (str keys) and lists (int keys), ``None`` when a step is
+    missing or of another type."""
     for k in keys:
         if isinstance(k, int):
             if not isinstance(data, list) or k >= len(data):
@@ -75,7 +77,7 @@ def normalize_agent_id(value: Any) -> str:
 
 def agent_entries(raw: dict[str, Any]) -> list[dict[str, Any]]:
     """``agents.list`` entries that are objects (``listAgentEntries``)."""
-    lst = _dig(raw, "agents", "list")
+    lst = dig(raw, "agents", "list")
     return [e for e in lst if isinstance(e, dict)] if isinstance(lst, list) else []
 
 
@@ -100,7 +102,7 @@ def default_agent_id(raw: dict[str, Any]) -> str:
 
 def agent_entry(raw: dict[str, Any], agent: str) -> tuple[int, dict[str, Any]] | None:
     aid = normalize_agent_id(agent)
-    for i, e in enumerate(_dig(raw, "agents", "list") or []):
+    for i, e in enumerate(dig(raw, "agents", "list") or []):
         if isinstance(e, dict) and normalize_agent_id(e.get("id")) == aid:
             return i, e
     return None
@@ -116,7 +118,7 @@ class Blocks:
     def get(self, *keys: str) -> tuple[Any, str | None]:
         """The value of ``keys`` from the highest-precedence block that sets it, and where."""
         for where, block in reversed(self.blocks):
-            v = _dig(block, *keys)
+            v = dig(block, *keys)
             if v is not None:
                 return v, where + "." + ".".join(keys)
         return None, None
@@ -126,7 +128,7 @@ class Blocks:
         out: list[Any] = []
         wheres: list[str] = []
         for where, block in self.blocks:
-            v = _dig(block, *keys)
+            v = dig(block, *keys)
             if isinstance(v, list) and v:
                 out.extend(v)
                 wheres.append(where + "." + ".".join(keys))
@@ -139,7 +141,7 @@ def memory_search_blocks(raw: dict[str, Any], agent: str) -> Blocks:
     b = Blocks()
     for where, keys in (("agents.defaults.memorySearch", ("agents", "defaults", "memorySearch")),
                         ("memory.search", ("memory", "search"))):
-        v = _dig(raw, *keys)
+        v = dig(raw, *keys)
         if isinstance(v, dict):
             b.blocks.append((where, v))
     found = agent_entry(raw, agent)
@@ -147,7 +149,7 @@ def memory_search_blocks(raw: dict[str, Any], agent: str) -> Blocks:
         i, e = found
         for where, keys in ((f"agents.list[{i}].memorySearch", ("memorySearch",)),
                             (f"agents.list[{i}].memory.search", ("memory", "search"))):
-            v = _dig(e, *keys)
+            v = dig(e, *keys)
             if isinstance(v, dict):
                 b.blocks.append((where, v))
     return b
@@ -314,7 +316,7 @@ def agent_workspace(raw: dict[str, Any], agent: str, home: Path) -> tuple[Path, 
         ws = e.get("workspace")
         if isinstance(ws, str) and ws.strip():
             return resolve(ws.strip()), f"agents.list[{i}].workspace"
-    fallback = _dig(raw, "agents", "defaults", "workspace")
+    fallback = dig(raw, "agents", "defaults", "workspace")
     fallback = fallback.strip() if isinstance(fallback, str) else ""
     if aid == default_agent_id(raw):
         if fallback:
@@ -327,5 +329,5 @@ def agent_workspace(raw: dict[str, Any], agent: str, home: Path) -> tuple[Path, 
 
 def dreaming_settings(raw: dict[str, Any]) -> dict[str, Any]:
     """``plugins.entries.memory-core.config.dreaming`` (the phases' settings), or ``{}``."""
-    v = _dig(raw, "plugins", "entries", "memory-core", "config", "dreaming")
+    v = dig(raw, "plugins", "entries", "memory-core", "config", "dreaming")
     return v if isinstance(v, dict) else {}

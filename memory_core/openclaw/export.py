@@ -26,7 +26,7 @@ import json5
 
 from ..common.fileio import atomic_write
 from ..config import SearchSettings
-from .config import OpenClawConfigError
+from .config import OpenClawConfigError, dig
 
 #: Our search setting → its path under a memory-search block.
 EXPORTED: dict[str, tuple[str, ...]] = {
@@ -252,7 +252,7 @@ def plan_export(path: Path, settings: SearchSettings, *, agent_index: int | None
                                 "not edited in place; apply the patch by hand")
             _set(plan.manual, keys, value)
             continue
-        have = _dig(current, keys)
+        have = dig(current, *keys)
         if _same(getattr(defaults, name) if have is None else have, value):
             continue
         try:
@@ -278,7 +278,7 @@ def plan_export(path: Path, settings: SearchSettings, *, agent_index: int | None
         plan.refused.append(f"the edited file would not parse ({e})")
         return plan
     for name, sub in EXPORTED.items():  # every value must read back as meant
-        back = _dig(after, (*root, *sub))
+        back = dig(after, *root, *sub)
         if (only is None or name in only) and "list" not in root and not _same(
                 getattr(defaults, name) if back is None else back, getattr(settings, name)):
             plan.refused.append(f"{'.'.join((*root, *sub))} does not read back as written")
@@ -289,17 +289,6 @@ def _set(data: dict[str, Any], keys: tuple[str, ...], value: Any) -> None:
     for k in keys[:-1]:
         data = data.setdefault(k, {})
     data[keys[-1]] = value
-
-
-def _dig(data: Any, keys: tuple[str, ...]) -> Any:
-    for k in keys:
-        if isinstance(data, list) and k.isdigit() and int(k) < len(data):
-            data = data[int(k)]
-        elif isinstance(data, dict):
-            data = data.get(k)
-        else:
-            return None
-    return data
 
 
 def _same(a: Any, b: Any) -> bool:
