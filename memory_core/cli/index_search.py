@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -189,14 +190,16 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+def _answerer(idx: MemoryIndex, args: argparse.Namespace) -> AbstractContextManager[Any]:
+    """What answers ``get`` and ``status``: the qmd backend when ``--backend`` (or the config)
+    asks for it, else ``idx`` itself (left open: the caller's ``open_index`` closes it)."""
+    backend = open_backend_for(idx, args)
+    return nullcontext(idx) if backend is None else backend
+
+
 def cmd_get(args: argparse.Namespace) -> int:
-    with open_index(args) as idx:
-        backend = open_backend_for(idx, args)
-        if backend is not None:
-            with backend:
-                res = backend.get(args.path, args.from_line, args.lines)
-        else:
-            res = idx.get(args.path, args.from_line, args.lines)
+    with open_index(args) as idx, _answerer(idx, args) as src:
+        res = src.get(args.path, args.from_line, args.lines)
         if args.json:
             dump_json(res.to_dict())
         else:
@@ -205,13 +208,8 @@ def cmd_get(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    with open_index(args) as idx:
-        backend = open_backend_for(idx, args)
-        if backend is not None:
-            with backend:
-                st = backend.status(deep=args.deep)
-        else:
-            st = idx.status(deep=args.deep)
+    with open_index(args) as idx, _answerer(idx, args) as src:
+        st = src.status(deep=args.deep)
         # A damaged or unreadable index is an error, not a status: exit 2 after saying so.
         code = 2 if st.error else 0
         if args.json:
