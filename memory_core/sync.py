@@ -473,9 +473,9 @@ class Indexer:
                 store.close()
 
     def _incremental(self, store: Store, files: list[SourceFile], report: SyncReport,
-                     known: dict[str, tuple[int, int, str]] | None = None) -> None:
-        if known is None:
-            known = store.file_signatures()
+                     known: dict[str, tuple[int, int, str]]) -> None:
+        """Update ``store`` in place; ``known``: its :meth:`Store.file_signatures`, already read
+        by :meth:`sync` to decide between this and a rebuild."""
         skipped = store.skipped()
         self.index_files(store, files, report, known, skipped)
         present = {f.path for f in files}
@@ -595,11 +595,9 @@ def _sync_file(path: Path) -> None:
 
 
 def _remove_db(path: Path) -> None:
-    for suffix in ("", "-wal", "-shm"):
-        try:
-            os.remove(f"{path}{suffix}")
-        except FileNotFoundError:
-            pass
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(path)
+    _remove_db_sidecars(path)
 
 
 def _swap(tmp: Path, target: Path) -> None:
@@ -611,11 +609,7 @@ def _swap(tmp: Path, target: Path) -> None:
             s.close()
         except StoreError:
             pass  # corrupt: nothing worth keeping
-    for suffix in ("-wal", "-shm"):
-        try:
-            os.remove(f"{target}{suffix}")
-        except FileNotFoundError:
-            pass
+    _remove_db_sidecars(target)
     _remove_db_sidecars(tmp)
     check_index_file(target)  # a file that appeared meanwhile and is not ours stays untouched
     os.replace(tmp, target)
