@@ -148,10 +148,7 @@ def _apply_or_preview(idx: Any, args: argparse.Namespace, passed: list[pr.Promot
     if args.apply:
         res = pr.apply(idx, plan)
         if args.json:
-            out = res.to_dict()
-            if impact:
-                out["impact"] = impact.to_dict()
-            dump_json(out)
+            _dump_with_impact(res.to_dict(), impact)
             return 0
         if impact:
             _print_impact(impact)
@@ -165,16 +162,20 @@ def _apply_or_preview(idx: Any, args: argparse.Namespace, passed: list[pr.Promot
         _print_plan_notes(res.skipped, res.dropped_sections, res.warnings)
         return 0
     if args.json:
-        out = plan.to_dict()
-        if impact:
-            out["impact"] = impact.to_dict()
-        dump_json(out)
+        _dump_with_impact(plan.to_dict(), impact)
         return 0
     if impact:
         _print_impact(impact)
     print(plan.diff or "No change to MEMORY.md.")
     _print_plan_notes(plan.skipped, plan.dropped_sections, plan.warnings)
     return 0
+
+
+def _dump_with_impact(out: dict[str, Any], impact: pr.ImpactReport | None) -> None:
+    """Print an apply result or a preview as JSON, with the impact preview when one was run."""
+    if impact:
+        out["impact"] = impact.to_dict()
+    dump_json(out)
 
 
 def _print_plan_notes(skipped: dict[str, str], dropped: list[str], warns: list[str]) -> None:
