@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..common.dates import DATED_NAME_RE, DAY_MS, day_of, day_start_ms
+from ..common.dates import DAY_MS, dated_name_date, day_of, day_start_ms
 from ..common.fileio import stat_signature
 from .concepts import derive_concept_tags
 from .memory_file import HEADING_RE, LIST_RE, fenced_ranges
@@ -233,14 +233,11 @@ def _recent_diaries(mem: Path, at: int, lookback_days: int) -> list[tuple[str, P
     """``memory/YYYY-MM-DD[-x].md`` whose day is within the lookback, newest first."""
     dated: list[tuple[str, Path]] = []
     for p in mem.iterdir():
-        m = DATED_NAME_RE.match(p.name)
-        if not m or not p.is_file():
+        d = dated_name_date(p.name)  # None for an impossible date too (2026-02-30)
+        if d is None or not p.is_file():
             continue
-        day = "-".join(m.group(1, 2, 3))
-        try:
-            start = day_start_ms(day)
-        except ValueError:
-            continue
+        day = d.isoformat()
+        start = day_start_ms(day)
         if start + DAY_MS - 1 >= at - lookback_days * DAY_MS and start <= at:
             dated.append((day, p))
     dated.sort(key=lambda t: (t[0], t[1].name), reverse=True)
