@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..common.dates import now_ms
 from .model import PromotionError
 from .state_migrations import migrate
 
@@ -285,7 +285,7 @@ class StateStore:
                     continue
                 n = self._merge_from(p)
                 self.db.execute("INSERT OR REPLACE INTO legacy_imports(path, imported_at,"
-                                " entries) VALUES (?,?,?)", (key, int(time.time() * 1000), n))
+                                " entries) VALUES (?,?,?)", (key, now_ms(), n))
 
     def _merge_from(self, path: Path) -> int:
         """Merge one old index file's recall tables; return the entries taken from it.
