@@ -319,6 +319,21 @@ def cross_validate(collected: Sequence[CollectedQuery], base: SearchSettings,
                     combo_all, in_sample, ablation, len(main), by_cat)
 
 
+def _fetch_plan(base: SearchSettings, grid: Mapping[str, Sequence[Any]] | None, legs: bool
+                ) -> tuple[dict[str, list[Any]], list[EvalConfig],
+                           dict[str, EvalConfig | SearchSettings]]:
+    """The grid (default :data:`DEFAULT_CV_GRID`), every configuration whose candidates the
+    run fetches (``base`` as configured, each leg alone with ``legs``, the grid's combinations),
+    and the fixed baselines among them."""
+    grid = {k2: list(v) for k2, v in (grid or DEFAULT_CV_GRID).items()}
+    leg_cfgs = leg_configs(base) if legs else []
+    configs = [EvalConfig("as configured", base), *leg_cfgs,
+               *(cfg for _, cfg in grid_configs(base, grid))]
+    baselines: dict[str, EvalConfig | SearchSettings] = {"as configured": base}
+    baselines.update({c.label: c for c in leg_cfgs})
+    return grid, configs, baselines
+
+
 def run_cv(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
            query_set: QuerySet | str, base: SearchSettings,
            grid: Mapping[str, Sequence[Any]] | None = None, progress: Progress | None = None,
@@ -332,15 +347,10 @@ def run_cv(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
     """
     qs = load_query_set(query_set) if isinstance(query_set, str) else query_set
     qs = qs.limited(limit)
-    grid = {k2: list(v) for k2, v in (grid or DEFAULT_CV_GRID).items()}
-    leg_cfgs = leg_configs(base) if legs else []
-    configs = [EvalConfig("as configured", base), *leg_cfgs,
-               *(cfg for _, cfg in grid_configs(base, grid))]
+    grid, configs, baselines = _fetch_plan(base, grid, legs)
     collected, _ = collect(qs, configs, index_or_workspace=index_or_workspace, profile=profile,
                            provider=provider, progress=progress, chunk_tokens=chunk_tokens,
                            cache=cache)
-    baselines: dict[str, EvalConfig | SearchSettings] = {"as configured": base}
-    baselines.update({c.label: c for c in leg_cfgs})
     return cross_validate(collected, base, grid, objective=objective, k=k, baselines=baselines,
                           ablate=ablate, query_set=qs.name)
 
@@ -516,17 +526,12 @@ def run_cv_sets(query_sets: Sequence[QuerySet | str], base: SearchSettings,
                 limit: int | None = None, chunk_tokens: int | None = None, cache: bool = True,
                 legs: bool = True, ablate: bool = True) -> JointCVResult:
     """Fetch each set's candidates once (cached), then :func:`cross_validate_sets`."""
-    grid = {k2: list(v) for k2, v in (grid or DEFAULT_CV_GRID).items()}
-    leg_cfgs = leg_configs(base) if legs else []
-    configs = [EvalConfig("as configured", base), *leg_cfgs,
-               *(cfg for _, cfg in grid_configs(base, grid))]
+    grid, configs, baselines = _fetch_plan(base, grid, legs)
     sets: dict[str, list[CollectedQuery]] = {}
     for qs in query_sets:
         q = load_query_set(qs) if isinstance(qs, str) else qs
         q = q.limited(limit)
         sets[q.name], _ = collect(q, configs, profile=profile, provider=provider,
                                   progress=progress, chunk_tokens=chunk_tokens, cache=cache)
-    baselines: dict[str, EvalConfig | SearchSettings] = {"as configured": base}
-    baselines.update({c.label: c for c in leg_cfgs})
     return cross_validate_sets(sets, base, grid, objective=objective, k=k, baselines=baselines,
                                ablate=ablate)
