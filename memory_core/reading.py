@@ -62,19 +62,33 @@ def resolve_memory_path(workspace: Path, config: MemoryConfig, path: str) -> Pat
     return Path(real)
 
 
+def line_window(from_line: int | None, lines: int | None) -> tuple[int, int]:
+    """The 1-based first line and the line count a read asks for, defaults applied."""
+    return max(1, int(from_line or 1)), max(1, int(lines or DEFAULT_LINES))
+
+
+def file_lines(real: Path, display: str) -> list[str] | None:
+    """The lines of ``real`` (bad UTF-8 replaced), ``None`` when it does not exist.
+
+    Any other read error is :class:`PathRefused` naming ``display``, one line for the caller.
+    """
+    try:
+        content = real.read_bytes().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise PathRefused(f"{display}: cannot read ({e.strerror or e})") from e
+    return content.split("\n")
+
+
 def read_lines(workspace: Path, config: MemoryConfig, path: str, from_line: int | None = None,
                lines: int | None = None, max_chars: int = DEFAULT_MAX_CHARS) -> ReadResult:
     """Read ``lines`` lines from ``from_line`` (1-based); a missing file gives empty text."""
     real = resolve_memory_path(workspace, config, path)
-    start = max(1, int(from_line or 1))
-    count = max(1, int(lines or DEFAULT_LINES))
-    try:
-        content = real.read_bytes().decode("utf-8", "replace")
-    except FileNotFoundError:
+    start, count = line_window(from_line, lines)
+    all_lines = file_lines(real, path)
+    if all_lines is None:
         return ReadResult(path, "", start, 0)
-    except OSError as e:
-        raise PathRefused(f"{path}: cannot read ({e.strerror or e})") from e
-    all_lines = content.split("\n")
     window = all_lines[start - 1 : start - 1 + count]
     more_after = start - 1 + count < len(all_lines)
     truncated = False

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..fusion import Hit
-from ..reading import DEFAULT_LINES, DEFAULT_MAX_CHARS, PathRefused, ReadResult
+from ..reading import DEFAULT_MAX_CHARS, ReadResult, file_lines, line_window
 
 SNIPPET_HEADER_RE = re.compile(r"@@\s*-([0-9]+),([0-9]+)")
 
@@ -126,15 +126,10 @@ def parse_collection_list(output: str) -> dict[str, dict[str, str]]:
 def read_file_slice(real: Path, display: str, from_line: int | None, lines: int | None
                     ) -> ReadResult:
     """Lines of a collection file outside the builtin scope (same budget as ``memory_get``)."""
-    start = max(1, int(from_line or 1))
-    count = max(1, int(lines or DEFAULT_LINES))
-    try:
-        content = real.read_bytes().decode("utf-8", "replace")
-    except FileNotFoundError:
+    start, count = line_window(from_line, lines)
+    all_lines = file_lines(real, display)
+    if all_lines is None:
         return ReadResult(display, "", start, 0)
-    except OSError as e:
-        raise PathRefused(f"{display}: cannot read ({e.strerror or e})") from e
-    all_lines = content.split("\n")
     window = all_lines[start - 1 : start - 1 + count]
     more = start - 1 + count < len(all_lines)
     text = "\n".join(window)
