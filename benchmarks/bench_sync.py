@@ -26,7 +26,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -38,6 +38,7 @@ from memory_core import sync as sync_mod
 
 #: Vector width of the hashed embeddings (small: the figures measure the index, not vectors).
 DIMS = 64
+T = TypeVar("T")
 _WORDS = ("deploy cache cookie session token rollback backup restore queue worker schedule "
           "index search vector keyword migration schema retry timeout pool replica shard "
           "latency budget incident alert dashboard runbook release branch review merge").split()
@@ -64,10 +65,11 @@ def overrides_for(kind: str, base_url: str | None) -> dict[str, Any]:
                          "fallback": [], "concurrency": 1}}
 
 
-def timed(fn: Callable[[], Any]) -> float:
+def timed(fn: Callable[[], T]) -> tuple[float, T]:
+    """Seconds ``fn()`` took, and what it returned."""
     t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
+    out = fn()
+    return time.perf_counter() - t0, out
 
 
 def sync_once(ws: Path, ov: dict[str, Any], force: bool = False) -> Any:
@@ -92,30 +94,21 @@ def bench_changed(root: Path, n: int, kind: str, base_url: str | None, repeat: i
     for _ in range(repeat):
         round_ += 1
         write_files(ws, n, round_, lines)
-        rep = None
-
-        def run_incr() -> None:
-            nonlocal rep
-            rep = sync_once(ws, ov)
-
         share = sync_mod.REBUILD_SHARE
         if in_place:
             sync_mod.REBUILD_SHARE = float("inf")
         try:
-            incr.append(timed(run_incr))
+            secs, rep = timed(lambda: sync_once(ws, ov))
         finally:
             sync_mod.REBUILD_SHARE = share
-        assert rep is not None and rep.files_indexed == n, rep
+        incr.append(secs)
+        assert rep.files_indexed == n, rep
         assert rep.full != in_place, rep
         round_ += 1
         write_files(ws, n, round_, lines)
-
-        def run_full() -> None:
-            nonlocal rep
-            rep = sync_once(ws, ov, force=True)
-
-        full.append(timed(run_full))
-        assert rep is not None and rep.full and rep.files_indexed == n, rep
+        secs, rep = timed(lambda: sync_once(ws, ov, force=True))
+        full.append(secs)
+        assert rep.full and rep.files_indexed == n, rep
     return statistics.median(incr), statistics.median(full)
 
 
@@ -137,15 +130,10 @@ def bench_noop(root: Path, n: int, repeat: int) -> tuple[float, float]:
     sync_once(ws, ov)
     noop, walk = [], []
     for _ in range(repeat):
-        walk.append(timed(lambda: walk_stat(ws)))
-        rep = None
-
-        def run() -> None:
-            nonlocal rep
-            rep = sync_once(ws, ov)
-
-        noop.append(timed(run))
-        assert rep is not None and not rep.wrote_anything and rep.files_unchanged == n, rep
+        walk.append(timed(lambda: walk_stat(ws))[0])
+        secs, rep = timed(lambda: sync_once(ws, ov))
+        noop.append(secs)
+        assert not rep.wrote_anything and rep.files_unchanged == n, rep
     return statistics.median(noop), statistics.median(walk)
 
 
