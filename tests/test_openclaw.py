@@ -282,3 +282,21 @@ def test_2026_8_memory_search_block_and_agent_override(tmp_path: Path) -> None:
     rows = {r.key: r for r in oc.settings(cfg)}
     assert rows["search.max_results"].where == "agents.list[0].memory.search.query.maxResults"
     assert rows["search.min_score"].where == "memory.search.query.minScore"
+
+
+@pytest.mark.parametrize("text", ['{"agents": []}', '{"agents": {"list": 5}}', "[1, 2]"])
+def test_export_of_an_oddly_shaped_file_refuses_instead_of_crashing(tmp_path: Path,
+                                                                   text: str) -> None:
+    from memory_core.config import SearchSettings
+    from memory_core.openclaw.config import OpenClawConfigError
+    from memory_core.openclaw.export import plan_export
+
+    p = tmp_path / "openclaw.json"
+    p.write_text(text)
+    try:
+        plan = plan_export(p, SearchSettings(min_score=0.2), agent_index=0)
+    except OpenClawConfigError as e:
+        assert "top level must be an object" in str(e)
+        return
+    assert text.startswith("{") and p.read_text() == text
+    assert plan is not None

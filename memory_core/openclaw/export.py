@@ -226,9 +226,13 @@ def plan_export(path: Path, settings: SearchSettings, *, agent_index: int | None
         current = json5.loads(text)
     except ValueError as e:
         raise OpenClawConfigError(f"{path}: not valid JSON5 ({e})") from e
+    if not isinstance(current, dict):
+        raise OpenClawConfigError(f"{path}: the top level must be an object")
     roots: list[tuple[str, ...]] = []
     if agent_index is not None:
-        entry = (current.get("agents", {}).get("list") or [None] * (agent_index + 1))
+        entry = dig(current, "agents", "list")
+        if not isinstance(entry, list):
+            entry = []
         block = entry[agent_index] if agent_index < len(entry) else None
         if isinstance(block, dict) and isinstance(block.get("memorySearch"), dict):
             roots.append(("agents", "list", str(agent_index), "memorySearch"))
