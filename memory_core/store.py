@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from . import migrations, vectors
+from .common.dates import now_ms
 
 try:  # sqlean can load extensions; fall back to the stdlib where it is missing.
     import sqlean as sqlite  # type: ignore[import-untyped]
@@ -380,7 +380,7 @@ class Store:
         if not items:
             return
         self.delete_files([f.path for f, _, _ in items])
-        now = int(time.time() * 1000)
+        now = now_ms()
         top = self.db.execute("SELECT max(rowid) FROM chunks").fetchone()[0] or 0
         chunk_rows: list[tuple[Any, ...]] = []
         fts_rows: list[tuple[Any, ...]] = []
@@ -476,7 +476,7 @@ class Store:
 
     def cache_put(self, provider: str, model: str, key: str,
                   items: Iterable[tuple[str, np.ndarray]]) -> None:
-        now = int(time.time() * 1000)
+        now = now_ms()
         self.db.executemany(
             "INSERT INTO embedding_cache(provider, model, provider_key, hash, embedding, dims,"
             " updated_at) VALUES (?,?,?,?,?,?,?) ON CONFLICT(provider, model, provider_key, hash)"
