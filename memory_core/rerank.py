@@ -29,15 +29,10 @@ _CJK_RUN = re.compile(f"[{REFERENCE_MMR_CJK_CLASS}]+")
 def mmr_tokens(text: str) -> set[str]:
     """The reference MMR's similarity tokens: words, CJK-family unigrams, adjacent bigrams.
 
-    Adjacent means adjacent in the text, so bigrams never cross a run of CJK characters.
+    Adjacent means adjacent in the text, so bigrams never cross a run of CJK characters. The
+    very tokens the re-rank compares (:func:`_token_set`), as a set of its own.
     """
-    low = text.lower()
-    out = set(_WORD.findall(low))
-    for m in _CJK_RUN.finditer(low):
-        run = m.group()
-        out.update(run)
-        out.update(run[i : i + 2] for i in range(len(run) - 1))
-    return out
+    return set(_token_set(text))
 
 
 def _token_list(text: str) -> list[str]:
