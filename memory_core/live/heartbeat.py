@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..common.dates import now_ms
+
 #: Seconds between beats.
 DEFAULT_INTERVAL_S = 2.0
 #: A beat older than this many intervals is stale (the process hung or was killed elsewhere).
@@ -121,7 +123,7 @@ class HeartbeatWriter:
         self.owner = owner
         self.workspace = str(workspace)
         self.interval_s = interval_s
-        self.started_at = int(time.time() * 1000)
+        self.started_at = now_ms()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.error: str | None = None
@@ -142,7 +144,7 @@ class HeartbeatWriter:
         """Rewrite the file with the current time (atomically: a reader never sees half)."""
         body = {"pid": os.getpid(), "host": socket.gethostname(), "owner": self.owner,
                 "workspace": self.workspace, "startedAt": self.started_at,
-                "lastBeat": int(time.time() * 1000), "intervalS": self.interval_s}
+                "lastBeat": now_ms(), "intervalS": self.interval_s}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # no fsync: a beat lost in a crash is exactly a stale beat

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..common.dates import now_ms
 from ..common.synclock import DEFAULT_WAIT_S
 from ..index import MemoryIndex, SyncBusy
 from ..sync import SyncReport, guard_index_path
@@ -308,7 +309,7 @@ class LiveIndex:
         else:
             self.last_error = error
             self._retry_later(reason)
-        self.last_sync_at = int(time.time() * 1000)
+        self.last_sync_at = now_ms()
         self.last_sync_ms = ms
         self.last_reason = reason
         if self.on_sync is not None:
