@@ -112,10 +112,10 @@ def _result_json(idx: MemoryIndex, res: FusionResult, explain: bool) -> dict[str
     return out
 
 
-def _print_hits(res: FusionResult, explain: bool) -> None:
-    if not res.hits:
+def _print_hits(hits: Sequence[Hit], explain: bool) -> None:
+    if not hits:
         print("No results.")
-    for h in res.hits:
+    for h in hits:
         print(f"{h.score:.3f} {h.path}:{h.start_line}-{h.end_line}")
         if explain:
             vr = h.vector_rank if h.vector_rank is not None else "-"
@@ -126,15 +126,20 @@ def _print_hits(res: FusionResult, explain: bool) -> None:
         print("      " + h.snippet.replace("\n", "\n      ")[:400])
 
 
+def _capped_query(args: argparse.Namespace) -> tuple[str, str | None]:
+    """The one ``QUERY`` of ``search`` (refused when blank), capped by :func:`cap_query`."""
+    if not args.query or not args.query.strip():
+        raise CliError("search needs a QUERY (or --batch FILE)")
+    return cap_query(args.query)
+
+
 def _backend_search(backend: Any, idx: MemoryIndex, args: argparse.Namespace,
                     sources: list[str] | None, on_hits: Any) -> int:
     """``search --backend qmd``: qmd's hits in the one result shape (or builtin's, with the
     reason, when qmd could not answer)."""
     if args.batch:
         raise CliError("--batch is not available with --backend qmd")
-    if not args.query or not args.query.strip():
-        raise CliError("search needs a QUERY (or --batch FILE)")
-    query, note = cap_query(args.query)
+    query, note = _capped_query(args)
     with backend:
         res = backend.search(query, max_results=args.max_results, min_score=args.min_score,
                              sources=sources, on_hits=on_hits)
@@ -152,11 +157,7 @@ def _backend_search(backend: Any, idx: MemoryIndex, args: argparse.Namespace,
         print(f"note: {note}", file=sys.stderr)
     if res.fallback is not None:
         print(f"note: qmd fell back to builtin: {res.fallback.reason}", file=sys.stderr)
-    if not res.hits:
-        print("No results.")
-    for h in res.hits:
-        print(f"{h.score:.3f} {h.path}:{h.start_line}-{h.end_line}")
-        print("      " + h.snippet.replace("\n", "\n      ")[:400])
+    _print_hits(res.hits, False)
     return 0
 
 
@@ -172,9 +173,7 @@ def cmd_search(args: argparse.Namespace) -> int:
                                 min_score=args.min_score, sources=sources,
                                 explain=args.explain, on_hits=on_hits,
                                 overrides=settings_overrides(args))
-        if not args.query or not args.query.strip():
-            raise CliError("search needs a QUERY (or --batch FILE)")
-        query, note = cap_query(args.query)
+        query, note = _capped_query(args)
         res = idx.search(query, max_results=args.max_results, min_score=args.min_score,
                          sources=sources, use_numpy=args.numpy, on_hits=on_hits,
                          **settings_overrides(args))
@@ -186,7 +185,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         else:
             if note:
                 print(f"note: {note}", file=sys.stderr)
-            _print_hits(res, args.explain)
+            _print_hits(res.hits, args.explain)
     return 0
 
 
