@@ -113,8 +113,4 @@ class WatchPlan:
 
 def _within(p: Path, base: Path) -> bool:
     """``p`` is strictly inside ``base`` (both normalised, no filesystem access)."""
-    try:
-        rel = p.relative_to(base)
-    except ValueError:
-        return False
-    return rel != Path(".")
+    return p != base and p.is_relative_to(base)
