@@ -140,6 +140,17 @@ def _target(args: argparse.Namespace) -> str | None:
     return args.workspace if args.workspace else None
 
 
+def _emit(args: argparse.Namespace, out: dict[str, Any], text: str) -> None:
+    """Write the JSON report to ``--out`` and the tables to ``--markdown`` (when asked), and
+    print one of them: the JSON with ``--json``, else the tables."""
+    report = json.dumps(out, ensure_ascii=False, indent=1)
+    if args.out:
+        Path(args.out).write_text(report, encoding="utf-8")
+    if args.markdown:
+        Path(args.markdown).write_text(text, encoding="utf-8")
+    sys.stdout.write(report + "\n" if args.json else text)
+
+
 def _eval_qmd(args: argparse.Namespace, qs: Any) -> int:
     """``eval --backend qmd``: the real qmd on the same labelled set."""
     from ..evaluation.backend_eval import run_qmd_eval
@@ -151,11 +162,7 @@ def _eval_qmd(args: argparse.Namespace, qs: Any) -> int:
                        limit=args.limit)
     out = {"reports": [rep.to_dict()]}
     text = rep.to_markdown()
-    if args.out:
-        Path(args.out).write_text(json.dumps(out, ensure_ascii=False, indent=1), encoding="utf-8")
-    if args.markdown:
-        Path(args.markdown).write_text(text, encoding="utf-8")
-    sys.stdout.write(json.dumps(out, ensure_ascii=False, indent=1) + "\n" if args.json else text)
+    _emit(args, out, text)
     return 0
 
 
@@ -207,11 +214,7 @@ def _eval_cv(args: argparse.Namespace, qs: Any, base: SearchSettings, target: st
         raise CliError(str(e)) from e
     out = {"cv": res.to_dict()}
     text = res.to_markdown()
-    if args.out:
-        Path(args.out).write_text(json.dumps(out, ensure_ascii=False, indent=1), encoding="utf-8")
-    if args.markdown:
-        Path(args.markdown).write_text(text, encoding="utf-8")
-    sys.stdout.write(json.dumps(out, ensure_ascii=False, indent=1) + "\n" if args.json else text)
+    _emit(args, out, text)
     return 0
 
 
@@ -328,13 +331,5 @@ def cmd_eval(args: argparse.Namespace) -> int:
             out["compare"] = rows
             md += [f"### Per-query {args.metric}: {orep.runs[0].label} (a) vs "
                    f"{rep.runs[0].label} (b)", "", compare_markdown(rows)]
-    text = "\n".join(md)
-    if args.out:
-        Path(args.out).write_text(json.dumps(out, ensure_ascii=False, indent=1), encoding="utf-8")
-    if args.markdown:
-        Path(args.markdown).write_text(text, encoding="utf-8")
-    if args.json:
-        sys.stdout.write(json.dumps(out, ensure_ascii=False, indent=1) + "\n")
-    else:
-        sys.stdout.write(text)
+    _emit(args, out, "\n".join(md))
     return 0
