@@ -132,14 +132,6 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=cmd_eval)
 
 
-def _progress(enabled: bool) -> Any:
-    return progress_bar(enabled)
-
-
-def _target(args: argparse.Namespace) -> str | None:
-    return args.workspace if args.workspace else None
-
-
 def _emit(args: argparse.Namespace, out: dict[str, Any], text: str) -> None:
     """Write the JSON report to ``--out`` and the tables to ``--markdown`` (when asked), and
     print one of them: the JSON with ``--json``, else the tables."""
@@ -158,7 +150,7 @@ def _eval_qmd(args: argparse.Namespace, qs: Any) -> int:
     if args.sweep or args.legs or args.compare_profile or args.set or args.grid:
         raise CliError("--sweep, --legs, --compare-profile, --set and --grid apply to the "
                        "builtin engine, not to --backend qmd")
-    rep = run_qmd_eval(qs, mode=args.qmd_mode, progress=_progress(not args.no_progress),
+    rep = run_qmd_eval(qs, mode=args.qmd_mode, progress=progress_bar(not args.no_progress),
                        limit=args.limit)
     out = {"reports": [rep.to_dict()]}
     text = rep.to_markdown()
@@ -218,6 +210,16 @@ def _eval_cv(args: argparse.Namespace, qs: Any, base: SearchSettings, target: st
     return 0
 
 
+def _settings(args: argparse.Namespace, profile: str,
+              overrides: dict[str, Any]) -> SearchSettings:
+    """``profile``'s settings for ``--provider``, with ``--max-results`` and ``overrides`` (the
+    ``--set`` pairs, or none for a compared profile)."""
+    s = profile_settings(profile, args.provider)
+    if args.max_results:
+        s = replace(s, max_results=args.max_results)
+    return replace(s, **overrides) if overrides else s
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     """Run the evaluation the flags ask for; print tables (or JSON) and write the files."""
     from ..evaluation import (
@@ -249,6 +251,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
         if not ray_available():
             raise CliError(INSTALL_HINT)
+    profile = args.profile or "default"
     if args.cv and "," in args.queries:  # one profile cross-validated over several sets
         names = [n.strip() for n in args.queries.split(",") if n.strip()]
         try:
@@ -257,11 +260,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         except DatasetMissing as e:
             print(f"memory-core eval: {e}", file=sys.stderr)
             return EXIT_USAGE
-        s = profile_settings(args.profile or "default", args.provider)
-        s = replace(s, max_results=args.max_results) if args.max_results else s
-        s = replace(s, **_pairs(args.set, many=False)) if args.set else s
-        return _eval_cv(args, names, s, None, args.profile or "default",
-                        _progress(not args.no_progress))
+        return _eval_cv(args, names, _settings(args, profile, _pairs(args.set, many=False)),
+                        None, profile, progress_bar(not args.no_progress))
     try:
         qs = load_query_set(args.queries, args.workspace)
     except DatasetMissing as e:
@@ -271,19 +271,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise CliError(f"{args.queries}: a query file needs --workspace")
     if args.backend == "qmd":
         return _eval_qmd(args, qs)
-    target = _target(args) if args.workspace and Path(args.queries).suffix == ".jsonl" else None
-    profile = args.profile or "default"
-    progress = _progress(not args.no_progress)
+    target = args.workspace if args.workspace and Path(args.queries).suffix == ".jsonl" else None
+    progress = progress_bar(not args.no_progress)
     md: list[str] = []
     out: dict[str, Any] = {}
 
     overrides = _pairs(args.set, many=False)
 
-    def settings_for(p: str, own: bool = True) -> Any:
-        s = profile_settings(p, args.provider)
-        if args.max_results:
-            s = replace(s, max_results=args.max_results)
-        return replace(s, **overrides) if own and overrides else s
+    def settings_for(p: str, own: bool = True) -> SearchSettings:
+        return _settings(args, p, overrides if own else {})
 
     if args.cv:
         return _eval_cv(args, qs, settings_for(profile), target, profile, progress)
