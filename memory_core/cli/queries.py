@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .common import CliError
+from .common import CliError, dump_json, open_index
 
 
 def cmd_queries(args: argparse.Namespace) -> int:
@@ -55,7 +55,6 @@ def cmd_queries(args: argparse.Namespace) -> int:
 def _rerun(args: argparse.Namespace, queries: list[Any]) -> int:
     """``--rerun``: each call run again on the index; then vs now, label-free metrics."""
     from ..openclaw import compare, metrics
-    from .common import dump_json, open_index
 
     with open_index(args) as idx:
         s = idx.settings()
