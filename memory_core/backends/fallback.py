@@ -74,7 +74,7 @@ class FallbackBackend:
         self.workspace = primary.workspace
         self._builtin_index = builtin
         self._builtin: BuiltinBackend | None = None
-        self.primary_failed = False
+        #: Why qmd failed; set once by :meth:`fail`, after which builtin answers for good.
         self.last_error: str | None = None
         #: One call at a time: qmd's update, its read-only index connection and the switch to
         #: builtin are shared by the threads of a workbench or a server.
@@ -91,6 +91,11 @@ class FallbackBackend:
         self._builtin_index.close()
 
     @property
+    def primary_failed(self) -> bool:
+        """qmd failed and builtin answers from now on."""
+        return self.last_error is not None
+
+    @property
     def index(self) -> MemoryIndex:
         """The builtin index that answers after a fallback (the workbench's fallback view)."""
         return self._builtin_index
@@ -105,7 +110,6 @@ class FallbackBackend:
 
     def fail(self, error: Exception | str) -> None:
         """Switch to builtin for good, remembering why."""
-        self.primary_failed = True
         self.last_error = str(error)
         self.primary.close()
 
