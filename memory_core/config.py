@@ -312,10 +312,11 @@ class MemoryConfig:
         """Search settings in force: the profile's for the model, under any explicit ones.
 
         ``provider``: the one in use (:meth:`MemoryIndex.settings` passes its choice, which may
-        be a fallback); default the configured one. See :func:`resolve_settings`.
+        be a fallback); default the configured one. See :func:`resolve_settings`, which always
+        returns a new object (``replace``), so the caller may edit it without touching ``search``.
         """
         return resolve_settings(self.profile, provider or self.provider.provider,
-                                copy.deepcopy(self.search), self.search_keys)
+                                self.search, self.search_keys)
 
     def with_profile(self, profile: ProfileName | str) -> MemoryConfig:
         """A copy for ``profile``; the reference profile also chunks as the reference does."""
