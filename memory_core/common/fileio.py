@@ -30,14 +30,15 @@ def fsync_dir(d: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
+def atomic_write(path: Path, data: bytes, *, durable: bool = True,
+                 mode: int | None = None) -> None:
     """Write ``data`` to ``path`` via a temp file in the same folder and ``os.replace``.
 
-    A crash leaves either the old file or the new one. The old file's mode is kept. With
-    ``durable`` (the default) the data and the folder entry are fsynced; caches may skip that.
+    A crash leaves either the old file or the new one. The old file's mode is kept; ``mode``
+    sets the new file's where there is none (a temp file is created 0o600). With ``durable``
+    (the default) the data and the folder entry are fsynced; caches may skip that.
     """
     path = Path(path)
-    mode = None
     try:
         mode = path.stat().st_mode & 0o7777
     except FileNotFoundError:

@@ -20,7 +20,6 @@ import atexit
 import json
 import os
 import socket
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.dates import now_ms
+from ..common.fileio import atomic_write
 
 #: Seconds between beats.
 DEFAULT_INTERVAL_S = 2.0
@@ -147,17 +147,10 @@ class HeartbeatWriter:
                 "lastBeat": now_ms(), "intervalS": self.interval_s}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            # no fsync: a beat lost in a crash is exactly a stale beat
-            fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp",
-                                       dir=self.path.parent)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    json.dump(body, f)
-                os.chmod(tmp, 0o644)  # readable by whoever may read the index
-                os.replace(tmp, self.path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            # no fsync: a beat lost in a crash is exactly a stale beat; 0o644: readable by
+            # whoever may read the index
+            atomic_write(self.path, json.dumps(body).encode("utf-8"), durable=False,
+                         mode=0o644)
             self.error = None
         except OSError as e:  # a read-only folder: no heartbeat, the watcher still works
             self.error = f"cannot write {self.path}: {e}"
