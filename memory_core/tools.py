@@ -8,9 +8,11 @@ tools do, so the model can read them.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from .embeddings import EmbeddingError
+from .fusion import Hit
 from .index import MemoryIndex
 from .promotion import recall_recorder
 from .reading import PathRefused
@@ -128,15 +130,21 @@ def memory_search(index: MemoryIndex, query: object, maxResults: object = None,
         return unavailable_result(str(e))
     except Exception as e:  # the tool answers whatever happened inside; the model reads it
         return {"results": [], "error": f"internal error: {type(e).__name__}: {e}"}
-    hits = sorted(res.hits, key=lambda h: (-h.score, h.path))
+    return {"results": tool_results(res.hits), "provider": index.choice.id,
+            "model": index.choice.model, "mode": res.mode, "fallback": index.fallback,
+            "citations": "on"}
+
+
+def tool_results(hits: Sequence[Hit]) -> list[dict[str, Any]]:
+    """Hits in the tool's result shape: re-sorted by score (ties by path), each snippet ending
+    in its ``Source:`` citation, as the reference's tool returns them (any backend's hits)."""
     out: list[dict[str, Any]] = []
-    for h in hits:
+    for h in sorted(hits, key=lambda h: (-h.score, h.path)):
         item = h.to_result()
         item["snippet"] = f"{h.snippet.strip()}\n\nSource: {h.citation}"
         item["corpus"] = "memory"
         out.append(item)
-    return {"results": out, "provider": index.choice.id, "model": index.choice.model,
-            "mode": res.mode, "fallback": index.fallback, "citations": "on"}
+    return out
 
 
 def memory_get(index: MemoryIndex, path: object, from_: object = None,

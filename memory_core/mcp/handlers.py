@@ -217,14 +217,8 @@ class MemoryTools:
         res = backend.search(query, max_results=max_results, min_score=min_score,
                              sources=None if corpus in (None, "all") else [corpus],
                              on_hits=on_hits)
-        results = []
-        for h in sorted(res.hits, key=lambda h: (-h.score, h.path)):
-            item = h.to_result()
-            item["snippet"] = f"{h.snippet.strip()}\n\nSource: {h.citation}"
-            item["corpus"] = "memory"
-            results.append(item)
-        out: Payload = {"results": results, "backend": res.backend, "mode": res.mode,
-                        "citations": "on"}
+        out: Payload = {"results": tools.tool_results(res.hits), "backend": res.backend,
+                        "mode": res.mode, "citations": "on"}
         if res.fallback is not None:
             out["fallback"] = res.fallback.to_json()
         return out, False
