@@ -40,7 +40,7 @@ def keyword_leg(store: Store, query: str, settings: SearchSettings, pool: int,
         rows = or_query_topk(store, table, match.split(" OR "), pool, sources)[0]
     else:
         rows = store.keyword_search(match, [], pool, table=table, sources=sources)
-    hits = [LegHit(cid, bm25_rank_to_score(rank) if match else 1.0, i + 1, rank)
+    hits = [LegHit(cid, bm25_rank_to_score(rank), i + 1, rank)
             for i, (cid, rank) in enumerate(rows)]
     return hits, match, table
 
