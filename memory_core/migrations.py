@@ -8,19 +8,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .common.sql import run_statements
+
 Migration = Callable[[Any], None]
-
-
-def _run(db: Any, script: str) -> None:
-    """Run ``;``-separated statements one by one (``executescript`` would commit midway)."""
-    for stmt in script.split(";"):
-        if stmt.strip():
-            db.execute(stmt)
 
 
 def m001_initial(db: Any) -> None:
     """The reference's tables (spec §3.2), with embeddings stored as float32 blobs."""
-    _run(db,
+    run_statements(db,
         """
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
         CREATE TABLE IF NOT EXISTS files (
@@ -62,7 +57,7 @@ def m001_initial(db: Any) -> None:
 
 def m002_fts(db: Any) -> None:
     """FTS5: the reference's table, and a shadow table whose CJK runs are stored as bigrams."""
-    _run(db,
+    run_statements(db,
         """
         CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
             text, id UNINDEXED, path UNINDEXED, source UNINDEXED, model UNINDEXED,
@@ -77,7 +72,7 @@ def m002_fts(db: Any) -> None:
 
 def m003_file_diagnostics(db: Any) -> None:
     """What a file's last read found wrong (bad JSONL lines, bad UTF-8), shown in status."""
-    _run(db,
+    run_statements(db,
         """
         ALTER TABLE files ADD COLUMN bad_lines INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE files ADD COLUMN warnings TEXT;
@@ -129,7 +124,7 @@ def m006_owned_skipped_aligned(db: Any) -> None:
     from .text import cjk_bigrams
 
     db.execute("PRAGMA application_id = 1297566040")  # 0x4D574958, "MWIX"
-    _run(db,
+    run_statements(db,
         """
         CREATE TABLE IF NOT EXISTS skipped_files (
             path TEXT PRIMARY KEY,

@@ -7,4 +7,5 @@ nobody, so they can never close an import cycle.
 - :mod:`.fileio`: atomic replacement of a file, the JSONL line reader, the mtime/size test.
 - :mod:`.locations`: where the evaluation data and the caches live.
 - :mod:`.sets`: Jaccard similarity of token sets.
+- :mod:`.sql`: running a migration's statements inside its transaction.
 """

@@ -11,14 +11,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+from ..common.sql import run_statements
+
 Migration = Callable[[sqlite3.Connection], None]
-
-
-def _run(db: sqlite3.Connection, script: str) -> None:
-    """Run ``;``-separated statements one by one (``executescript`` would commit midway)."""
-    for stmt in script.split(";"):
-        if stmt.strip():
-            db.execute(stmt)
 
 
 def m001_state(db: sqlite3.Connection) -> None:
@@ -27,7 +22,7 @@ def m001_state(db: sqlite3.Connection) -> None:
 
     List-valued fields are JSON arrays; times are epoch milliseconds.
     """
-    _run(db,
+    run_statements(db,
         """
         CREATE TABLE IF NOT EXISTS recall_entries (
             key TEXT PRIMARY KEY,
@@ -91,7 +86,7 @@ def m002_phase_signals(db: sqlite3.Connection) -> None:
     """Light/REM phase reinforcement per recall key (the reference's
     ``memory/.dreams/phase-signals.json``): hit counts and the last hit of each phase (epoch
     ms), feeding ``phaseBoost`` (§6.4)."""
-    _run(db,
+    run_statements(db,
         """
         CREATE TABLE IF NOT EXISTS phase_signals (
             key TEXT PRIMARY KEY,
