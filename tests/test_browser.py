@@ -126,6 +126,24 @@ def _go(page, title: str) -> None:  # type: ignore[no-untyped-def]
     _settle(page)
 
 
+def _click_for(page, button: str, result: str, timeout_s: float = 600.0) -> None:  # type: ignore[no-untyped-def]
+    """Click ``button`` and wait for ``result``. The sidebar's live indicator reruns every 2 s
+    (``st.fragment(run_every=2)``); a click that lands while that rerun is in flight can be
+    dropped, leaving the app idle with nothing to wait for. So: wait until the button is
+    visible, click, and if the app is idle again without the result, click once more."""
+    btn = page.get_by_role("button", name=button)
+    btn.wait_for(state="visible", timeout=60_000)
+    btn.click()
+    try:
+        page.wait_for_selector(result, timeout=120_000)
+        return
+    except playwright_sync.TimeoutError:
+        _settle(page)
+    if page.locator(result).count() == 0:
+        btn.click()
+        page.wait_for_selector(result, timeout=timeout_s * 1000)
+
+
 def test_every_page_in_chromium(server: str) -> None:
     for old in SHOTS.glob("*.png") if SHOTS.is_dir() else []:
         old.unlink()
@@ -194,8 +212,7 @@ def test_every_page_in_chromium(server: str) -> None:
 
             _go(page, "Promotion")
             page.get_by_text("Seed recall signals").click()
-            page.get_by_role("button", name="Replay").click()
-            page.wait_for_selector("text=searches over", timeout=600_000)
+            _click_for(page, "Replay", "text=searches over")
             _settle(page)
             _no_exception(page, "promotion")
             _shot(page, "6-promotion")
