@@ -20,6 +20,7 @@ import numpy as np
 
 from . import migrations, vectors
 from .common.dates import now_ms
+from .common.topk import smallest_first
 
 try:  # sqlean can load extensions; fall back to the stdlib where it is missing.
     import sqlean as sqlite  # type: ignore[import-untyped]
@@ -755,9 +756,7 @@ class Store:
         sims = (mat @ q) / np.where(norms == 0, 1.0, norms)
         sims = np.where(norms == 0, 0.0, sims)
         k = min(limit, len(ids))
-        top = np.argpartition(-sims, k - 1)[:k] if k < len(ids) else np.arange(len(ids))
-        top = top[np.lexsort((top, -sims[top]))]  # = a stable full sort's first k
-        return [(ids[i], float(sims[i])) for i in top]
+        return [(ids[i], float(sims[i])) for i in smallest_first(-sims, k)]
 
     def _vec0_search(self, q: np.ndarray, limit: int, sources: Sequence[str] | None
                      ) -> list[tuple[str, float]] | None:

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from . import postings
 from .chunking import Chunk, chunk_markdown, remap_chunk_lines, sha256_hex
 from .common.dates import now_ms
 from .common.fileio import file_changed
@@ -425,11 +426,10 @@ class Indexer:
         if reason is None and old is not None:
             try:
                 self._incremental(old, listing.files, report, known)
-                if self.provider is not None:
-                    # the connection already open: a second open costs a migration check,
-                    # sqlite-vec's load and the FTS probe again
-                    self._refresh_vectors(store_path, report, old)
-                    refreshed = True
+                # the connection already open: a second open costs a migration check,
+                # sqlite-vec's load and the FTS probe again
+                self._refresh_sidecars(store_path, report, old)
+                refreshed = True
             except DatabaseError as e:  # damage found by the incremental: rebuild instead
                 if not is_corruption(e):
                     raise
@@ -444,30 +444,37 @@ class Indexer:
         if reason is not None:
             report.full, report.reason = True, reason
             self._rebuild(store_path, previous, listing.files, report)
-        if self.provider is not None and not refreshed:
-            self._refresh_vectors(store_path, report)
+        if not refreshed:
+            self._refresh_sidecars(store_path, report)
         report.duration_ms = (time.perf_counter() - t0) * 1000
         return report
 
-    def _refresh_vectors(self, store_path: Path, report: SyncReport,
-                         store: Store | None = None) -> None:
-        """Write the vector sidecar for the state just committed (a no-op when it is fresh).
+    def _refresh_sidecars(self, store_path: Path, report: SyncReport,
+                          store: Store | None = None) -> None:
+        """Write the vector sidecar (with a provider) and the keyword postings for the state
+        just committed (each a no-op when it is fresh).
 
         ``store``: a connection to ``store_path`` already open (left open); otherwise one is
-        opened and closed here. A failure only costs speed (searches use sqlite-vec), so it is
-        a warning, not an error.
+        opened and closed here. A failure only costs speed (searches use sqlite-vec, or FTS5's
+        own query), so it is a warning, not an error.
         """
         own = store is None
         if store is None:
             try:
                 store = Store(store_path, self.config.store.busy_timeout_ms, fts_scan=False)
             except StoreError as e:
-                report.warnings.append(f"vector sidecar not written: {e}")
+                report.warnings.append(f"search sidecars not written: {e}")
                 return
         try:
-            store.refresh_vectors()
-        except (OSError, ValueError, StoreError, DatabaseError) as e:
-            report.warnings.append(f"vector sidecar not written: {e}")
+            if self.provider is not None:
+                try:
+                    store.refresh_vectors()
+                except (OSError, ValueError, StoreError, DatabaseError) as e:
+                    report.warnings.append(f"vector sidecar not written: {e}")
+            try:
+                postings.refresh(store, progress=self.progress)
+            except (OSError, ValueError, StoreError, DatabaseError, MemoryError) as e:
+                report.warnings.append(f"keyword postings not written: {e}")
         finally:
             if own:
                 store.close()

@@ -22,13 +22,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .common.locations import beside, env_int
+from .common.sidecar import header_bytes, pad, read_header
+from .common.topk import smallest_first
 
 MAGIC = b"MWVECS01"
 #: Rows from which the approximate index is used; 0 = never (the default). Measured on the
@@ -41,21 +44,16 @@ ANN_MIN_ROWS = 0
 ANN_CONNECTIVITY = 16
 ANN_EXPANSION_ADD = 128
 ANN_EXPANSION_SEARCH = 256
-_ALIGN = 64
 
 
 def ann_min_rows() -> int:
     """The configured threshold (environment override, else :data:`ANN_MIN_ROWS`)."""
-    raw = os.environ.get("MEMORY_CORE_ANN_MIN_ROWS")
-    if raw is not None:
-        with contextlib.suppress(ValueError):
-            return int(raw)
-    return ANN_MIN_ROWS
+    return env_int("MEMORY_CORE_ANN_MIN_ROWS", ANN_MIN_ROWS)
 
 
 def sidecar_path(db_path: Path) -> Path:
     """``<index>.vectors`` beside the index file."""
-    return db_path.with_name(db_path.name + ".vectors")
+    return beside(db_path, ".vectors")
 
 
 def ann_path(db_path: Path) -> Path:
@@ -68,10 +66,6 @@ def stamp_of(meta: dict[str, Any] | None) -> str:
     m = meta or {}
     return json.dumps([m.get("builtAt"), m.get("generation"), m.get("providerKey"),
                        m.get("vectorDims")])
-
-
-def _pad(n: int) -> int:
-    return (n + _ALIGN - 1) // _ALIGN * _ALIGN
 
 
 def _usearch() -> Any | None:
@@ -139,8 +133,7 @@ class VectorMatrix:
             k = min(limit, allowed)
         else:
             k = min(limit, n)
-        top = np.argpartition(-sims, k - 1)[:k] if k < n else np.arange(n)
-        order = top[np.lexsort((top, -sims[top]))][:k]
+        order = smallest_first(-sims, k)
         return [(self._id(int(i)), float(sims[i])) for i in order]
 
     def _ann_rows(self, q: np.ndarray, limit: int) -> np.ndarray | None:
@@ -167,12 +160,10 @@ def load(db_path: Path, stamp: str | None = None) -> VectorMatrix | None:
     path = sidecar_path(db_path)
     try:
         with open(path, "rb") as f:
-            head = f.read(16)
-            if len(head) < 16 or head[:8] != MAGIC:
-                return None
-            (hlen,) = struct.unpack("<Q", head[8:16])
-            header = json.loads(f.read(hlen))
+            header = read_header(f, MAGIC)
     except (OSError, ValueError):
+        return None
+    if header is None:
         return None
     if stamp is not None and header.get("stamp") != stamp:
         return None
@@ -237,17 +228,17 @@ def write(db_path: Path, stamp: str, rowids: np.ndarray, ids: Sequence[str],
                               "sources": names, "annRows": ann_rows, "offsets": offsets}
     sizes = {"matrix": n * d * 4, "rowids": n * 8, "codes": n, "ids": n * w}
     # The header's length depends on the offsets: lay out with a generous header room.
-    room = _pad(len(json.dumps(header)) + 512)
+    room = pad(len(json.dumps(header)) + 512)
     pos = 16 + room
     for key, size in sizes.items():
         offsets[key] = pos
-        pos = _pad(pos + size)
-    blob = json.dumps(header).encode()
-    assert len(blob) <= room
+        pos = pad(pos + size)
+    if len(header_bytes(MAGIC, header)) > 16 + room:
+        raise ValueError("vector sidecar header too large")
     path = sidecar_path(db_path)
     tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
     with open(tmp, "wb") as f:
-        f.write(MAGIC + struct.pack("<Q", len(blob)) + blob)
+        f.write(header_bytes(MAGIC, header))
         for key, arr in (("matrix", mat), ("rowids", rowids), ("codes", codes),
                          ("ids", id_arr)):
             if arr is None or not sizes[key]:

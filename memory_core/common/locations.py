@@ -8,6 +8,7 @@ inside the project.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -25,3 +26,17 @@ def cache_root() -> Path:
     """The cache root shared by the evaluator and the workbench."""
     env = os.environ.get("MEMORY_WORKBENCH_CACHE")
     return Path(env) if env else Path.home() / ".cache" / "memory-workbench"
+
+
+def beside(db_path: Path, suffix: str) -> Path:
+    """``<index><suffix>``: a sidecar file next to the index file (``.vectors``, ``.postings``)."""
+    return db_path.with_name(db_path.name + suffix)
+
+
+def env_int(name: str, default: int) -> int:
+    """An integer setting from the environment (``default`` when unset or not a number)."""
+    raw = os.environ.get(name)
+    if raw is not None:
+        with contextlib.suppress(ValueError):
+            return int(raw)
+    return default

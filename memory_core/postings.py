@@ -1,0 +1,493 @@
+"""The keyword leg's postings: a sidecar that answers the default profile's OR query exactly as
+FTS5 would, without FTS5 scoring every row that matches any term.
+
+Why: FTS5 has no top-k pruning. An OR query computes ``bm25()`` (position lists, a docsize
+lookup) for every row that matches any phrase, and a phrase found in most chunks makes that the
+whole corpus: ~90 ms a query at 133k chunks, where the vector leg over a mapped matrix costs
+~25 ms. So every committed sync of an index of at least :func:`min_rows` rows writes
+``<index>.postings``: per term (as FTS5's own tokenizer made it, read from FTS5's ``fts5vocab``
+tables, never re-tokenised by us), the rows that contain it and how often, plus each row's token
+count. A query then costs one numpy pass per term over that term's rows.
+
+The scores are FTS5's, bit for bit: the same IDF (``log((N − n + 0.5) / (n + 0.5))``, 1e-6 when
+not positive, computed by the same C ``log``), the same per-row formula evaluated in the same
+order of operations, summed phrase by phrase in query order, and ranked like ``ORDER BY bm25
+LIMIT k`` (ties in rowid order). A phrase that FTS5 splits into several tokens (``foo_bar`` →
+``foo bar``: positions matter) is asked of FTS5 itself, alone: its contribution to any row is
+exactly minus that one-phrase query's ``bm25``, because the IDF depends only on the phrase and N.
+``tests/test_postings.py`` checks rows, order and floats against FTS5's own answer.
+
+The sidecar is stamped like the vector one (the index meta's ``builtAt`` and ``generation``); a
+stale or missing sidecar is not used and the search runs the FTS5 query as before. A sync that
+changed a few rows updates the previous sidecar (the new rows' tokens come from an in-memory
+FTS5 table with the same tokenizer); a new or mostly changed index is read from FTS5 whole.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import math
+import os
+import re
+import threading
+from bisect import bisect_left
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import vectors
+from .common.locations import beside, env_int
+from .common.sidecar import header_bytes, pad, read_header
+from .common.topk import smallest_first
+from .store import Store, sqlite
+
+MAGIC = b"MWPOST01"
+#: The FTS5 table the sidecar mirrors: the default profile's keyword table.
+TABLE = "chunks_fts_bigram"
+#: Indexes below this many rows get no sidecar: FTS5 answers them in a few milliseconds.
+MIN_ROWS = 20_000
+#: FTS5's bm25 constants (``fts5_aux.c``), and ``k1 + 1.0`` computed as C computes it.
+K1 = 1.2
+B = 0.75
+K1_PLUS_1 = K1 + 1.0
+_VOCAB = "mw_postings_vocab"
+
+
+def min_rows() -> int:
+    """The configured threshold (``MEMORY_CORE_POSTINGS_MIN_ROWS``, else :data:`MIN_ROWS`)."""
+    return env_int("MEMORY_CORE_POSTINGS_MIN_ROWS", MIN_ROWS)
+
+
+def sidecar_path(db_path: Path) -> Path:
+    """``<index>.postings`` beside the index file."""
+    return beside(db_path, ".postings")
+
+
+def tokenizer_spec(db: Any, table: str = TABLE) -> str:
+    """The ``tokenize=`` argument ``table`` was created with (FTS5's default when none)."""
+    row = db.execute("SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchone()
+    m = re.search(r"tokenize\s*=\s*(['\"])(.*?)\1", row[0] if row else "", re.I)
+    return m.group(2) if m else "unicode61"
+
+
+# --------------------------------------------------------------------------- tokenising
+
+_local = threading.local()
+
+
+def _tokenizer_db(spec: str) -> Any:
+    """A per-thread in-memory FTS5 table with tokenizer ``spec`` and its instance vocabulary."""
+    conns: dict[str, Any] = getattr(_local, "conns", None) or {}
+    _local.conns = conns
+    conn = conns.get(spec)
+    if conn is None:
+        conn = sqlite.connect(":memory:", isolation_level=None, check_same_thread=False)
+        quoted = "'" + spec.replace("'", "''") + "'"
+        conn.execute(f"CREATE VIRTUAL TABLE tok USING fts5(x, tokenize={quoted})")
+        conn.execute("CREATE VIRTUAL TABLE tokv USING fts5vocab(tok, instance)")
+        conns[spec] = conn
+    return conn
+
+
+def tokenize(spec: str, texts: Sequence[str]) -> list[list[str]]:
+    """Each text's tokens, in order, exactly as an FTS5 table with tokenizer ``spec`` stores
+    (and, for a quoted phrase, queries) them."""
+    conn = _tokenizer_db(spec)
+    out: list[list[str]] = [[] for _ in texts]
+    conn.execute("BEGIN")
+    try:
+        conn.executemany("INSERT INTO tok(rowid, x) VALUES (?, ?)",
+                         [(i + 1, t) for i, t in enumerate(texts)])
+        for doc, term in conn.execute("SELECT doc, term FROM tokv ORDER BY doc, offset"):
+            out[doc - 1].append(term)
+    finally:
+        conn.execute("ROLLBACK")
+    return out
+
+
+# --------------------------------------------------------------------------- the sidecar
+
+
+@dataclass
+class Postings:
+    """A loaded sidecar. Row ``i`` is chunk ``ids[i]`` (rowid ``rowids[i]``, ascending); term
+    ``t`` (``terms`` sorted) is in rows ``rows[ptr[t]:ptr[t+1]]`` (ascending) ``tfs[…]`` times."""
+
+    stamp: str
+    spec: str
+    terms: list[str]
+    ptr: np.ndarray  # (T + 1,) int64
+    rows: np.ndarray  # (P,) int32
+    tfs: np.ndarray  # (P,) uint16 or uint32
+    rowids: np.ndarray  # (N,) int64
+    ids: np.ndarray  # (N,) bytes
+    codes: np.ndarray  # (N,) uint8 index into ``sources``
+    sources: list[str]
+    doclen: np.ndarray  # (N,) int32: tokens per row (FTS5's docsize)
+    total_tokens: int
+    _norm: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def n(self) -> int:
+        return int(self.rowids.shape[0])
+
+    def term_rows(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, tfs)`` of one term (empty when no row has it)."""
+        t = bisect_left(self.terms, term)
+        if t == len(self.terms) or self.terms[t] != term:
+            return np.zeros(0, np.int32), np.zeros(0, np.uint16)
+        a, b = int(self.ptr[t]), int(self.ptr[t + 1])
+        return self.rows[a:b], self.tfs[a:b]
+
+    def length_norm(self) -> np.ndarray:
+        """Per row, bm25's ``k1 · (1 − b + b · D / avgdl)``, in FTS5's order of operations."""
+        if self._norm is None:
+            avgdl = float(self.total_tokens) / float(self.n)
+            d = self.doclen.astype(np.float64)
+            self._norm = K1 * ((1 - B) + (B * d) / avgdl)
+        return self._norm
+
+    def ranked(self, db: Any, table: str, phrases: Sequence[str], pool: int,
+               sources: Sequence[str] | None = None) -> list[tuple[str, float]] | None:
+        """The top ``pool`` ``(id, bm25)`` of the OR of ``phrases`` (``"tok"`` strings, as in
+        the MATCH), as FTS5's ``ORDER BY bm25 LIMIT pool`` gives them; ``None`` when a phrase
+        has no token (FTS5's own query decides those)."""
+        n = self.n
+        if n == 0 or pool <= 0:
+            return []
+        texts = [p[1:-1] if len(p) >= 2 and p[0] == p[-1] == '"' else p for p in phrases]
+        toks = tokenize(self.spec, texts)
+        if any(not t for t in toks):
+            return None
+        norm = self.length_norm()
+        score = np.zeros(n, np.float64)
+        hit = np.zeros(n, bool)
+        for phrase, terms in zip(phrases, toks, strict=True):
+            if len(terms) == 1:
+                rows, tfs = self.term_rows(terms[0])
+                if not rows.size:
+                    continue
+                idf = math.log((n - rows.size + 0.5) / (rows.size + 0.5))
+                if idf <= 0.0:
+                    idf = 1e-6
+                f = tfs.astype(np.float64)
+                contrib = idf * ((f * K1_PLUS_1) / (f + norm[rows]))
+            else:  # positions matter: FTS5 scores this phrase alone, exactly as in the OR
+                got = db.execute(f"SELECT rowid, bm25({table}) FROM {table} WHERE {table} MATCH ?",
+                                 (phrase,)).fetchall()
+                if not got:
+                    continue
+                arr = np.asarray(got, dtype=np.float64)
+                rows = np.searchsorted(self.rowids, arr[:, 0].astype(np.int64))
+                if rows.max(initial=0) >= n or not np.array_equal(
+                        self.rowids[np.minimum(rows, n - 1)], arr[:, 0].astype(np.int64)):
+                    return None  # the table moved under us: FTS5's own query answers
+                contrib = -arr[:, 1]
+            score[rows] += contrib
+            hit[rows] = True
+        if sources:
+            wanted = [i for i, s in enumerate(self.sources) if s in sources]
+            if len(wanted) < len(self.sources):
+                hit &= np.isin(self.codes, np.asarray(wanted, dtype=np.uint8))
+        cand = np.flatnonzero(hit)
+        if not cand.size:
+            return []
+        rank = -1.0 * score[cand]
+        top = smallest_first(rank, pool)
+        return [(bytes(self.ids[cand[i]]).decode("ascii"), float(rank[i])) for i in top]
+
+
+def load(db_path: Path, stamp: str | None = None) -> Postings | None:
+    """Map ``<index>.postings``; ``None`` if absent, damaged or (given ``stamp``) stale."""
+    path = sidecar_path(db_path)
+    try:
+        with open(path, "rb") as f:
+            header = read_header(f, MAGIC)
+            if header is None or (stamp is not None and header.get("stamp") != stamp):
+                return None
+            f.seek(header["offsets"]["terms"])
+            raw_terms = f.read(header["sizes"]["terms"])
+    except (OSError, ValueError, KeyError, TypeError, OverflowError):
+        return None
+    try:
+        buf = np.memmap(path, dtype=np.uint8, mode="r")
+        o, s = header["offsets"], header["sizes"]
+        n, w = int(header["rows"]), int(header["idWidth"])
+
+        def arr(key: str, dtype: str) -> np.ndarray:
+            return buf[o[key] : o[key] + s[key]].view(dtype)
+
+        terms = raw_terms.decode("utf-8").split("\0") if raw_terms else []
+        p = Postings(
+            header["stamp"], header["spec"], terms, arr("ptr", "<i8"), arr("rows", "<i4"),
+            arr("tfs", header["tfType"]), arr("rowids", "<i8"),
+            arr("ids", f"S{w}") if w else np.zeros(n, "S1"), arr("codes", "u1"),
+            list(header["sources"]), arr("doclen", "<i4"), int(header["totalTokens"]))
+    except (OSError, ValueError, KeyError, TypeError, OverflowError):
+        return None
+    t = len(p.terms)
+    if (p.ptr.shape[0] != t + 1 or any(a.shape[0] != n for a in (p.rowids, p.ids, p.codes,
+                                                                   p.doclen))
+            or p.rows.shape[0] != p.tfs.shape[0] or int(p.ptr[0]) != 0
+            or int(p.ptr[-1]) != p.rows.shape[0] or bool(np.any(np.diff(p.ptr) < 0))
+            or (n and int(p.codes.max()) >= max(1, len(p.sources)))):
+        return None  # damaged: the search asks FTS5, and the next sync writes a new one
+    return p
+
+
+def write(db_path: Path, stamp: str, spec: str, terms: Sequence[str], ptr: np.ndarray,
+          rows: np.ndarray, tfs: np.ndarray, rowids: np.ndarray, ids: Sequence[bytes],
+          sources: Sequence[str], doclen: np.ndarray) -> Postings | None:
+    """Write the sidecar atomically (temp file + rename); returns it loaded."""
+    n = len(ids)
+    names = sorted(set(sources))
+    code_of = {s: i for i, s in enumerate(names)}
+    codes = np.fromiter((code_of[s] for s in sources), dtype=np.uint8, count=n)
+    w = max((len(i) for i in ids), default=0)
+    id_arr = np.array(list(ids), dtype=f"S{max(1, w)}") if n else np.zeros(0, "S1")
+    tf_type = "<u2" if not tfs.size or int(tfs.max()) < 65536 else "<u4"
+    parts: dict[str, bytes] = {
+        "terms": "\0".join(terms).encode("utf-8"),
+        "ptr": np.ascontiguousarray(ptr, "<i8").tobytes(),
+        "rows": np.ascontiguousarray(rows, "<i4").tobytes(),
+        "tfs": np.ascontiguousarray(tfs, tf_type).tobytes(),
+        "rowids": np.ascontiguousarray(rowids, "<i8").tobytes(),
+        "ids": id_arr.tobytes() if w else b"",
+        "codes": codes.tobytes(),
+        "doclen": np.ascontiguousarray(doclen, "<i4").tobytes(),
+    }
+    offsets: dict[str, int] = {}
+    sizes = {k: len(v) for k, v in parts.items()}
+    header = {"stamp": stamp, "spec": spec, "rows": n, "idWidth": w, "sources": names,
+              "tfType": tf_type, "totalTokens": int(np.sum(doclen, dtype=np.int64)),
+              "offsets": offsets, "sizes": sizes}
+    room = pad(len(json.dumps(header)) + 64 * len(parts) + 256)
+    pos = 16 + room
+    for key in parts:
+        offsets[key] = pos
+        pos = pad(pos + sizes[key])
+    blob = header_bytes(MAGIC, header)
+    if len(blob) > 16 + room:
+        raise ValueError("postings header too large")
+    path = sidecar_path(db_path)
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(blob)
+            for key, data in parts.items():
+                f.seek(offsets[key])
+                f.write(data)
+            f.truncate(pos)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(tmp)
+    return load(db_path, stamp)
+
+
+# --------------------------------------------------------------------------- building
+
+
+@dataclass
+class _Rows:
+    rowids: np.ndarray
+    ids: list[bytes]
+    sources: list[str]
+
+
+def _current_rows(db: Any, table: str) -> _Rows:
+    got = db.execute(f"SELECT rowid, id, source FROM {table} ORDER BY rowid").fetchall()
+    return _Rows(np.fromiter((r[0] for r in got), np.int64, len(got)),
+                 [r[1].encode("ascii") for r in got], [r[2] for r in got])
+
+
+def _runs(docs: np.ndarray, starts_of_terms: np.ndarray) -> tuple[np.ndarray, np.ndarray,
+                                                                    np.ndarray]:
+    """From instances (one ``doc`` each, sorted by term then doc) and where each term's
+    instances start, the postings: ``(first instance of each posting, doc, tf)``."""
+    new = np.ones(docs.size, bool)
+    if docs.size > 1:
+        new[1:] = docs[1:] != docs[:-1]
+    new[starts_of_terms[starts_of_terms < docs.size]] = True
+    first = np.flatnonzero(new)
+    tf = np.diff(np.append(first, docs.size))
+    return first, docs[first], tf
+
+
+def build_full(db: Any, table: str = TABLE) -> tuple[list[str], np.ndarray, np.ndarray,
+                                                     np.ndarray, _Rows, np.ndarray]:
+    """Read the whole table's postings from FTS5's vocabulary, in one read transaction:
+    ``(terms, ptr, rows, tfs, current rows, doclen)``."""
+    db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_VOCAB}_row "
+               f"USING fts5vocab(main, {table}, row)")
+    db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_VOCAB}_inst "
+               f"USING fts5vocab(main, {table}, instance)")
+    db.execute("BEGIN")
+    try:
+        cur = _current_rows(db, table)
+        vocab = db.execute(f"SELECT term, cnt FROM temp.{_VOCAB}_row").fetchall()
+        wide = cur.rowids.size and int(cur.rowids[-1]) >= 2**31
+        docs = np.fromiter(itertools.chain.from_iterable(
+            db.execute(f"SELECT doc FROM temp.{_VOCAB}_inst")),
+            dtype=np.int64 if wide else np.int32)
+    finally:
+        db.execute("COMMIT")
+    terms = [t for t, _ in vocab]
+    counts = np.fromiter((c for _, c in vocab), np.int64, len(vocab))
+    inst_ptr = np.concatenate([[0], np.cumsum(counts)])
+    if inst_ptr[-1] != docs.size:
+        raise ValueError("FTS5 vocabulary changed while it was read")
+    first, post_docs, tf = _runs(docs, inst_ptr[:-1])
+    del docs
+    ptr = np.searchsorted(first, inst_ptr)
+    del first
+    rows = np.searchsorted(cur.rowids, post_docs).astype(np.int32)
+    if rows.size and (rows.max() >= cur.rowids.size
+                      or not np.array_equal(cur.rowids[rows], post_docs)):
+        raise ValueError("FTS5 rows and vocabulary disagree")
+    tf = tf.astype(np.uint32)
+    doclen = np.bincount(rows, weights=tf, minlength=cur.rowids.size).astype(np.int32)
+    return terms, ptr, rows, tf, cur, doclen
+
+
+def _delta_postings(spec: str, texts: Sequence[str], positions: np.ndarray
+                    ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """Postings of a few rows (their text and their positions among the new rows), tokenized
+    by an in-memory FTS5 table: ``(term per posting, row, tf)`` sorted by term then row, and
+    each row's token count."""
+    per_row = tokenize(spec, texts)
+    pairs: dict[tuple[str, int], int] = {}
+    for pos, toks in zip(positions.tolist(), per_row, strict=True):
+        for t in toks:
+            pairs[(t, pos)] = pairs.get((t, pos), 0) + 1
+    keys = sorted(pairs)
+    return ([t for t, _ in keys], np.asarray([p for _, p in keys], np.int64),
+            np.asarray([pairs[k] for k in keys], np.int64),
+            np.asarray([len(t) for t in per_row], np.int64))
+
+
+def build_delta(db: Any, old: Postings, table: str = TABLE
+                ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, _Rows,
+                           np.ndarray] | None:
+    """``old`` brought up to the table's current rows: kept rows keep their postings, rows
+    gone lose them, new or changed rows (by ``(rowid, id)``) are tokenized afresh. ``None``
+    when that would touch more than a quarter of the rows (a full read is then as fast)."""
+    db.execute("BEGIN")
+    try:
+        cur = _current_rows(db, table)
+        old_pairs = dict(zip(old.rowids.tolist(), (bytes(x) for x in old.ids), strict=True))
+        keep_new = np.fromiter((old_pairs.get(r) == i for r, i in
+                                zip(cur.rowids.tolist(), cur.ids, strict=True)),
+                               bool, cur.rowids.size)
+        added = np.flatnonzero(~keep_new)
+        if added.size > max(1000, cur.rowids.size // 4):
+            return None
+        texts: list[str] = []
+        for i in range(0, added.size, 500):
+            part = cur.rowids[added[i : i + 500]].tolist()
+            marks = ",".join("?" * len(part))
+            got = dict(db.execute(f"SELECT rowid, text FROM {table} WHERE rowid IN ({marks})",
+                                  part).fetchall())
+            texts.extend(got.get(r) or "" for r in part)
+    finally:
+        db.execute("COMMIT")
+    n, n_old = cur.rowids.size, old.n
+    # old rows still present, and where they go among the new rows
+    kept_rowids = cur.rowids[keep_new]
+    old_pos = np.searchsorted(old.rowids, kept_rowids)
+    new_of_old = np.full(n_old, -1, np.int32)
+    new_of_old[old_pos] = np.flatnonzero(keep_new)
+    o_rows = new_of_old[old.rows]  # int32, one per old posting; -1: the row is gone
+    live = o_rows >= 0
+    csum = np.concatenate([[0], np.cumsum(live, dtype=np.int64)])
+    o_ptr = np.asarray(old.ptr, np.int64)
+    o_counts = csum[o_ptr[1:]] - csum[o_ptr[:-1]]  # postings each old term keeps
+    del csum
+    o_rows = o_rows[live]
+    o_tfs = np.asarray(old.tfs)[live]
+    del live
+    d_terms, d_rows, d_tfs, d_len = _delta_postings(old.spec, texts, added)
+    terms = sorted(set(old.terms).union(d_terms)) if d_terms else list(old.terms)
+    counts = np.zeros(len(terms), np.int64)
+    if old.terms:
+        counts[np.searchsorted(terms, old.terms)] = o_counts
+    base = np.concatenate([[0], np.cumsum(counts)])  # each term's start among kept postings
+    d_term = np.searchsorted(terms, d_terms) if d_terms else np.zeros(0, np.int64)
+    at = np.empty(d_rows.size, np.int64)
+    for i in range(d_rows.size):  # a few postings per changed row: a search each
+        lo, hi = int(base[d_term[i]]), int(base[d_term[i] + 1])
+        at[i] = lo + int(np.searchsorted(o_rows[lo:hi], d_rows[i]))
+    rows = np.insert(o_rows, at, d_rows.astype(np.int32))
+    tfs = np.insert(o_tfs.astype(np.uint32), at, d_tfs.astype(np.uint32))
+    np.add.at(counts, d_term, 1)
+    ptr = np.concatenate([[0], np.cumsum(counts)])
+    # a term no row has any more keeps an empty range: harmless, dropped at the next full read
+    doclen = np.zeros(n, np.int32)
+    doclen[keep_new] = np.asarray(old.doclen)[old_pos]
+    doclen[added] = d_len
+    return terms, ptr, rows, tfs, cur, doclen
+
+
+def refresh(store: Store, *, force_full: bool = False,
+            progress: Callable[[str, int, int], None] | None = None) -> str:
+    """Bring ``<index>.postings`` up to the store's committed state. Returns what was done:
+    ``fresh``, ``delta``, ``full``, ``removed`` (below :func:`min_rows`) or ``none``.
+    ``progress(stage, done, total)`` hears the start and the end of a rewrite (a full read
+    takes ~10–20 s at 133k chunks)."""
+    if not store.fts_available:
+        return "none"
+    stamp = vectors.stamp_of(store.get_meta())
+    path = sidecar_path(store.path)
+    if store.fts_row_count(TABLE) < min_rows():
+        if path.exists():
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
+            _cache.pop(str(store.path), None)
+            return "removed"
+        return "none"
+    old = load(store.path)
+    if old is not None and old.stamp == stamp:
+        return "fresh"
+    spec = tokenizer_spec(store.db)
+    n_rows = store.fts_row_count(TABLE)
+    if progress is not None:
+        progress("keyword postings", 0, n_rows)
+    got = None
+    if old is not None and old.spec == spec and not force_full:
+        got = build_delta(store.db, old)
+    how = "delta" if got is not None else "full"
+    if got is None:
+        got = build_full(store.db)
+    terms, ptr, rows, tfs, cur, doclen = got
+    write(store.path, stamp, spec, terms, ptr, rows, tfs, cur.rowids, cur.ids, cur.sources,
+          doclen)
+    if progress is not None:
+        progress("keyword postings", n_rows, n_rows)
+    return how
+
+
+_cache: dict[str, Postings] = {}
+_cache_lock = threading.Lock()
+
+
+def for_store(store: Store) -> Postings | None:
+    """The mapped sidecar of ``store`` if it matches the index's committed state, else ``None``
+    (kept mapped between queries; re-mapped when a sync replaced it)."""
+    stamp = vectors.stamp_of(store.get_meta())
+    key = str(store.path)
+    with _cache_lock:
+        p = _cache.get(key)
+        if p is not None and p.stamp == stamp:
+            return p
+    p = load(store.path, stamp)
+    with _cache_lock:
+        if p is None:
+            _cache.pop(key, None)
+        else:
+            _cache[key] = p
+    return p

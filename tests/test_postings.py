@@ -1,0 +1,225 @@
+"""The keyword postings sidecar (issue #10 item 2): the default profile's OR query answered in
+numpy must be FTS5's own ``ORDER BY bm25 LIMIT pool``, row for row and float for float.
+
+The corpus is built to make that hard: words in most chunks (IDF clamped to 1e-6), duplicate
+chunks (exact ties, rowid order), stems (``camping`` / ``camp``), accents, identifiers that FTS5
+splits into multi-token phrases (``deploy_script``), Chinese bigrams, repeated words (tf up to
+dozens) and chunk lengths from a few tokens to hundreds. Real SQLite and FTS5, keyword-only
+index; the threshold is lowered so this small index gets a sidecar.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memory_core import MemoryIndex, postings
+from memory_core.config import profile_settings
+from memory_core.query import or_fts_query
+from memory_core.search import keyword_leg, or_query_topk
+
+TABLE = postings.TABLE
+COMMON = "server database deploy alert backup".split()
+MEDIUM = [f"topic{i}" for i in range(30)] + ["camping", "camps", "café", "naïve", "deploy_script",
+                                             "user_id", "v2", "HTTP2"]
+RARE = [f"rare{i}" for i in range(120)]
+
+
+def _line(rng: random.Random, i: int) -> str:
+    words = [w for w in COMMON if rng.random() < 0.8]
+    words += rng.sample(MEDIUM, rng.randint(1, 3)) + rng.sample(RARE, rng.randint(0, 2))
+    if i % 9 == 0:
+        words.append("熔断器触发了告警")
+    if i % 50 == 0:
+        words += ["backup"] * 40  # a high term frequency
+    rng.shuffle(words)
+    return " ".join(words * rng.randint(1, 3))
+
+
+def _workspace(root: Path) -> Path:
+    rng = random.Random(11)
+    mem = root / "memory"
+    mem.mkdir(parents=True)
+    lines = [_line(rng, i) for i in range(500)]
+    lines += lines[:30]  # exact duplicates: equal bm25, the tie order must hold
+    for f, line in enumerate(lines):
+        (mem / f"2026-02-{f % 28 + 1:02d}-n{f}.md").write_text(f"# n{f}\n\n{line}\n",
+                                                                encoding="utf-8")
+    (root / "MEMORY.md").write_text("# index\n\nserver topic1 rare3 backup camp\n",
+                                    encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="module")
+def low_threshold() -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MEMORY_CORE_POSTINGS_MIN_ROWS", "1")
+        yield
+
+
+@pytest.fixture(scope="module")
+def kw_index(tmp_path_factory: pytest.TempPathFactory, low_threshold: None
+             ) -> Iterator[MemoryIndex]:
+    ws = _workspace(tmp_path_factory.mktemp("post"))
+    idx = MemoryIndex.open(ws, provider="none")
+    idx.sync()
+    yield idx
+    idx.close()
+
+
+def _queries() -> list[str]:
+    rng = random.Random(5)
+    out = ["server database deploy", "server", "熔断器 是什么原因", "camp camping", "cafe naive",
+           "deploy_script user_id failed", "HTTP2 v2 server", "backup", "nothing matches this",
+           "rare5 server database deploy alert backup", "topic1 topic2 topic3 topic4 topic5"]
+    pool = COMMON + MEDIUM + RARE
+    for _ in range(80):
+        out.append(" ".join(rng.sample(pool, rng.randint(1, 6))))
+    return out
+
+
+def test_tokenize_is_fts5s() -> None:
+    spec = "porter unicode61"
+    assert postings.tokenize(spec, ["camping", "deploy_script", "Café", "熔断 断器", "", "_"]) == [
+        ["camp"], ["deploi", "script"], ["cafe"], ["熔断", "断器"], [], []]
+
+
+def test_sync_writes_a_fresh_sidecar(kw_index: MemoryIndex) -> None:
+    store = kw_index.store
+    side = postings.for_store(store)
+    assert side is not None
+    assert side.n == store.fts_row_count(TABLE)
+    assert postings.refresh(store) == "fresh"
+    # row lengths are FTS5's docsize: the same avgdl as bm25 uses
+    total = sum(len(t) for t in postings.tokenize(
+        side.spec, [r[0] for r in store.db.execute(f"SELECT text FROM {TABLE} ORDER BY rowid")]))
+    assert side.total_tokens == total
+
+
+@pytest.mark.parametrize("pool", [5, 20, 200])
+@pytest.mark.parametrize("sources", [None, ["memory"], ["sessions"]])
+def test_postings_equal_the_fts5_query(kw_index: MemoryIndex, pool: int,
+                                       sources: list[str] | None) -> None:
+    store = kw_index.store
+    side = postings.for_store(store)
+    assert side is not None
+    for q in _queries():
+        match = or_fts_query(q)
+        assert match
+        want = store.keyword_search(match, [], pool, table=TABLE, sources=sources)
+        got = side.ranked(store.db, TABLE, match.split(" OR "), pool, sources)
+        assert got == want, q  # same ids, same order, same floats
+
+
+def test_the_search_leg_uses_the_sidecar(kw_index: MemoryIndex) -> None:
+    store, s = kw_index.store, profile_settings("default")
+    plans = set()
+    for q in _queries()[:30]:
+        match = or_fts_query(q)
+        assert match
+        got, plan = or_query_topk(store, TABLE, match.split(" OR "), 200, None)
+        plans.add(plan)
+        hits, m, table = keyword_leg(store, q, s, 200, None)
+        assert table == TABLE and m == match
+        want = store.keyword_search(match, [], 200, table=TABLE)
+        assert [(h.id, h.raw) for h in hits] == want == got
+    assert plans == {"postings"}
+
+
+def _same_postings(a: tuple, b: tuple) -> None:
+    terms_a, ptr_a, rows_a, tfs_a, cur_a, len_a = a
+    terms_b, ptr_b, rows_b, tfs_b, cur_b, len_b = b
+    assert np.array_equal(cur_a.rowids, cur_b.rowids) and cur_a.ids == cur_b.ids
+    assert np.array_equal(len_a, len_b)
+    index_b = {t: i for i, t in enumerate(terms_b)}
+    for i, t in enumerate(terms_a):
+        lo, hi = int(ptr_a[i]), int(ptr_a[i + 1])
+        if t not in index_b:
+            assert lo == hi, t  # only an emptied term may be missing from a full read
+            continue
+        j = index_b[t]
+        assert np.array_equal(rows_a[lo:hi], rows_b[int(ptr_b[j]):int(ptr_b[j + 1])]), t
+        assert np.array_equal(np.asarray(tfs_a[lo:hi], np.int64),
+                              np.asarray(tfs_b[int(ptr_b[j]):int(ptr_b[j + 1])], np.int64)), t
+    assert set(terms_b) <= set(terms_a)
+
+
+@pytest.fixture()
+def fresh(tmp_path: Path, low_threshold: None) -> Iterator[tuple[Path, MemoryIndex]]:
+    """A workspace of its own, synced (with its sidecar), for a test that changes it."""
+    ws = _workspace(tmp_path / "ws")
+    idx = MemoryIndex.open(ws, provider="none")
+    idx.sync()
+    yield ws, idx
+    idx.close()
+
+
+def test_a_small_sync_updates_the_sidecar_like_a_full_read(
+        fresh: tuple[Path, MemoryIndex]) -> None:
+    ws, idx = fresh
+    store = idx.store
+    old = postings.load(store.path)
+    assert old is not None
+    mem = ws / "memory"
+    (mem / "2026-02-01-n0.md").unlink()  # a file gone
+    (mem / "2026-02-02-n1.md").write_text("# n1\n\nbrandnew zebra server camping\n",
+                                          encoding="utf-8")  # a file changed
+    (mem / "2026-03-01-extra.md").write_text("# extra\n\nzebra_crossing 斑马线 topic7\n",
+                                             encoding="utf-8")  # a file added
+    idx.sync()
+    store = idx.store
+    delta = postings.build_delta(store.db, old)
+    assert delta is not None
+    _same_postings(delta, postings.build_full(store.db))
+    side = postings.for_store(store)
+    assert side is not None and side.n == store.fts_row_count(TABLE)
+    for q in [*_queries()[:40], "zebra brandnew", "斑马", "zebra_crossing"]:
+        match = or_fts_query(q)
+        assert match
+        want = store.keyword_search(match, [], 50, table=TABLE)
+        assert side.ranked(store.db, TABLE, match.split(" OR "), 50, None) == want, q
+
+
+def test_stale_or_damaged_sidecars_are_not_used(fresh: tuple[Path, MemoryIndex]) -> None:
+    ws, idx = fresh
+    store = idx.store
+    path = postings.sidecar_path(store.path)
+    stale = path.read_bytes()
+    (ws / "memory" / "2026-03-02-more.md").write_text("# more\n\nserver okapi\n",
+                                                      encoding="utf-8")
+    idx.sync()
+    store = idx.store
+    path.write_bytes(stale)  # a sidecar of an older state: its stamp no longer matches
+    assert postings.for_store(store) is None
+    match = or_fts_query("okapi server")
+    assert match
+    want = store.keyword_search(match, [], 20, table=TABLE)
+    got, plan = or_query_topk(store, TABLE, match.split(" OR "), 20, None)
+    assert got == want and plan != "postings"
+    path.write_bytes(b"MWPOST01" + b"\xff" * 64)  # damaged
+    assert postings.load(store.path) is None
+    got, plan = or_query_topk(store, TABLE, match.split(" OR "), 20, None)
+    assert got == want and plan != "postings"
+    # the next sync writes a fresh one again
+    assert postings.refresh(store) == "full"
+    assert postings.for_store(store) is not None
+
+
+def test_small_indexes_get_no_sidecar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORY_CORE_POSTINGS_MIN_ROWS", "1")
+    ws = _workspace(tmp_path / "ws")
+    idx = MemoryIndex.open(ws, provider="none")
+    try:
+        idx.sync()
+        path = postings.sidecar_path(idx.store.path)
+        assert path.exists()
+        monkeypatch.setenv("MEMORY_CORE_POSTINGS_MIN_ROWS", "100000")
+        assert postings.refresh(idx.store) == "removed"
+        assert not path.exists()
+        assert postings.for_store(idx.store) is None
+    finally:
+        idx.close()
