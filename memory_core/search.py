@@ -76,7 +76,7 @@ def or_query_topk(store: Store, table: str, phrases: Sequence[str], pool: int,
     kept rows with the full query (one scan, bm25 only for them) gives the exact answer.
     Otherwise, or when no split can work (every phrase is needed, too few rows), the full query
     runs as before. Before any of that, a fresh keyword postings sidecar (:mod:`.postings`, on
-    indexes of 20k rows and more) answers the same query in numpy with the same floats.
+    indexes of 5k rows and more) answers the same query in numpy with the same floats.
     Returns the ``(id, rank)`` rows and which plan answered (``postings``, ``full``,
     ``split-<k>``).
     """
