@@ -115,6 +115,7 @@ def bench_search(size: str, ws: Path, base_url: str, nq: int) -> None:
             for q, qv in zip(queries, qvecs, strict=True):
                 t = time.perf_counter()
                 c = idx.candidates(q, settings=s, auto_sync=False, query_vector=qv,
+                                   rows_for=s.candidate_count(),
                                    **({"use_numpy": True} if engine == "numpy" else {}))
                 fuse(c, s)
                 tot.append((time.perf_counter() - t) * 1000)
@@ -129,8 +130,9 @@ def bench_search(size: str, ws: Path, base_url: str, nq: int) -> None:
             tot, kw, vec = [], [], []
             for q, qv in zip(queries, qvecs, strict=True):
                 t = time.perf_counter()
+                # as memory_search fetches: the rows of the cut its fusion reads
                 c = fetch_candidates(st, idx.choice.provider, q, s, query_vector=qv,
-                                     engine=engine)
+                                     engine=engine, rows_for=s.candidate_count())
                 fuse(c, s)
                 tot.append((time.perf_counter() - t) * 1000)
                 kw.append(c.timings_ms.get("keyword_ms", 0.0))

@@ -57,3 +57,6 @@ class Candidates:
     keyword_fallback: tuple[tuple[LegHit, ...], ...] = ()
     keyword_fallback_terms: tuple[str, ...] = ()  # the keyword each fallback list searched
     timings_ms: dict[str, float] = field(default_factory=dict)
+    #: ``None``: ``chunks`` holds every hit's row. A number: only each leg's first that many
+    #: (what one fusion with ``candidate_count()`` up to it reads; see ``fetch_candidates``).
+    rows_for: int | None = None

@@ -388,6 +388,10 @@ FUSIONS: dict[FusionMode, Callable[[Candidates, SearchSettings], FusionResult]] 
 
 def fuse(cands: Candidates, settings: SearchSettings) -> FusionResult:
     """Rank ``cands`` under ``settings``. Pure: same inputs, same output."""
+    if cands.rows_for is not None and settings.candidate_count() > cands.rows_for:
+        raise ValueError(f"these candidates hold the rows of each leg's first {cands.rows_for}"
+                         f" hits; settings that cut at {settings.candidate_count()} need them"
+                         " fetched again")
     if cands.mode == "fts-only" and settings.fusion == "reference":
         return _fts_only(cands, settings)
     try:

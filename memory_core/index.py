@@ -319,19 +319,22 @@ class MemoryIndex:
 
     def candidates(self, query: str, sources: Sequence[str] | None = None,
                    settings: SearchSettings | None = None, *, use_numpy: bool = False,
-                   auto_sync: bool = True, query_vector: np.ndarray | None = None
-                   ) -> Candidates:
+                   auto_sync: bool = True, query_vector: np.ndarray | None = None,
+                   rows_for: int | None = None) -> Candidates:
         """Fetch both legs for ``query`` once (the slow part: embedding and SQL).
 
         ``query_vector``: the query's embedding when the caller already has it (the evaluator
         embeds its queries in batches, and fetches once per keyword-leg option).
+        ``rows_for``: see :func:`memory_core.search.fetch_candidates` (``None``: every hit's
+        row, for re-fusing under other settings).
         """
         if auto_sync:
             self.ensure_synced()
         s = settings or self.settings()
         src = self._source_filter(sources)
         try:
-            return self._expand(self._fetch(query, s, src, use_numpy, query_vector), s, src)
+            return self._expand(self._fetch(query, s, src, use_numpy, query_vector, rows_for),
+                                s, src)
         except IndexUnavailable:
             if not (auto_sync and self.auto_sync):
                 raise
@@ -342,7 +345,8 @@ class MemoryIndex:
         except SyncBusy as e:
             raise IndexUnavailable(f"index {self.store_path} is damaged and another process "
                                    f"is syncing it; try again shortly ({e})") from e
-        return self._expand(self._fetch(query, s, src, use_numpy, query_vector), s, src)
+        return self._expand(self._fetch(query, s, src, use_numpy, query_vector, rows_for),
+                            s, src)
 
     def _expand(self, cands: Candidates, s: SearchSettings, src: list[str] | None
                 ) -> Candidates:
@@ -363,7 +367,8 @@ class MemoryIndex:
         return cands
 
     def _fetch(self, query: str, s: SearchSettings, src: list[str] | None, use_numpy: bool,
-               query_vector: np.ndarray | None, *, keyword_only: bool = False) -> Candidates:
+               query_vector: np.ndarray | None, rows_for: int | None = None, *,
+               keyword_only: bool = False) -> Candidates:
         """Both legs (or the keyword leg alone), or :class:`IndexUnavailable` when the index
         turns out to be damaged."""
         with self._lock:
@@ -373,7 +378,8 @@ class MemoryIndex:
             provider = None if keyword_only else self.choice.provider
             try:
                 return fetch_candidates(store, provider, query, s, src,
-                                        use_numpy=use_numpy, query_vector=query_vector)
+                                        use_numpy=use_numpy, query_vector=query_vector,
+                                        rows_for=rows_for)
             except DatabaseError as e:
                 if not is_corruption(e):
                     raise
@@ -403,7 +409,10 @@ class MemoryIndex:
         s = replace(s, max_results=max_results if max_results is not None else s.max_results,
                     min_score=min(1.0, max(0.0, min_score)) if min_score is not None
                     else s.min_score)
-        cands = self.candidates(query, sources, s, use_numpy=use_numpy)
+        # one fusion under ``s``: only the rows it reads (expansions read every hit's text)
+        expands = (s.prf_terms > 0 and s.prf_weight > 0) or s.decompose > 0
+        cands = self.candidates(query, sources, s, use_numpy=use_numpy,
+                                rows_for=None if expands else s.candidate_count())
         result = fuse(cands, s)
         if on_hits is not None and result.hits:
             on_hits(cands.query, result.hits)

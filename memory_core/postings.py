@@ -57,6 +57,9 @@ K1 = 1.2
 B = 0.75
 K1_PLUS_1 = K1 + 1.0
 _VOCAB = "mw_postings_vocab"
+#: Memory for the per-term score arrays kept between queries (a term in every row of 133k:
+#: ~1.6 MB); the oldest go first.
+SCORE_CACHE_BYTES = 64 << 20
 
 
 def min_rows() -> int:
@@ -132,6 +135,8 @@ class Postings:
     doclen: np.ndarray  # (N,) int32: tokens per row (FTS5's docsize)
     total_tokens: int
     _norm: np.ndarray | None = field(default=None, repr=False)
+    _scores: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
+    _score_bytes: int = field(default=0, repr=False)
 
     @property
     def n(self) -> int:
@@ -144,6 +149,32 @@ class Postings:
             return np.zeros(0, np.int32), np.zeros(0, np.uint16)
         a, b = int(self.ptr[t]), int(self.ptr[t + 1])
         return self.rows[a:b], self.tfs[a:b]
+
+    def term_scores(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, contribution)``: what one phrase of this single term adds to each row's
+        bm25, as FTS5 computes it. Fixed for a given sidecar (N, the term's row count and avgdl
+        are), so the arrays of recent terms are kept up to :data:`SCORE_CACHE_BYTES`."""
+        got = self._scores.get(term)
+        if got is not None:
+            return got
+        rows, tfs = self.term_rows(term)
+        n = self.n
+        if rows.size:
+            idf = math.log((n - rows.size + 0.5) / (rows.size + 0.5))
+            if idf <= 0.0:
+                idf = 1e-6
+            f = tfs.astype(np.float64)
+            contrib = idf * ((f * K1_PLUS_1) / (f + self.length_norm()[rows]))
+        else:
+            contrib = np.zeros(0, np.float64)
+        size = contrib.nbytes + rows.size * 4
+        if size <= SCORE_CACHE_BYTES:
+            while self._scores and self._score_bytes + size > SCORE_CACHE_BYTES:
+                old = self._scores.pop(next(iter(self._scores)))
+                self._score_bytes -= old[1].nbytes + old[0].size * 4
+            self._scores[term] = (rows, contrib)
+            self._score_bytes += size
+        return rows, contrib
 
     def length_norm(self) -> np.ndarray:
         """Per row, bm25's ``k1 · (1 − b + b · D / avgdl)``, in FTS5's order of operations."""
@@ -165,19 +196,12 @@ class Postings:
         toks = tokenize(self.spec, texts)
         if any(not t for t in toks):
             return None
-        norm = self.length_norm()
         score = np.zeros(n, np.float64)
-        hit = np.zeros(n, bool)
         for phrase, terms in zip(phrases, toks, strict=True):
             if len(terms) == 1:
-                rows, tfs = self.term_rows(terms[0])
+                rows, contrib = self.term_scores(terms[0])
                 if not rows.size:
                     continue
-                idf = math.log((n - rows.size + 0.5) / (rows.size + 0.5))
-                if idf <= 0.0:
-                    idf = 1e-6
-                f = tfs.astype(np.float64)
-                contrib = idf * ((f * K1_PLUS_1) / (f + norm[rows]))
             else:  # positions matter: FTS5 scores this phrase alone, exactly as in the OR
                 got = db.execute(f"SELECT rowid, bm25({table}) FROM {table} WHERE {table} MATCH ?",
                                  (phrase,)).fetchall()
@@ -190,7 +214,7 @@ class Postings:
                     return None  # the table moved under us: FTS5's own query answers
                 contrib = -arr[:, 1]
             score[rows] += contrib
-            hit[rows] = True
+        hit = score > 0.0  # every phrase found in a row adds at least 1e-6 · (…) > 0
         if sources:
             wanted = [i for i, s in enumerate(self.sources) if s in sources]
             if len(wanted) < len(self.sources):
@@ -200,7 +224,8 @@ class Postings:
             return []
         rank = -1.0 * score[cand]
         top = smallest_first(rank, pool)
-        return [(bytes(self.ids[cand[i]]).decode("ascii"), float(rank[i])) for i in top]
+        ids = np.asarray(self.ids)[cand[top]].tolist()  # one gather, not a memmap item each
+        return [(i.decode("ascii"), r) for i, r in zip(ids, rank[top].tolist(), strict=True)]
 
 
 def _stamp_on_disk(path: Path) -> str | None:

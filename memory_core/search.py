@@ -154,8 +154,14 @@ def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: st
                      settings: SearchSettings, sources: Sequence[str] | None = None,
                      *, pool: int = POOL, use_numpy: bool = False,
                      query_vector: np.ndarray | None = None,
-                     engine: str = "auto") -> Candidates:
-    """Fetch both legs for ``query`` once. Empty query → empty candidates."""
+                     engine: str = "auto", rows_for: int | None = None) -> Candidates:
+    """Fetch both legs for ``query`` once. Empty query → empty candidates.
+
+    ``rows_for``: read the chunk rows (path, lines, text) of each leg's first ``rows_for`` hits
+    only, which is all one fusion under settings with ``candidate_count() <= rows_for`` reads
+    (``memory_search`` itself: 48 rows of ~400 at the default cut, a third of a query's time at
+    133k chunks). ``None``: every hit's row, for callers that re-fuse under other settings.
+    """
     q = query.strip()
     timings: dict[str, float] = {}
     if not q:
@@ -187,15 +193,21 @@ def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: st
         t2 = time.perf_counter()
         vector = vector_leg(store, qvec, pool, sources, use_numpy=use_numpy, engine=engine)
         timings["vector_ms"] = (time.perf_counter() - t2) * 1000
-    ids = {h.id for h in vector} | {h.id for h in keyword}
+    cut = len(vector) + len(keyword) if rows_for is None else max(0, rows_for)
+    ids = {h.id for h in vector[:cut]} | {h.id for h in keyword[:cut]}
     for lst in fallback:
-        ids |= {h.id for h in lst}
+        ids |= {h.id for h in lst[:cut]}
     rows = store.chunk_rows(ids)
     chunks = {cid: ChunkInfo(r.id, r.path, r.source, r.start_line, r.end_line, r.text,
                              r.mtime_ms) for cid, r in rows.items()}
     # A row can vanish between the legs and the lookup (a concurrent sync): drop it.
-    vector = [h for h in vector if h.id in chunks]
-    keyword = [h for h in keyword if h.id in chunks]
-    fb = tuple(tuple(h for h in lst if h.id in chunks) for lst in fallback)
+    vector = _present(vector, chunks, cut)
+    keyword = _present(keyword, chunks, cut)
+    fb = tuple(tuple(_present(lst, chunks, cut)) for lst in fallback)
     return Candidates(q, mode, tuple(vector), tuple(keyword), chunks, pool, match, table, fb,
-                      tuple(terms), timings)
+                      tuple(terms), timings, rows_for)
+
+
+def _present(hits: list[LegHit], chunks: dict[str, ChunkInfo], cut: int) -> list[LegHit]:
+    """``hits`` without those whose row vanished; past ``cut`` no row was read: kept as is."""
+    return [h for h in hits[:cut] if h.id in chunks] + hits[cut:]
