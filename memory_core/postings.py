@@ -279,6 +279,8 @@ def write(db_path: Path, stamp: str, spec: str, terms: Sequence[str], ptr: np.nd
           rows: np.ndarray, tfs: np.ndarray, rowids: np.ndarray, ids: Sequence[bytes],
           sources: Sequence[str], doclen: np.ndarray) -> Postings | None:
     """Write the sidecar atomically (temp file + rename); returns it loaded."""
+    if any("\0" in t for t in terms):
+        raise ValueError("a term holds NUL, the sidecar's separator")
     n = len(ids)
     names = sorted(set(sources))
     code_of = {s: i for i, s in enumerate(names)}
@@ -373,6 +375,9 @@ def build_full(db: Any, table: str = TABLE) -> tuple[list[str], np.ndarray, np.n
     finally:
         db.execute("COMMIT")
     terms = [t for t, _ in vocab]
+    if any(a >= b for a, b in itertools.pairwise(terms)):
+        # lookups bisect in Python's order, which is FTS5's (UTF-8 byte order) for valid text
+        raise ValueError("FTS5's vocabulary is not in code point order")
     counts = np.fromiter((c for _, c in vocab), np.int64, len(vocab))
     inst_ptr = np.concatenate([[0], np.cumsum(counts)])
     if inst_ptr[-1] != docs.size:
