@@ -16,7 +16,7 @@ from .candidates import Candidates, ChunkInfo, LegHit
 from .common.dates import DAY_MS, day_start_ms, diary_date, now_ms, path_date
 from .config import FusionMode, SearchSettings
 from .expansion import boost_adjacent, diversify
-from .query import date_closeness, date_hints, lexical_tokens, tokens
+from .query import DateSpan, date_closeness, date_hints, lexical_tokens, tokens
 from .rerank import mmr_order
 from .text import truncate_utf16
 
@@ -326,6 +326,45 @@ def _date_hint(hits: list[Hit], cands: Candidates, s: SearchSettings) -> None:
             h.score += bonus
 
 
+def pool_dates(query: str, s: SearchSettings) -> list[DateSpan]:
+    """The dates whose chunks :func:`fuse` draws from the legs' whole fetched pools, not only
+    from their cut: those ``query`` names, when ``normalized`` fusion's date hint is on.
+
+    A caller that reads the rows of each leg's first ``candidate_count()`` hits only must read
+    every row when this is not empty (fusion skips a pool hit whose row it was not given).
+    """
+    if s.fusion != "normalized" or s.date_hint <= 0:
+        return []
+    return date_hints(query)
+
+
+def _with_dated(cands: Candidates, s: SearchSettings, vector: list[LegHit],
+                keyword: list[LegHit]) -> tuple[list[LegHit], list[LegHit]]:
+    """The legs' cut lists plus every hit of their fetched pools whose file the date hint
+    rewards (a date the query names, :func:`pool_dates`), each in the leg that found it.
+
+    The cut is a relevance filter, and the diary or transcript of the asked day is often below
+    it in both legs: a transcript carries its date only in its file name (a Markdown diary's
+    heading also puts it in the text, where BM25 sees it), and a question's other words ("What
+    movie did Joanna watch on 1 May, 2022?") match many days. Cross-validated (issue #14,
+    docs/retrieval.md): LoCoMo sessions held-out R@5 0.848 → 0.853.
+    """
+    spans = pool_dates(cands.query, s)
+    if not spans:
+        return vector, keyword
+
+    def dated(h: LegHit) -> bool:
+        info = cands.chunks.get(h.id)
+        day = path_date(info.path) if info is not None else None
+        return day is not None and date_closeness(spans, day) > 0
+
+    have = {h.id for h in vector} | {h.id for h in keyword}
+    extra_v = [h for h in cands.vector if h.id not in have and dated(h)]
+    have.update(h.id for h in extra_v)
+    extra_k = [h for h in cands.keyword if h.id not in have and dated(h)] if keyword else []
+    return vector + extra_v, keyword + extra_k
+
+
 def _normalized(cands: Candidates, s: SearchSettings) -> FusionResult:
     """Each leg on a scale that does not drift with corpus size, then a weighted sum.
 
@@ -333,9 +372,11 @@ def _normalized(cands: Candidates, s: SearchSettings) -> FusionResult:
     * keyword: BM25 divided by the query's best BM25, so the strongest keyword match scores 1
       whether the index holds 50 chunks or 50,000 (the reference's ``r/(1+r)`` is near 0 on
       small indexes and near 1 on large ones);
-    * a candidate is any chunk in either leg's top ``maxResults × candidateMultiplier``, and its
-      score on the *other* leg is looked up in that leg's whole fetched pool: a chunk missing
-      from a cut list is not evidence that the leg found nothing;
+    * a candidate is any chunk in either leg's top ``maxResults × candidateMultiplier`` (and,
+      when the query names a date and the date hint is on, any chunk of either leg's whole
+      fetched pool in a file the date hint rewards: :func:`_with_dated`), and its score on the
+      *other* leg is looked up in that leg's whole fetched pool: a chunk missing from a cut
+      list is not evidence that the leg found nothing;
     * plus the date hint and the adjacent-chunk bonus, then decay, the per-file diversity
       penalty (:mod:`memory_core.expansion`), MMR, the minScore gate and keyword-only filling
       as configured.
@@ -344,7 +385,7 @@ def _normalized(cands: Candidates, s: SearchSettings) -> FusionResult:
     vector-only hit 0.5 × its cosine, so only a near-duplicate can tie it; and minScore means
     the same on any corpus.
     """
-    vector, keyword = _leg_maps(cands, s)
+    vector, keyword = _with_dated(cands, s, *_leg_maps(cands, s))
     wv, wt = s.normalized_weights()
     if cands.mode == "fts-only" or not cands.vector:
         wv, wt = 0.0, 1.0
