@@ -193,7 +193,9 @@ def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: st
         t2 = time.perf_counter()
         vector = vector_leg(store, qvec, pool, sources, use_numpy=use_numpy, engine=engine)
         timings["vector_ms"] = (time.perf_counter() - t2) * 1000
-    cut = len(vector) + len(keyword) if rows_for is None else max(0, rows_for)
+    # every hit of every list (the fallback lists run when the keyword leg found nothing)
+    cut = max(len(vector), len(keyword), *map(len, fallback), 0) if rows_for is None else max(
+        0, rows_for)
     ids = {h.id for h in vector[:cut]} | {h.id for h in keyword[:cut]}
     for lst in fallback:
         ids |= {h.id for h in lst[:cut]}

@@ -34,3 +34,20 @@ def test_search_equals_fusing_every_row(fixture: str, request: pytest.FixtureReq
             if wide.candidate_count() > s.candidate_count():
                 with pytest.raises(ValueError, match="fetched again"):
                     fuse(cut, wide)
+
+
+def test_keyword_only_fallback_lists_keep_their_rows(demo_ws: Path) -> None:
+    """Keyword-only under the reference: an AND query that matches nothing runs one search
+    per keyword; their hits need rows too, with and without a cut."""
+    with MemoryIndex.open(demo_ws, profile="reference", provider="none") as idx:
+        idx.sync()
+        s = idx.settings()
+        q = "router zzzqqq-nothing deploy"
+        full = idx.candidates(q, settings=s)
+        assert not full.keyword and any(full.keyword_fallback), full
+        cut = idx.candidates(q, settings=s, rows_for=s.candidate_count())
+        for c in (full, cut):
+            n = s.candidate_count() if c.rows_for else None
+            assert all(h.id in c.chunks for lst in c.keyword_fallback for h in lst[:n])
+        assert fuse(full, s).hits == fuse(cut, s).hits == idx.search(q).hits
+        assert idx.search(q).hits
