@@ -137,6 +137,7 @@ class Postings:
     _norm: np.ndarray | None = field(default=None, repr=False)
     _scores: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
     _score_bytes: int = field(default=0, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def n(self) -> int:
@@ -169,11 +170,13 @@ class Postings:
             contrib = np.zeros(0, np.float64)
         size = contrib.nbytes + rows.size * 4
         if size <= SCORE_CACHE_BYTES:
-            while self._scores and self._score_bytes + size > SCORE_CACHE_BYTES:
-                old = self._scores.pop(next(iter(self._scores)))
-                self._score_bytes -= old[1].nbytes + old[0].size * 4
-            self._scores[term] = (rows, contrib)
-            self._score_bytes += size
+            with self._lock:  # the MCP server searches from several threads
+                while self._scores and self._score_bytes + size > SCORE_CACHE_BYTES:
+                    old = self._scores.pop(next(iter(self._scores)))
+                    self._score_bytes -= old[1].nbytes + old[0].size * 4
+                if term not in self._scores:
+                    self._scores[term] = (rows, contrib)
+                    self._score_bytes += size
         return rows, contrib
 
     def length_norm(self) -> np.ndarray:
