@@ -480,6 +480,7 @@ def refresh(store: Store, *, force_full: bool = False,
             progress: Callable[[str, int, int], None] | None = None) -> str:
     """Bring ``<index>.postings`` up to the store's committed state. Returns what was done:
     ``fresh``, ``delta``, ``full``, ``removed`` (below :func:`min_rows`) or ``none``.
+    ``force_full``: read FTS5 whole even when the sidecar looks fresh (``index --verify``).
     ``progress(stage, done, total)`` hears the start and the end of a rewrite (a full read
     takes ~10–20 s at 133k chunks)."""
     if not store.fts_available:
@@ -493,7 +494,7 @@ def refresh(store: Store, *, force_full: bool = False,
             _cache.pop(str(store.path), None)
             return "removed"
         return "none"
-    if _stamp_on_disk(path) == stamp:
+    if not force_full and _stamp_on_disk(path) == stamp:
         return "fresh"  # the common no-op sync: the header alone says so
     old = load(store.path)
     spec = tokenizer_spec(store.db)
@@ -514,7 +515,7 @@ def refresh(store: Store, *, force_full: bool = False,
     return how
 
 
-_cache: dict[str, Postings] = {}
+_cache: dict[str, tuple[tuple[str, int, int, int], Postings]] = {}
 _cache_lock = threading.Lock()
 
 
@@ -523,14 +524,19 @@ def for_store(store: Store) -> Postings | None:
     (kept mapped between queries; re-mapped when a sync replaced it)."""
     stamp = vectors.stamp_of(store.get_meta())
     key = str(store.path)
+    try:
+        st = os.stat(sidecar_path(store.path))
+    except OSError:
+        return None
+    ident = (stamp, st.st_ino, st.st_mtime_ns, st.st_size)  # a rewrite (verify) is a new file
     with _cache_lock:
-        p = _cache.get(key)
-        if p is not None and p.stamp == stamp:
-            return p
+        got = _cache.get(key)
+        if got is not None and got[0] == ident:
+            return got[1]
     p = load(store.path, stamp)
     with _cache_lock:
         if p is None:
             _cache.pop(key, None)
         else:
-            _cache[key] = p
+            _cache[key] = (ident, p)
     return p

@@ -223,3 +223,31 @@ def test_small_indexes_get_no_sidecar(tmp_path: Path, monkeypatch: pytest.Monkey
         assert postings.for_store(idx.store) is None
     finally:
         idx.close()
+
+
+def test_verify_rewrites_a_sidecar_that_looks_fresh(fresh: tuple[Path, MemoryIndex]) -> None:
+    """``index --verify`` does not trust the stamp: a sidecar whose content is wrong (here: a
+    term's rows dropped) but whose stamp matches is read afresh from FTS5."""
+    _, idx = fresh
+    store = idx.store
+    side = postings.for_store(store)
+    assert side is not None
+    t = side.terms.index("server")
+    ptr = np.array(side.ptr, np.int64)
+    lo, hi = int(ptr[t]), int(ptr[t + 1])
+    rows = np.delete(np.asarray(side.rows), np.s_[lo:hi])
+    tfs = np.delete(np.asarray(side.tfs), np.s_[lo:hi])
+    ptr[t + 1:] -= hi - lo
+    postings.write(store.path, side.stamp, side.spec, side.terms, ptr, rows, tfs, side.rowids,
+                   [bytes(i) for i in side.ids], [side.sources[c] for c in side.codes],
+                   side.doclen)
+    match = or_fts_query("server")
+    assert match
+    want = store.keyword_search(match, [], 20, table=TABLE)
+    bad = postings.for_store(store)
+    assert bad is not None and bad.ranked(store.db, TABLE, [match], 20) != want
+    idx.sync()  # a plain sync trusts the stamp
+    assert postings.for_store(idx.store).ranked(idx.store.db, TABLE, [match], 20) != want
+    idx.sync(verify=True)
+    good = postings.for_store(idx.store)
+    assert good is not None and good.ranked(idx.store.db, TABLE, [match], 20) == want
