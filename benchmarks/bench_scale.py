@@ -43,6 +43,7 @@ from scale_support import (  # noqa: E402
 
 from memory_core import MemoryIndex, fuse  # noqa: E402
 from memory_core.common.locations import cache_root  # noqa: E402
+from memory_core.fusion import rows_needed  # noqa: E402
 
 SIZES = {"1k": 1_000, "10k": 10_000, "100k": 100_000}
 ROWS: list[dict[str, object]] = []
@@ -114,7 +115,7 @@ def bench_search(size: str, ws: Path, base_url: str, nq: int) -> None:
             t = time.perf_counter()
             # as memory_search fetches: the rows of the cut its fusion reads
             c = fetch_candidates(st, idx.choice.provider, q, s, query_vector=qv,
-                                 engine=engine, rows_for=s.candidate_count())
+                                 engine=engine, rows_for=rows_needed(q, s))
             fuse(c, s)
             return ((time.perf_counter() - t) * 1000, c.timings_ms.get("keyword_ms", 0.0),
                     c.timings_ms.get("vector_ms", 0.0))

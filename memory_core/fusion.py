@@ -326,6 +326,16 @@ def _date_hint(hits: list[Hit], cands: Candidates, s: SearchSettings) -> None:
             h.score += bonus
 
 
+def rows_needed(query: str, s: SearchSettings) -> int | None:
+    """How many hits of each leg one :func:`fuse` of ``query`` under ``s`` reads the chunk rows
+    of (``fetch_candidates(rows_for=…)``): the cut, or ``None`` (every row) when the date hint
+    draws on the whole pool (:func:`pool_dates`) or an expansion (PRF, decomposition) reads
+    every hit's text."""
+    if (s.prf_terms > 0 and s.prf_weight > 0) or s.decompose > 0 or pool_dates(query, s):
+        return None
+    return s.candidate_count()
+
+
 def pool_dates(query: str, s: SearchSettings) -> list[DateSpan]:
     """The dates whose chunks :func:`fuse` draws from the legs' whole fetched pools, not only
     from their cut: those ``query`` names, when ``normalized`` fusion's date hint is on.

@@ -33,7 +33,7 @@ from .config import (
 )
 from .embeddings import EmbeddingError, ProviderChoice, create_provider
 from .expansion import with_decomposition, with_feedback
-from .fusion import FusionResult, Hit, fuse, pool_dates
+from .fusion import FusionResult, Hit, fuse, rows_needed
 from .reading import ReadResult, read_lines
 from .search import fetch_candidates
 from .sources import SourceFile, list_files, load
@@ -409,12 +409,9 @@ class MemoryIndex:
         s = replace(s, max_results=max_results if max_results is not None else s.max_results,
                     min_score=min(1.0, max(0.0, min_score)) if min_score is not None
                     else s.min_score)
-        # one fusion under ``s``: only the rows it reads (expansions read every hit's text; the
-        # date hint of a query naming a date, the dated hits of the whole pool)
-        expands = ((s.prf_terms > 0 and s.prf_weight > 0) or s.decompose > 0
-                   or bool(pool_dates(query, s)))
+        # one fusion under ``s``: only the rows it reads
         cands = self.candidates(query, sources, s, use_numpy=use_numpy,
-                                rows_for=None if expands else s.candidate_count())
+                                rows_for=rows_needed(query, s))
         result = fuse(cands, s)
         if on_hits is not None and result.hits:
             on_hits(cands.query, result.hits)
