@@ -423,7 +423,7 @@ def build_delta(db: Any, old: Postings, table: str = TABLE
     db.execute("BEGIN")
     try:
         cur = _current_rows(db, table)
-        old_pairs = dict(zip(old.rowids.tolist(), (bytes(x) for x in old.ids), strict=True))
+        old_pairs = dict(zip(old.rowids.tolist(), np.asarray(old.ids).tolist(), strict=True))
         keep_new = np.fromiter((old_pairs.get(r) == i for r, i in
                                 zip(cur.rowids.tolist(), cur.ids, strict=True)),
                                bool, cur.rowids.size)
@@ -447,10 +447,11 @@ def build_delta(db: Any, old: Postings, table: str = TABLE
     new_of_old[old_pos] = np.flatnonzero(keep_new)
     o_rows = new_of_old[old.rows]  # int32, one per old posting; -1: the row is gone
     live = o_rows >= 0
-    csum = np.concatenate([[0], np.cumsum(live, dtype=np.int64)])
+    # postings each old term keeps: its count less those of rows gone (few: no pass over all)
     o_ptr = np.asarray(old.ptr, np.int64)
-    o_counts = csum[o_ptr[1:]] - csum[o_ptr[:-1]]  # postings each old term keeps
-    del csum
+    dropped = np.flatnonzero(~live)
+    o_counts = np.diff(o_ptr) - np.bincount(
+        np.searchsorted(o_ptr, dropped, side="right") - 1, minlength=len(old.terms))
     o_rows = o_rows[live]
     o_tfs = np.asarray(old.tfs)[live]
     del live
@@ -465,8 +466,13 @@ def build_delta(db: Any, old: Postings, table: str = TABLE
     for i in range(d_rows.size):  # a few postings per changed row: a search each
         lo, hi = int(base[d_term[i]]), int(base[d_term[i] + 1])
         at[i] = lo + int(np.searchsorted(o_rows[lo:hi], d_rows[i]))
-    rows = np.insert(o_rows, at, d_rows.astype(np.int32))
-    tfs = np.insert(o_tfs.astype(np.uint32), at, d_tfs.astype(np.uint32))
+    if d_rows.size:
+        wide = o_tfs.dtype != np.uint16 or int(d_tfs.max()) >= 65536
+        tf_type = np.uint32 if wide else np.uint16
+        rows = np.insert(o_rows, at, d_rows.astype(np.int32))
+        tfs = np.insert(o_tfs.astype(tf_type, copy=False), at, d_tfs.astype(tf_type))
+    else:  # only rows gone: nothing to merge in
+        rows, tfs = o_rows, o_tfs
     np.add.at(counts, d_term, 1)
     ptr = np.concatenate([[0], np.cumsum(counts)])
     # a term no row has any more keeps an empty range: harmless, dropped at the next full read

@@ -251,3 +251,16 @@ def test_verify_rewrites_a_sidecar_that_looks_fresh(fresh: tuple[Path, MemoryInd
     idx.sync(verify=True)
     good = postings.for_store(idx.store)
     assert good is not None and good.ranked(idx.store.db, TABLE, [match], 20) == want
+
+
+def test_a_sync_that_only_removes_rows_updates_like_a_full_read(
+        fresh: tuple[Path, MemoryIndex]) -> None:
+    ws, idx = fresh
+    old = postings.load(idx.store.path)
+    assert old is not None
+    for name in ("2026-02-03-n2.md", "2026-02-10-n9.md"):
+        (ws / "memory" / name).unlink()
+    idx.sync()
+    delta = postings.build_delta(idx.store.db, old)
+    assert delta is not None and delta[4].rowids.size == old.n - 2
+    _same_postings(delta, postings.build_full(idx.store.db))
