@@ -264,3 +264,26 @@ def test_a_sync_that_only_removes_rows_updates_like_a_full_read(
     delta = postings.build_delta(idx.store.db, old)
     assert delta is not None and delta[4].rowids.size == old.n - 2
     _same_postings(delta, postings.build_full(idx.store.db))
+
+
+def test_a_sidecar_that_cannot_be_written_costs_a_warning_not_the_sync(
+        fresh: tuple[Path, MemoryIndex]) -> None:
+    """The index folder refuses the sidecar (a directory squats its name): the sync still
+    commits, says why in a warning, and searches answer from FTS5."""
+    ws, idx = fresh
+    path = postings.sidecar_path(idx.store.path)
+    path.unlink()
+    path.mkdir()  # os.replace onto a directory fails
+    try:
+        (ws / "memory" / "2026-03-03-new.md").write_text("# new\n\nserver quokka\n",
+                                                         encoding="utf-8")
+        report = idx.sync()
+        assert report.wrote_anything
+        assert any("keyword postings not written" in w for w in report.warnings), report.warnings
+        match = or_fts_query("quokka server")
+        assert match
+        got, plan = or_query_topk(idx.store, TABLE, match.split(" OR "), 20, None)
+        assert plan != "postings" and got == idx.store.keyword_search(match, [], 20, table=TABLE)
+        assert got and idx.search("quokka").hits
+    finally:
+        path.rmdir()
