@@ -122,7 +122,7 @@ def bench_search(size: str, ws: Path, base_url: str, nq: int) -> None:
 
         engines = (("auto", "default (sidecar" + (", ANN" if vm.ann is not None
                                                    else ", exact") + ")"),
-                   ("sqlite-vec", "sqlite-vec"), ("exact", "numpy exact"))
+                   ("sqlite-vec", "sqlite-vec (fallback)"), ("exact", "numpy exact"))
         for q, qv in zip(queries, qvecs, strict=True):  # warm the page cache
             one("auto", q, qv)
         # Interleaved: for each query the baseline and every engine run back to back, three
@@ -139,9 +139,14 @@ def bench_search(size: str, ws: Path, base_url: str, nq: int) -> None:
         base = statistics.median(base_ms)
         for engine, label in engines:
             tot, kw, vec = (statistics.median(x[i] for x in runs[engine]) for i in range(3))
+            # sqlite-vec answers only while an index has no fresh vector sidecar (every sync
+            # that commits writes one): measured, but not the path the goal is about
+            fallback = engine == "sqlite-vec"
             row(f"hybrid search/query, {label}", n, tot, "ms", base,
-                "exact numpy top-24, same matrix", "≤ 2×", tot <= 2 * base)
-            print(f"{'':<8}legs: vector {vec:.1f} ms, keyword {kw:.1f} ms")
+                "exact numpy top-24, same matrix", "—" if fallback else "≤ 2×",
+                None if fallback else tot <= 2 * base)
+            print(f"{'':<8}legs: vector {vec:.1f} ms, keyword {kw:.1f} ms"
+                  + ("; used only while no fresh vector sidecar exists" if fallback else ""))
         # recall of the approximate index against exact search
         if vm.ann is not None:
             rec = []
