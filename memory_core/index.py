@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from . import postings
 from .candidates import Candidates
 from .common.synclock import DEFAULT_WAIT_S, SyncLockTimeout, sync_lock
 from .config import (
@@ -536,10 +537,12 @@ class MemoryIndex:
             last_sync_at=meta.get("syncedAt") or meta.get("builtAt"),
             provider=provider, model=meta.get("model"),
             cache=CacheInfo(cfg.store.cache_enabled, cache_entries, cfg.store.cache_max_entries),
-            fts=FtsInfo(True, st.fts_available, st.fts_error),
+            fts=FtsInfo(True, st.fts_available, st.fts_error,
+                        st.fts_available and postings.for_store(st) is not None),
             vector=VectorInfo(provider not in (None, "none"), st.vec_available, st.vec_error,
                               meta.get("vectorDims"),
-                              "sqlite-vec" if st.vec_available else "numpy"),
+                              "sidecar" if st.vector_matrix() is not None
+                              else "sqlite-vec" if st.vec_available else "numpy"),
             fallback=FallbackInfo.from_dict(meta.get("fallback") or self.fallback),
             search_mode="fts-only" if provider in (None, "none") else "hybrid",
             bad_jsonl_lines=sum(r.bad_lines for r in rows.values()),

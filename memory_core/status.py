@@ -116,9 +116,12 @@ class FtsInfo:
     enabled: bool
     available: bool
     error: str | None
+    #: A fresh keyword postings sidecar answers the default profile's OR query (same floats).
+    postings: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"enabled": self.enabled, "available": self.available, "error": self.error}
+        return {"enabled": self.enabled, "available": self.available, "error": self.error,
+                "postings": self.postings}
 
 
 @dataclass(frozen=True)
@@ -129,7 +132,7 @@ class VectorInfo:
     store_available: bool
     load_error: str | None
     dims: int | None
-    search: str  # "sqlite-vec" or "numpy"
+    search: str  # "sidecar" (the mapped matrix), "sqlite-vec" or "numpy"
 
     def to_json(self) -> dict[str, Any]:
         return {"enabled": self.enabled, "storeAvailable": self.store_available,

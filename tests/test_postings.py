@@ -287,3 +287,15 @@ def test_a_sidecar_that_cannot_be_written_costs_a_warning_not_the_sync(
         assert got and idx.search("quokka").hits
     finally:
         path.rmdir()
+
+
+def test_status_says_which_paths_answer(fresh: tuple[Path, MemoryIndex], indexed_demo: Path
+                                        ) -> None:
+    _, idx = fresh
+    st = idx.status()
+    assert st.fts is not None and st.fts.postings and st.to_json()["fts"]["postings"] is True
+    postings.sidecar_path(idx.store.path).unlink()
+    assert idx.status().fts.postings is False  # FTS5 answers alone now
+    with MemoryIndex.open(indexed_demo) as demo:  # local model: the mapped vector sidecar
+        vs = demo.status()
+        assert vs.vector is not None and vs.vector.search == "sidecar"

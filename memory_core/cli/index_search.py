@@ -231,11 +231,14 @@ def cmd_status(args: argparse.Namespace) -> int:
             print(f"  {sc.source}: {sc.files} files, {sc.chunks} chunks")
         if st.fts is not None:
             print(f"FTS: {'available' if st.fts.available else 'unavailable'}"
-                  + (f" ({st.fts.error})" if st.fts.error else ""))
+                  + (f" ({st.fts.error})" if st.fts.error else "")
+                  + (", keyword postings sidecar" if st.fts.postings else ""))
         if st.vector is not None:
             v = st.vector
             print(f"Vector: {v.search} search, dims {v.dims}"
-                  + (f" (sqlite-vec: {v.load_error})" if v.load_error else ""))
+                  + (f" (sqlite-vec: {v.load_error})" if v.load_error else
+                     " (sqlite-vec loaded as the fallback)" if v.search == "sidecar"
+                     and v.store_available else ""))
         if st.cache is not None:
             print(f"Embedding cache: {st.cache.entries} entries")
         if st.fallback is not None:
