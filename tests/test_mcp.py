@@ -25,6 +25,8 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from tests.test_live import message
+
 EXE = str(Path(sys.executable).with_name("memory-core"))
 ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 BAD_CALLS: list[tuple[str, Any]] = [
@@ -52,12 +54,6 @@ BAD_CALLS: list[tuple[str, Any]] = [
     ("memory_status", {"x": 1}),
     ("no_such_tool", {}),
 ]
-
-
-def message(i: int, text: str) -> str:
-    return json.dumps({"type": "message", "timestamp": 1_700_000_000 + i,
-                       "message": {"role": "user" if i % 2 == 0 else "assistant",
-                                   "content": text}}) + "\n"
 
 
 @pytest.fixture()
