@@ -172,9 +172,8 @@ class CVResult:
                   + ", ".join(f"{m} {self.in_sample[m]:.3f}" for m in ("success@5", "recall@5"))
                   + ")."]
         if self.by_category:
-            lines += ["", "Held-out S@5 / R@5 by category: " + "; ".join(
-                f"{c} ({v['n_queries']:.0f}) {v['success@5']:.3f} / {v['recall@5']:.3f}"
-                for c, v in self.by_category.items()) + "."]
+            lines += ["", "Held-out S@5 / R@5 by category: "
+                      + _by_category_text(self.by_category)]
         if self.ablation:
             lines += ["", f"Ablation (held-out {obj}, pooled; the constant pinned to its "
                       "neutral value, the others still tuned):", "",
@@ -185,6 +184,12 @@ class CVResult:
                              f"{a['pinned']:.4f} | {a['delta']:+.4f} | {a['folds_won']} / "
                              f"{a['folds_lost']} | {'yes' if a['keep'] else 'no'} |")
         return "\n".join(lines) + "\n"
+
+
+def _by_category_text(by_category: Mapping[str, Mapping[str, float]]) -> str:
+    """``multi-hop (142) 0.831 / 0.539; …``: each category's held-out S@5 / R@5."""
+    return "; ".join(f"{c} ({v['n_queries']:.0f}) {v['success@5']:.3f} / {v['recall@5']:.3f}"
+                     for c, v in by_category.items()) + "."
 
 
 def _combo_text(combo: Mapping[str, Any]) -> str:
@@ -401,9 +406,8 @@ class JointCVResult:
                     f"{b['pooled'][m]:.3f}" for m in SHOWN) + " |")
         for name, r in self.sets.items():
             if r.by_category and len(r.by_category) > 1:
-                lines += ["", f"{name}, held-out S@5 / R@5 by category: " + "; ".join(
-                    f"{c} ({v['n_queries']:.0f}) {v['success@5']:.3f} / {v['recall@5']:.3f}"
-                    for c, v in r.by_category.items()) + "."]
+                lines += ["", f"{name}, held-out S@5 / R@5 by category: "
+                          + _by_category_text(r.by_category)]
         if self.ablation:
             lines += ["", f"Ablation (held-out {obj}, mean over sets; the constant pinned to "
                       "its neutral value, the others still tuned):", "",
