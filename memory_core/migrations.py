@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .common.sql import run_statements
+from .common.sql import apply_migrations, run_statements
 
 Migration = Callable[[Any], None]
 
@@ -163,15 +163,6 @@ MIGRATIONS: list[Migration] = [m001_initial, m002_fts, m003_file_diagnostics, m0
 
 
 def migrate(db: Any) -> int:
-    """Apply every migration past the database's ``user_version``; return the new version."""
-    version = db.execute("PRAGMA user_version").fetchone()[0]
-    for number, step in enumerate(MIGRATIONS[version:], start=version + 1):
-        db.execute("BEGIN")
-        try:
-            step(db)
-            db.execute(f"PRAGMA user_version = {number}")
-            db.execute("COMMIT")
-        except Exception:
-            db.execute("ROLLBACK")
-            raise
-    return len(MIGRATIONS)
+    """Apply every migration past the database's ``user_version``; return the new version
+    (:func:`memory_core.common.sql.apply_migrations`)."""
+    return apply_migrations(db, MIGRATIONS)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-from ..common.sql import run_statements
+from ..common.sql import apply_migrations, run_statements
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -103,12 +103,10 @@ MIGRATIONS: list[Migration] = [m001_state, m002_phase_signals]
 
 
 def migrate(db: sqlite3.Connection) -> int:
-    """Apply every migration past the database's ``user_version``; return the new version.
-
-    ``BEGIN IMMEDIATE`` so that two processes opening a new state store at once take turns.
-    """
-    if db.execute("PRAGMA user_version").fetchone()[0] >= len(MIGRATIONS):
-        return len(MIGRATIONS)  # the common case: no write lock taken
+    """Apply every migration past the database's ``user_version``; return the new version
+    (``BEGIN IMMEDIATE``, so that two processes opening a new state store at once take turns:
+    :func:`memory_core.common.sql.apply_migrations`)."""
+    return apply_migrations(db, MIGRATIONS)  # the common case: no write lock taken
     db.execute("BEGIN IMMEDIATE")
     try:
         version = db.execute("PRAGMA user_version").fetchone()[0]
