@@ -106,15 +106,4 @@ def migrate(db: sqlite3.Connection) -> int:
     """Apply every migration past the database's ``user_version``; return the new version
     (``BEGIN IMMEDIATE``, so that two processes opening a new state store at once take turns:
     :func:`memory_core.common.sql.apply_migrations`)."""
-    return apply_migrations(db, MIGRATIONS)  # the common case: no write lock taken
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        version = db.execute("PRAGMA user_version").fetchone()[0]
-        for number, step in enumerate(MIGRATIONS[version:], start=version + 1):
-            step(db)
-            db.execute(f"PRAGMA user_version = {number}")
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    return len(MIGRATIONS)
+    return apply_migrations(db, MIGRATIONS)
