@@ -42,7 +42,7 @@ import numpy as np
 
 from . import vectors
 from .common.locations import beside, env_int
-from .common.sidecar import header_bytes, pad, read_header
+from .common.sidecar import header_bytes, ids_at, pad, read_header
 from .common.topk import smallest_first
 from .store import Store, sqlite
 
@@ -227,8 +227,7 @@ class Postings:
             return []
         rank = -1.0 * score[cand]
         top = smallest_first(rank, pool)
-        ids = np.asarray(self.ids)[cand[top]].tolist()  # one gather, not a memmap item each
-        return [(i.decode("ascii"), r) for i, r in zip(ids, rank[top].tolist(), strict=True)]
+        return list(zip(ids_at(self.ids, cand[top]), rank[top].tolist(), strict=True))
 
 
 def _stamp_on_disk(path: Path) -> str | None:
@@ -493,7 +492,8 @@ def refresh(store: Store, *, force_full: bool = False,
         return "none"
     stamp = vectors.stamp_of(store.get_meta())
     path = sidecar_path(store.path)
-    if store.fts_row_count(TABLE) < min_rows():
+    n_rows = store.fts_row_count(TABLE)
+    if n_rows < min_rows():
         if path.exists():
             with contextlib.suppress(FileNotFoundError):
                 os.remove(path)
@@ -504,7 +504,6 @@ def refresh(store: Store, *, force_full: bool = False,
         return "fresh"  # the common no-op sync: the header alone says so
     old = load(store.path)
     spec = tokenizer_spec(store.db)
-    n_rows = store.fts_row_count(TABLE)
     if progress is not None:
         progress("keyword postings", 0, n_rows)
     got = None

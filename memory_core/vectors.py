@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from .common.locations import beside, env_int
-from .common.sidecar import header_bytes, pad, read_header
+from .common.sidecar import header_bytes, ids_at, pad, read_header
 from .common.topk import smallest_first
 
 MAGIC = b"MWVECS01"
@@ -96,9 +96,6 @@ class VectorMatrix:
     def dims(self) -> int:
         return int(self.matrix.shape[1]) if self.matrix.ndim == 2 else 0
 
-    def _id(self, i: int) -> str:
-        return bytes(self.ids[i]).decode("ascii")
-
     def search(self, query: np.ndarray, limit: int, sources: Sequence[str] | None = None,
                *, exact: bool = False) -> list[tuple[str, float]]:
         """The ``limit`` rows closest to ``query`` by cosine, best first, as ``(id, cosine)``.
@@ -123,7 +120,9 @@ class VectorMatrix:
             if rows is not None:
                 sims = self.matrix[rows] @ q
                 order = np.lexsort((rows, -sims))
-                return [(self._id(int(rows[i])), float(sims[i])) for i in order[:limit]]
+                order = order[:limit]
+                return list(zip(ids_at(self.ids, rows[order]), sims[order].tolist(),
+                                strict=True))
         sims = self.matrix @ q
         if mask is not None:
             allowed = int(mask.sum())
@@ -134,7 +133,7 @@ class VectorMatrix:
         else:
             k = min(limit, n)
         order = smallest_first(-sims, k)
-        return [(self._id(int(i)), float(sims[i])) for i in order]
+        return list(zip(ids_at(self.ids, order), sims[order].tolist(), strict=True))
 
     def _ann_rows(self, q: np.ndarray, limit: int) -> np.ndarray | None:
         k = min(limit, self.rows)

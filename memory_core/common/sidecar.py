@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import IO, Any
 
+import numpy as np
+
 ALIGN = 64
 #: No header either module writes comes near this; a larger length means a damaged file.
 MAX_HEADER = 1 << 20
@@ -34,3 +36,9 @@ def header_bytes(magic: bytes, header: dict[str, Any]) -> bytes:
     """What :func:`read_header` reads back: magic, length, JSON."""
     blob = json.dumps(header).encode()
     return magic + len(blob).to_bytes(8, "little") + blob
+
+
+def ids_at(ids: np.ndarray, rows: np.ndarray) -> list[str]:
+    """The chunk ids of ``rows`` of a sidecar's fixed-width ASCII id column, gathered at once
+    (one memmap item per row costs a Python call each)."""
+    return [b.decode("ascii") for b in np.asarray(ids)[rows].tolist()]
