@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import math
 import os
 import re
@@ -42,7 +41,7 @@ import numpy as np
 
 from . import vectors
 from .common.locations import beside, env_int
-from .common.sidecar import header_bytes, ids_at, pad, read_header
+from .common.sidecar import id_column, ids_at, read_header, source_codes, write_file
 from .common.topk import smallest_first
 from .store import Store, sqlite
 
@@ -284,48 +283,21 @@ def write(db_path: Path, stamp: str, spec: str, terms: Sequence[str], ptr: np.nd
     if any("\0" in t for t in terms):
         raise ValueError("a term holds NUL, the sidecar's separator")
     n = len(ids)
-    names = sorted(set(sources))
-    code_of = {s: i for i, s in enumerate(names)}
-    codes = np.fromiter((code_of[s] for s in sources), dtype=np.uint8, count=n)
-    w = max((len(i) for i in ids), default=0)
-    id_arr = np.array(list(ids), dtype=f"S{max(1, w)}") if n else np.zeros(0, "S1")
+    names, codes = source_codes(sources)
+    w, id_bytes = id_column(ids)
     tf_type = "<u2" if not tfs.size or int(tfs.max()) < 65536 else "<u4"
-    parts: dict[str, bytes] = {
+    header = {"stamp": stamp, "spec": spec, "rows": n, "idWidth": w, "sources": names,
+              "tfType": tf_type, "totalTokens": int(np.sum(doclen, dtype=np.int64))}
+    write_file(sidecar_path(db_path), MAGIC, header, {
         "terms": "\0".join(terms).encode("utf-8"),
         "ptr": np.ascontiguousarray(ptr, "<i8").tobytes(),
         "rows": np.ascontiguousarray(rows, "<i4").tobytes(),
         "tfs": np.ascontiguousarray(tfs, tf_type).tobytes(),
         "rowids": np.ascontiguousarray(rowids, "<i8").tobytes(),
-        "ids": id_arr.tobytes() if w else b"",
+        "ids": id_bytes,
         "codes": codes.tobytes(),
         "doclen": np.ascontiguousarray(doclen, "<i4").tobytes(),
-    }
-    offsets: dict[str, int] = {}
-    sizes = {k: len(v) for k, v in parts.items()}
-    header = {"stamp": stamp, "spec": spec, "rows": n, "idWidth": w, "sources": names,
-              "tfType": tf_type, "totalTokens": int(np.sum(doclen, dtype=np.int64)),
-              "offsets": offsets, "sizes": sizes}
-    room = pad(len(json.dumps(header)) + 64 * len(parts) + 256)
-    pos = 16 + room
-    for key in parts:
-        offsets[key] = pos
-        pos = pad(pos + sizes[key])
-    blob = header_bytes(MAGIC, header)
-    if len(blob) > 16 + room:
-        raise ValueError("postings header too large")
-    path = sidecar_path(db_path)
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(blob)
-            for key, data in parts.items():
-                f.seek(offsets[key])
-                f.write(data)
-            f.truncate(pos)
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(tmp)
+    })
     return load(db_path, stamp)
 
 

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from .common.locations import beside, env_int
-from .common.sidecar import header_bytes, ids_at, pad, read_header
+from .common.sidecar import id_column, ids_at, read_header, source_codes, write_file
 from .common.topk import smallest_first
 
 MAGIC = b"MWVECS01"
@@ -211,41 +211,19 @@ def write(db_path: Path, stamp: str, rowids: np.ndarray, ids: Sequence[str],
     if n:
         norms = np.linalg.norm(mat, axis=1, keepdims=True)
         mat = (mat / np.where(norms == 0, 1.0, norms)).astype(np.float32)
-    names = sorted(set(sources))
-    code_of = {s: i for i, s in enumerate(names)}
-    codes = np.fromiter((code_of[s] for s in sources), dtype=np.uint8, count=n)
-    w = max((len(i) for i in ids), default=0)
-    id_arr = np.array([i.encode("ascii") for i in ids], dtype=f"S{max(1, w)}") if n else None
+    names, codes = source_codes(sources)
+    w, id_bytes = id_column(ids)
     rowids = np.asarray(rowids, dtype=np.int64)
     ann_rows = _write_ann(db_path, rowids, list(ids), mat) if n >= max(
         1, ann_min_rows()) and ann_min_rows() > 0 else 0
     if not ann_rows:
         with contextlib.suppress(FileNotFoundError):
             os.remove(ann_path(db_path))
-    offsets: dict[str, int] = {}
-    header: dict[str, Any] = {"stamp": stamp, "rows": n, "dims": d, "idWidth": w if n else 0,
-                              "sources": names, "annRows": ann_rows, "offsets": offsets}
-    sizes = {"matrix": n * d * 4, "rowids": n * 8, "codes": n, "ids": n * w}
-    # The header's length depends on the offsets: lay out with a generous header room.
-    room = pad(len(json.dumps(header)) + 512)
-    pos = 16 + room
-    for key, size in sizes.items():
-        offsets[key] = pos
-        pos = pad(pos + size)
-    if len(header_bytes(MAGIC, header)) > 16 + room:
-        raise ValueError("vector sidecar header too large")
-    path = sidecar_path(db_path)
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as f:
-        f.write(header_bytes(MAGIC, header))
-        for key, arr in (("matrix", mat), ("rowids", rowids), ("codes", codes),
-                         ("ids", id_arr)):
-            if arr is None or not sizes[key]:
-                continue
-            f.seek(offsets[key])
-            f.write(np.ascontiguousarray(arr).tobytes())
-        f.truncate(pos)
-    os.replace(tmp, path)
+    header: dict[str, Any] = {"stamp": stamp, "rows": n, "dims": d, "idWidth": w,
+                              "sources": names, "annRows": ann_rows}
+    write_file(sidecar_path(db_path), MAGIC, header, {
+        "matrix": mat.tobytes(), "rowids": rowids.astype("<i8").tobytes(),
+        "codes": codes.tobytes(), "ids": id_bytes})
     return load(db_path, stamp)
 
 

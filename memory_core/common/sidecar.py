@@ -4,7 +4,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
@@ -42,3 +46,48 @@ def ids_at(ids: np.ndarray, rows: np.ndarray) -> list[str]:
     """The chunk ids of ``rows`` of a sidecar's fixed-width ASCII id column, gathered at once
     (one memmap item per row costs a Python call each)."""
     return [b.decode("ascii") for b in np.asarray(ids)[rows].tolist()]
+
+
+def source_codes(sources: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    """Each row's source as a ``uint8`` code into the sorted source names."""
+    names = sorted(set(sources))
+    code_of = {s: i for i, s in enumerate(names)}
+    return names, np.fromiter((code_of[s] for s in sources), dtype=np.uint8, count=len(sources))
+
+
+def id_column(ids: Sequence[str] | Sequence[bytes]) -> tuple[int, bytes]:
+    """The ids as one fixed-width ASCII column: ``(width, bytes)`` (``(0, b"")`` for none)."""
+    raw = [i.encode("ascii") if isinstance(i, str) else i for i in ids]
+    w = max((len(i) for i in raw), default=0)
+    return w, np.array(raw, dtype=f"S{w}").tobytes() if w else b""
+
+
+def write_file(path: Path, magic: bytes, header: dict[str, Any], parts: dict[str, bytes]
+               ) -> None:
+    """Write a sidecar atomically (a temp file renamed over ``path``): the header, to which
+    the ``offsets`` and ``sizes`` of ``parts`` are added, then each part at its aligned offset.
+    """
+    sizes = {k: len(v) for k, v in parts.items()}
+    # the header's length depends on the offsets: lay out with a generous room for it
+    room = pad(len(json.dumps(header)) + 64 * len(parts) + 256)
+    offsets: dict[str, int] = {}
+    pos = 16 + room
+    for key in parts:
+        offsets[key] = pos
+        pos = pad(pos + sizes[key])
+    blob = header_bytes(magic, {**header, "offsets": offsets, "sizes": sizes})
+    if len(blob) > 16 + room:
+        raise ValueError(f"{path.name}: sidecar header too large")
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(blob)
+            for key, data in parts.items():
+                if data:
+                    f.seek(offsets[key])
+                    f.write(data)
+            f.truncate(pos)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(tmp)
