@@ -38,6 +38,7 @@ from .handlers import (
     STATUS_SCHEMA,
     MemoryTools,
 )
+from .stdio import serve_answering_malformed
 
 DEFAULT_TOKEN_ENV = "MEMORY_CORE_MCP_TOKEN"
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -45,6 +46,13 @@ INSTRUCTIONS = (
     "This server is the agent's long-term memory. Before answering questions about prior work, "
     "decisions, dates, people, preferences or todos, run memory_search; then use memory_get to "
     "read only the lines you need. Cite the 'Source: path#line' of what you used.")
+#: Tool calls run in worker threads, at most this many at once, so that a burst of calls cannot
+#: pile threads up; the others wait their turn, and one whose client cancels or goes away while
+#: it waits is dropped without running. A call already running is bounded by the argument caps
+#: (``handlers.MAX_QUERY_BYTES``) and finishes; its answer is discarded.
+TOOL_WORKERS = 4
+#: A call that could not start within this many seconds is answered "busy" instead.
+TOOL_QUEUE_TIMEOUT_S = 60.0
 log = logging.getLogger("memory_core.mcp")
 
 ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]],
@@ -74,15 +82,27 @@ def build_server(live: LiveIndex, *, record_recalls: bool = True,
 
     ``backend``: a ``memory_core.backends`` backend (qmd) that answers the tools instead."""
     memory = MemoryTools(live, record_recalls=record_recalls, backend=backend)
+    workers = anyio.CapacityLimiter(TOOL_WORKERS)
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None
                          ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tool_list())
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        # The engine is synchronous (SQLite, the model): run it off the event loop.
-        payload, is_error = await anyio.to_thread.run_sync(
-            memory.call, params.name, params.arguments)
+        # The engine is synchronous (SQLite, the model): run it off the event loop, in the
+        # bounded pool; waiting for a worker is where a cancelled call is dropped.
+        try:
+            with anyio.fail_after(TOOL_QUEUE_TIMEOUT_S):
+                await workers.acquire()
+        except TimeoutError:
+            payload, is_error = {"error": f"the server is busy ({TOOL_WORKERS} calls running "
+                                 f"for over {TOOL_QUEUE_TIMEOUT_S:.0f} s); try again"}, True
+        else:
+            try:
+                payload, is_error = await anyio.to_thread.run_sync(
+                    memory.call, params.name, params.arguments)
+            finally:
+                workers.release()
         if is_error:
             log.info("tool %s: error result: %.200s", params.name, payload.get("error"))
         text = json.dumps(payload, ensure_ascii=False, indent=2, default=str)
@@ -95,7 +115,7 @@ def build_server(live: LiveIndex, *, record_recalls: bool = True,
 
 async def _serve_stdio(server: Server[Any]) -> None:
     async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+        await serve_answering_malformed(server, read, write)
 
 
 def run_stdio(live: LiveIndex, *, record_recalls: bool = True, backend: Any = None) -> None:
