@@ -13,30 +13,21 @@ import json
 import os
 import select
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 from mcp import Client
 
 from memory_core.mcp.handlers import MAX_QUERY_BYTES, MAX_QUERY_TERMS
 from tests.test_mcp import ENV, EXE, HttpServer, structured
-from tests.test_mcp import ws as ws  # the workspace fixture
+from tests.test_mcp import http_server as http_server  # the fixtures: a server on ws
+from tests.test_mcp import ws as ws
 
 HUGE = " ".join(f"q{i:05d}" for i in range(100_000))  # 100k distinct words, ~700 KB
 
 
-@pytest.fixture()
-def server(ws: Path) -> Iterator[HttpServer]:
-    srv = HttpServer(ws)
-    yield srv
-    err = srv.stop()
-    assert "Traceback" not in err
-
-
-def test_http_huge_query_refused_while_others_are_answered(server: HttpServer) -> None:
+def test_http_huge_query_refused_while_others_are_answered(http_server: HttpServer) -> None:
     assert len(HUGE.encode()) > 650_000
     outcomes: dict[str, Any] = {}
     order: list[str] = []
@@ -47,7 +38,7 @@ def test_http_huge_query_refused_while_others_are_answered(server: HttpServer) -
 
     async def run() -> None:
         with anyio.fail_after(120):  # bounds the test, not the server's speed
-            async with Client(server.url) as a, Client(server.url) as b:
+            async with Client(http_server.url) as a, Client(http_server.url) as b:
                 async with anyio.create_task_group() as tg:
                     for i in range(3):
                         tg.start_soon(call, a, f"huge{i}", HUGE)
@@ -66,10 +57,10 @@ def test_http_huge_query_refused_while_others_are_answered(server: HttpServer) -
     assert [h["path"] for h in structured(small)["results"]] == ["memory/2026-11-03.md"]
 
 
-def test_http_query_term_cap(server: HttpServer) -> None:
+def test_http_query_term_cap(http_server: HttpServer) -> None:
     async def run() -> None:
         with anyio.fail_after(60):
-            async with Client(server.url) as c:
+            async with Client(http_server.url) as c:
                 r = await c.call_tool("memory_search",
                                       {"query": " ".join(["cookie"] * (MAX_QUERY_TERMS + 1))})
                 assert r.is_error and f"at most {MAX_QUERY_TERMS}" in structured(r)["error"]
