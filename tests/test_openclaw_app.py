@@ -82,6 +82,24 @@ def test_search_page_writes_the_tuned_settings_into_openclaw_json(
     assert len(backups) == 1 and "maxResults: 7," in backups[0].read_text()
 
 
+def test_search_page_export_into_a_read_only_openclaw_json_is_one_error(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    at = _open_home(monkeypatch, tmp_path, "pages/search.py")
+    at.text_input(key="search_query").set_value("cookie").run()
+    cfg = tmp_path / "oc-home" / "openclaw.json"
+    cfg.write_text(cfg.read_text().replace("maxResults: 3,", "maxResults: 7,"))
+    cfg.chmod(0o444)
+    before = cfg.read_bytes()
+    try:
+        at.run()
+        at.button(key="export_openclaw").click().run()
+        assert not at.exception
+        assert any("read-only" in e.value for e in at.error)
+        assert cfg.read_bytes() == before and not list(cfg.parent.glob("openclaw.json.bak-*"))
+    finally:
+        cfg.chmod(0o644)
+
+
 def test_promotion_page_records_real_recalls_and_runs_the_phases(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     at = _open_home(monkeypatch, tmp_path, "pages/promotion.py")
