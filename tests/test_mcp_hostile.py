@@ -13,13 +13,17 @@ import json
 import os
 import select
 import subprocess
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp import Client
 
 from memory_core.mcp.handlers import MAX_QUERY_BYTES, MAX_QUERY_TERMS
+from memory_core.mcp.server import MAX_BODY_BYTES
 from tests.test_mcp import ENV, EXE, HttpServer, structured
 from tests.test_mcp import http_server as http_server  # the fixtures: a server on ws
 from tests.test_mcp import ws as ws
@@ -70,6 +74,19 @@ def test_http_query_term_cap(http_server: HttpServer) -> None:
                 assert "results" in structured(r)
 
     anyio.run(run)
+
+
+def test_http_oversized_body_refused_before_it_is_read(http_server: HttpServer) -> None:
+    pad = "x" * (MAX_BODY_BYTES + 1)
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": pad, "version": "0"}}}).encode()
+    req = urllib.request.Request(http_server.url, data=body, method="POST", headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(req, timeout=30)
+    assert e.value.code == 413
+    assert "over" in json.loads(e.value.read())["error"]
 
 
 # ----------------------------------------------------------------------------- stdio

@@ -53,6 +53,9 @@ INSTRUCTIONS = (
 TOOL_WORKERS = 4
 #: A call that could not start within this many seconds is answered "busy" instead.
 TOOL_QUEUE_TIMEOUT_S = 60.0
+#: An HTTP request whose declared body is larger is answered 413 before it is read: a tool call
+#: is far smaller (a query is capped at 8 KB), and reading it would cost that much memory.
+MAX_BODY_BYTES = 1024 * 1024
 log = logging.getLogger("memory_core.mcp")
 
 ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]],
@@ -133,6 +136,16 @@ class HttpOptions:
     allowed_origins: tuple[str, ...] = ()
 
 
+async def _refuse(send: Any, status: int, error: str,
+                  headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+    """Answer an HTTP request with ``status`` and ``{"error": …}`` (one JSON line)."""
+    body = json.dumps({"error": error}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), *headers,
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
 def bearer_guard(app: ASGIApp, token: str) -> ASGIApp:
     """Refuse HTTP requests that lack ``Authorization: Bearer <token>`` (401, one JSON line)."""
     expected = f"Bearer {token}".encode()
@@ -141,16 +154,26 @@ def bearer_guard(app: ASGIApp, token: str) -> ASGIApp:
         if scope.get("type") == "http":
             given = dict(scope.get("headers") or []).get(b"authorization", b"")
             if not hmac.compare_digest(given, expected):
-                body = b'{"error": "missing or wrong bearer token"}'
-                await send({"type": "http.response.start", "status": 401,
-                            "headers": [(b"content-type", b"application/json"),
-                                        (b"www-authenticate", b"Bearer"),
-                                        (b"content-length", str(len(body)).encode())]})
-                await send({"type": "http.response.body", "body": body})
+                await _refuse(send, 401, "missing or wrong bearer token",
+                              ((b"www-authenticate", b"Bearer"),))
                 return
         await app(scope, receive, send)
 
     return guarded
+
+
+def body_limit(app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> ASGIApp:
+    """Refuse HTTP requests that declare a body over ``max_bytes`` (413, one JSON line)."""
+    async def limited(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope.get("type") == "http":
+            declared = dict(scope.get("headers") or []).get(b"content-length", b"0")
+            if not declared.isdigit() or int(declared) > max_bytes:
+                await _refuse(send, 413, f"request body over {max_bytes} bytes (a tool call "
+                              "is far smaller; a query is capped at 8 KB)")
+                return
+        await app(scope, receive, send)
+
+    return limited
 
 
 def http_app(live: LiveIndex, opts: HttpOptions, *, record_recalls: bool = True,
@@ -178,6 +201,7 @@ def http_app(live: LiveIndex, opts: HttpOptions, *, record_recalls: bool = True,
     server = build_server(live, record_recalls=record_recalls, backend=backend)
     app = server.streamable_http_app(streamable_http_path="/mcp", transport_security=security,
                                      host=opts.host)
+    app = body_limit(app)
     return bearer_guard(app, token) if token else app
 
 
