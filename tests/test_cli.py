@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .conftest import ROOT
 
 
@@ -92,3 +94,15 @@ def test_chunk_command_reference_mode(tmp_path: Path) -> None:
     assert all({"startLine", "endLine", "hash", "text"} <= set(c) for c in data["chunks"])
     data = json.loads(run("chunk", str(f), "--json").stdout)
     assert data["mode"] == "bounded" and max(len(c["text"]) for c in data["chunks"]) <= 1600
+
+
+def test_progress_lines_say_queries_not_querys(capsys: pytest.CaptureFixture[str]) -> None:
+    from memory_core.cli.common import progress_bar
+
+    prog = progress_bar(True)  # stderr is captured, not a terminal: the one-line summary form
+    assert prog is not None
+    prog("query", 0, 27)
+    prog("scan", 0, 3)
+    err = capsys.readouterr().err
+    assert "query: 27 queries…" in err and "querys" not in err
+    assert "scan: 3 files…" in err

@@ -116,6 +116,11 @@ def _unit(stage: str) -> str:
             "sync": "second"}.get(last, "chunk")  # "waiting for another sync": seconds
 
 
+def _plural(unit: str) -> str:
+    """English plural of a progress unit: "query" → "queries", "file" → "files"."""
+    return unit[:-1] + "ies" if unit.endswith("y") else unit + "s"
+
+
 def progress_bar(enabled: bool) -> Progress | None:
     """A ``progress(stage, done, total)`` callback for long commands, on stderr.
 
@@ -161,7 +166,7 @@ def _summary_progress() -> Progress:
         if stage not in started:
             started[stage] = last[stage] = now
             if done < total:
-                print(f"{stage}: {total} {_unit(stage)}s…", file=sys.stderr, flush=True)
+                print(f"{stage}: {total} {_plural(_unit(stage))}…", file=sys.stderr, flush=True)
         if done >= total:
             took = now - started.pop(stage)
             last.pop(stage, None)
