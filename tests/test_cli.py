@@ -106,3 +106,14 @@ def test_progress_lines_say_queries_not_querys(capsys: pytest.CaptureFixture[str
     err = capsys.readouterr().err
     assert "query: 27 queries…" in err and "querys" not in err
     assert "scan: 3 files…" in err
+
+
+def test_a_search_that_builds_an_index_first_says_so(demo_ws: Path) -> None:
+    args = ["search", "COOKIE_EXPIRED", "-w", str(demo_ws), "--provider", "none",
+            "--profile", "reference", "--no-record"]
+    first = run(*args)
+    assert first.returncode == 0, first.stderr
+    assert "no reference-profile index for this workspace yet: building" in first.stderr
+    assert "reference-none.sqlite" in first.stderr
+    again = run(*args)
+    assert again.returncode == 0 and "building" not in again.stderr

@@ -71,7 +71,19 @@ def open_index(args: argparse.Namespace) -> MemoryIndex:
     except CliError:
         idx.close()
         raise
+    _announce_first_build(idx, getattr(args, "command", None))
     return idx
+
+
+def _announce_first_build(idx: MemoryIndex, command: str | None) -> None:
+    """Say on stderr that a command other than ``index`` is about to build an index from
+    nothing: the first ``--profile reference`` (or a new provider) chunks and embeds the whole
+    workspace again into a file of its own, which otherwise looks like a hang."""
+    if command in (None, "index") or idx.store_path.exists():
+        return
+    print(f"note: no {idx.config.profile}-profile index for this workspace yet: building "
+          f"{idx.store_path} first (chunking and embedding every file; once)",
+          file=sys.stderr, flush=True)
 
 
 def add_backend_arg(p: argparse.ArgumentParser) -> None:
