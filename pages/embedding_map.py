@@ -256,7 +256,9 @@ if qpoint is not None:
                 "color": "#d62728"},
         hovertemplate=f"<b>query</b><br>{charts.wrap(query, 60, 3)}<extra></extra>"))
 fig.update_layout(
-    height=640, font={"family": charts.FONT}, dragmode="lasso" if dims == 2 else "orbit",
+    # pan, not lasso, by default: Streamlit turns click-to-select off while a box or lasso tool
+    # is active, and a click on a point is what opens a chunk
+    height=640, font={"family": charts.FONT}, dragmode="pan" if dims == 2 else "orbit",
     legend={"itemsizing": "constant"}, margin={"l": 10, "r": 10, "t": 40, "b": 10},
     title=f"{used} of {len(ids)} chunk embeddings ({matrix.shape[1]} dims), coloured by "
           f"{colour}" + (f" — a sample of {points.total:,}; the query's hits always drawn"
@@ -296,4 +298,5 @@ elif chosen:
     st.dataframe(sel_df.reset_index(drop=True), hide_index=True, width="stretch",
                  key="map_selected")
 else:
-    st.caption("Drag a box or a lasso on the map (or click a point) to list chunks here.")
+    st.caption("Click a point to open its chunk and its nearest neighbours here; pick the box "
+               "or lasso tool (top right of the map) to list several.")
