@@ -55,6 +55,12 @@ def test_real_queries_page_then_and_now(monkeypatch: pytest.MonkeyPatch,
     table = next(d.value for d in at.dataframe if "overlap" in d.value.columns)
     assert list(table["query"]) == [q for q, _, _ in MAIN_CALLS]
     assert list(table["then"]) == [len(r) for _, _, r in MAIN_CALLS]
+    # a query that got nothing then has no overlap: a dash, not the literal "None"
+    assert "None" not in [str(v) for v in table["overlap"]]
+    assert table["overlap"][2] == "—"
+    # snippets are memory text, not Markdown: the diary's "# 2026-11-20" is no heading
+    assert any(t.value.startswith("# 2026-11-20") for t in at.text), [t.value for t in at.text]
+    assert not any(h.value.startswith("2026-11-20") for h in at.markdown)
 
 
 def test_evaluate_shows_label_free_metrics_on_real_queries(

@@ -97,6 +97,12 @@ class ApplyPlan:
     def changed(self) -> bool:
         return bool(self.entries)
 
+    @property
+    def over_budget(self) -> bool:
+        """The new ``MEMORY.md`` would still exceed its budget after every droppable promoted
+        section is gone (user text is never dropped): :attr:`warnings` says so."""
+        return utf16_len(self.new_text) > self.budget
+
     def to_dict(self) -> dict[str, Any]:
         return {"memoryPath": str(self.memory_path), "day": self.day,
                 "entries": [e.to_dict() for e in self.entries], "skipped": self.skipped,
