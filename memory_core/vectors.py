@@ -243,7 +243,10 @@ def write(db_path: Path, stamp: str, rowids: np.ndarray, ids: Sequence[str],
     write_file(sidecar_path(db_path), MAGIC, header, {
         "matrix": mat.tobytes(), "rowids": rowids.astype("<i8").tobytes(),
         "codes": codes.tobytes(), "ids": id_bytes})
-    return load(db_path, stamp)
+    vm = load(db_path, stamp)
+    if vm is not None and vm.checks is not None:
+        vm.checks.written_here()  # a live index's next search needs no pass over the matrix
+    return vm
 
 
 def _write_ann(db_path: Path, rowids: np.ndarray, ids: list[str], mat: np.ndarray) -> int:

@@ -148,7 +148,7 @@ class Checks:
 
         def crc(b: int) -> int:
             a = base + b * self.block
-            return zlib.crc32(memoryview(self.buf[a : min(a + self.block, end)]))
+            return zlib.crc32(self.buf[a : min(a + self.block, end)].data)
 
         # zlib lets go of the GIL: a whole matrix is read on every core there is
         got = list(_pool().map(crc, todo) if len(todo) >= PARALLEL_BLOCKS else map(crc, todo))
@@ -172,6 +172,12 @@ class Checks:
         """Verify every array whole; raises :class:`SidecarDamaged`."""
         for key in self.sizes:
             self.verify(key)
+
+    def written_here(self) -> None:
+        """This process has just written the file from the bytes the checksums were made of:
+        reading it back would only read them again from the page cache."""
+        for good in self.good.values():
+            good[:] = True
 
     def intact(self) -> bool:
         """Whether the file is good, as ``index`` and ``status`` judge it: its mtime is still
