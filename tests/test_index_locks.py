@@ -1,0 +1,131 @@
+"""An index open in this process keeps its SQLite locks whatever else the process does (issue #19
+item 1): no plain ``open()`` of the file and no second SQLite library may drop them.
+
+POSIX ``fcntl`` locks belong to the process and the file: closing *any* descriptor of the file
+drops all of them. SQLite shares one descriptor's locks among its own connections of a process
+(and defers closing), but only within one library. When the locks are gone, another process
+closing its connection takes itself for the last one, checkpoints and deletes ``-wal``/``-shm``
+under the live connection. These tests watch exactly that: a second process opens and closes the
+index while this process still holds it; the ``-wal`` must survive.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memory_core import MemoryIndex
+from memory_core.common.sql import sqlite
+from memory_core.promotion.state import open_state
+from memory_core.store import IndexPathRefused, Store, check_index_file, owner_stamp
+from memory_core.sync import guard_index_path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# a second process that opens the index, reads, closes: the last connection would checkpoint
+# and delete the -wal; with this test process's locks in place it must not
+_OPEN_CLOSE = (
+    "import sqlean, sys; c = sqlean.connect(sys.argv[1]);"
+    " c.execute('SELECT count(*) FROM sqlite_master').fetchone(); c.close()"
+)
+
+
+def _other_process_opens_and_closes(db: Path) -> None:
+    subprocess.run([sys.executable, "-c", _OPEN_CLOSE, str(db)], check=True, timeout=60)
+
+
+@pytest.fixture
+def indexed(tmp_path: Path) -> MemoryIndex:
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Notes\n\nThe boiler is serviced in March.\n")
+    (ws / "memory" / "2026-01-02.md").write_text("Bought a kettle.\n")
+    idx = MemoryIndex.open(ws, provider="none")
+    idx.sync()
+    return idx
+
+
+def _live(idx: MemoryIndex) -> Store:
+    store = idx.store  # an open connection, as a search holds it
+    store.db.execute("SELECT count(*) FROM chunks").fetchone()
+    assert Path(f"{idx.store_path}-wal").exists()
+    return store
+
+
+def test_header_check_keeps_this_process_locks(indexed: MemoryIndex) -> None:
+    _live(indexed)
+    check_index_file(indexed.store_path)
+    _other_process_opens_and_closes(indexed.store_path)
+    assert Path(f"{indexed.store_path}-wal").exists(), "locks dropped: the -wal was deleted"
+    indexed.close()
+
+
+def test_guard_and_second_store_keep_locks(indexed: MemoryIndex) -> None:
+    _live(indexed)
+    guard_index_path(indexed.store_path, indexed.workspace, indexed.config)
+    Store(indexed.store_path).close()  # another connection of the same process, opened and closed
+    _other_process_opens_and_closes(indexed.store_path)
+    assert Path(f"{indexed.store_path}-wal").exists()
+    indexed.close()
+
+
+def test_state_store_import_of_index_files_keeps_locks(indexed: MemoryIndex) -> None:
+    """The state store reads every index file of the workspace once (old signals): with the
+    same SQLite library, its connection closing leaves the live connection's locks alone."""
+    _live(indexed)
+    st = open_state(indexed.workspace, legacy=[indexed.store_path])
+    assert str(indexed.store_path.resolve()) in st.legacy_imported()
+    st.close()
+    _other_process_opens_and_closes(indexed.store_path)
+    assert Path(f"{indexed.store_path}-wal").exists()
+    indexed.close()
+
+
+def test_header_check_writes_nothing_beside_a_foreign_database(tmp_path: Path) -> None:
+    other = tmp_path / "theirs.db"
+    con = sqlite.connect(other)
+    con.execute("PRAGMA journal_mode = WAL")
+    con.execute("CREATE TABLE notes(x)")
+    con.commit()
+    con.close()
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(IndexPathRefused):
+        check_index_file(other)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_owner_stamp_is_tied_to_the_file(indexed: MemoryIndex) -> None:
+    """The stamp beside an index names that very file (device and inode): a user's file put at
+    the same path later is not taken for ours."""
+    stamp = owner_stamp(indexed.store_path)
+    assert stamp.exists()
+    indexed.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{indexed.store_path}{suffix}").unlink(missing_ok=True)
+    indexed.store_path.write_bytes(b"my own notes, not an index\n" * 10)
+    assert stamp.exists()
+    with pytest.raises(IndexPathRefused):
+        check_index_file(indexed.store_path)
+
+
+def _imports_stdlib_sqlite(path: Path) -> bool:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name == "sqlite3" for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "sqlite3":
+            return True
+    return False
+
+
+def test_one_sqlite_library_per_process() -> None:
+    """Only ``common/sql.py`` chooses the SQLite library (the stdlib only where sqlean is
+    missing); everything else connects through it."""
+    allowed = {ROOT / "memory_core" / "common" / "sql.py"}
+    offenders = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "memory_core").rglob("*.py"))
+                 if p not in allowed and _imports_stdlib_sqlite(p)]
+    assert offenders == []
