@@ -68,7 +68,8 @@ def owner_stamp(path: Path) -> Path:
     return Path(f"{path}.owner")
 
 
-def _file_id(path: Path) -> list[int] | None:
+def file_id(path: Path) -> list[int] | None:
+    """The file's ``[device, inode]`` (``None``: missing); what the owner stamp records."""
     try:
         st = os.stat(path)
     except OSError:
@@ -79,7 +80,7 @@ def _file_id(path: Path) -> list[int] | None:
 def stamp_owner(path: Path) -> None:
     """Write (or correct) the owner stamp of our index at ``path``; a stamp that cannot be
     written only costs the damaged-index recognition, so errors are ignored."""
-    fid = _file_id(path)
+    fid = file_id(path)
     if fid is None or _stamped(path, fid):
         return
     stamp = json.dumps({"app": "memory_core", "file": fid}) + "\n"
@@ -88,7 +89,7 @@ def stamp_owner(path: Path) -> None:
 
 
 def _stamped(path: Path, fid: list[int] | None = None) -> bool:
-    fid = fid or _file_id(path)
+    fid = fid or file_id(path)
     try:
         stamp = json.loads(owner_stamp(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -119,8 +120,8 @@ def check_index_file(path: Path) -> None:
     """Raise :class:`IndexPathRefused` unless ``path`` is missing or one of our indexes.
 
     Ours: a SQLite file with our ``application_id``, or (indexes written before it was set) one
-    holding our tables, or (a damaged index of ours, whose header SQLite cannot read) one of
-    whole pages whose :func:`owner_stamp` names this very file. Writes nothing.
+    holding our tables, or (a damaged index of ours, which SQLite cannot read as a database) one
+    of whole pages whose :func:`owner_stamp` names this very file. Writes nothing.
 
     The file is read through SQLite, never with ``open()``: this runs inside processes that
     hold connections to the index, and closing any descriptor of a file drops every POSIX lock
@@ -143,6 +144,7 @@ def check_index_file(path: Path) -> None:
     refusal = (f"index path {path} is an existing file that is not an index this project "
                "created; it is left untouched: choose another --db / [store] path")
     why = ""
+    readable = False
     uris = [read_uri(path, immutable=True)]
     if os.path.exists(f"{path}-wal"):
         uris.append(read_uri(path))
@@ -154,8 +156,10 @@ def check_index_file(path: Path) -> None:
             continue
         if app == APPLICATION_ID or _OUR_TABLES <= names:
             return
-    if st.st_size % 512 == 0 and _stamped(path):
-        # ours, and damaged: the caller rebuilds it aside. A SQLite file is whole pages (512
-        # bytes at least), which a user's file put at a reused inode hardly ever is
+        readable = readable or st.st_size > 0
+    # Ours, and damaged (SQLite cannot read it as a database): the caller rebuilds it aside.
+    # Never for a database SQLite can read, nor for a file that is not whole pages (512 bytes
+    # at least): a user's file put at the path of a deleted index may reuse its inode.
+    if not readable and st.st_size % 512 == 0 and _stamped(path):
         return
     raise IndexPathRefused(refusal + why)

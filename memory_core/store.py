@@ -33,6 +33,7 @@ from .indexfile import (
     StoreError,
     check_index_file,
     damage_marker,
+    file_id,
     is_corruption,
     read_uri,
 )
@@ -130,6 +131,7 @@ class Store:
         #: Why the file is damaged, once a read has found out (``None``: not known damaged).
         self.damaged: str | None = None
         check_index_file(self.path)
+        self.opened_file = file_id(self.path)
         if not readonly:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -211,6 +213,28 @@ class Store:
         return IndexUnavailable(
             f"index {self.path} is damaged ({self.damaged}); the Markdown is untouched: "
             "run `memory-core index` to rebuild it from the Markdown")
+
+    def confirm_damage(self, e: BaseException) -> StoreError:
+        """The error to raise after reads failed with ``e`` (already retried on a fresh
+        connection): :class:`IndexUnavailable`, with the damage marker written, only when
+        ``PRAGMA quick_check`` confirms the file is damaged; otherwise a plain
+        :class:`StoreError` that says to try again. A failed read alone is no evidence: a page
+        read while another process misbehaved, or a lock, must not cost a full rebuild."""
+        try:
+            rows = [str(r[0]) for r in self.db.execute("PRAGMA quick_check(5)")]
+        except DatabaseError as q:
+            if not is_corruption(q):
+                return StoreError(self._explain(q))  # locked, busy: no verdict either way
+            rows = [str(q)]
+        if rows != ["ok"]:
+            return self.unavailable(Exception("; ".join(rows)))
+        return StoreError(f"index {self.path} could not be read just now ({e}); it is sound "
+                          "(quick_check ok): try again")
+
+    def moved(self) -> bool:
+        """Whether the path now names another file than the one this connection reads (an
+        index of ours replaced by a rename: the connection would answer from the old file)."""
+        return file_id(self.path) != self.opened_file
 
     def check_integrity(self) -> str | None:
         """``PRAGMA quick_check``: ``None`` when the file is sound, else what is wrong.

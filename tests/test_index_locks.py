@@ -12,6 +12,7 @@ index while this process still holds it; the ``-wal`` must survive.
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +22,14 @@ import pytest
 from memory_core import MemoryIndex
 from memory_core.common.sql import sqlite
 from memory_core.promotion.state import open_state
-from memory_core.store import IndexPathRefused, Store, check_index_file, owner_stamp
+from memory_core.store import (
+    IndexPathRefused,
+    IndexUnavailable,
+    Store,
+    StoreError,
+    check_index_file,
+    owner_stamp,
+)
 from memory_core.sync import guard_index_path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -129,3 +137,125 @@ def test_one_sqlite_library_per_process() -> None:
     offenders = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "memory_core").rglob("*.py"))
                  if p not in allowed and _imports_stdlib_sqlite(p)]
     assert offenders == []
+
+
+# ---------------------------------------------------------------------------- items 2 and 3
+
+
+def _search_paths(idx: MemoryIndex, query: str) -> list[str]:
+    return [h.path for h in idx.search(query).hits]
+
+
+def test_a_rebuild_elsewhere_is_seen_by_a_held_connection(indexed: MemoryIndex) -> None:
+    """A reader that keeps its connection (a live server's) answers from the rebuilt index,
+    never from a file renamed away under it: the file stays, the new pages are copied in."""
+    indexed.auto_sync = False
+    assert _search_paths(indexed, "boiler") == ["MEMORY.md"]
+    inode = indexed.store_path.stat().st_ino
+    (indexed.workspace / "memory" / "2026-01-03.md").write_text("The QUOKKA arrived today.\n")
+    subprocess.run([str(Path(sys.executable).with_name("memory-core")), "index", "--force",
+                    "-w", str(indexed.workspace), "--provider", "none"],
+                   check=True, timeout=120, capture_output=True)
+    assert indexed.store_path.stat().st_ino == inode
+    assert _search_paths(indexed, "QUOKKA") == ["memory/2026-01-03.md"]
+    assert _search_paths(indexed, "boiler") == ["MEMORY.md"]
+    indexed.close()
+
+
+def test_a_lock_held_elsewhere_is_waited_out_not_taken_for_damage(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "MEMORY.md").write_text("# Notes\n\nThe boiler is serviced in March.\n")
+    ov = {"store": {"busy_timeout_ms": 100}}
+    with MemoryIndex.open(ws, provider="none", overrides=ov) as idx:
+        idx.sync()
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sqlean, sys, time; c = sqlean.connect(sys.argv[1], isolation_level=None);"
+         " c.execute('PRAGMA locking_mode = EXCLUSIVE'); c.execute('BEGIN EXCLUSIVE');"
+         " c.execute(\"INSERT INTO meta(key, value) VALUES ('held', '1')\");"
+         " print('held', flush=True); time.sleep(float(sys.argv[2])); c.execute('COMMIT')",
+         str(idx.store_path), "0.15"], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with MemoryIndex.open(ws, provider="none", overrides=ov) as idx:
+        idx.auto_sync = False
+        assert _search_paths(idx, "boiler") == ["MEMORY.md"]  # retried past the lock
+    holder.wait(30)
+    assert not (idx.store_path.parent / f"{idx.store_path.name}.damaged").exists()
+
+
+def test_a_lock_that_outlasts_the_retries_is_a_clear_error(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "MEMORY.md").write_text("# Notes\n\nThe boiler is serviced in March.\n")
+    ov = {"store": {"busy_timeout_ms": 50}}
+    with MemoryIndex.open(ws, provider="none", overrides=ov) as idx:
+        idx.sync()
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sqlean, sys, time; c = sqlean.connect(sys.argv[1], isolation_level=None);"
+         " c.execute('PRAGMA locking_mode = EXCLUSIVE'); c.execute('BEGIN EXCLUSIVE');"
+         " c.execute(\"INSERT INTO meta(key, value) VALUES ('held', '1')\");"
+         " print('held', flush=True); sys.stdin.read()",
+         str(idx.store_path)], stdout=subprocess.PIPE, stdin=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with MemoryIndex.open(ws, provider="none", overrides=ov) as idx:
+            idx.auto_sync = False
+            with pytest.raises(StoreError) as err:
+                idx.search("boiler")
+        assert not isinstance(err.value, IndexUnavailable)
+        assert "locked" in str(err.value)
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(30)
+    assert not Path(f"{idx.store_path}.damaged").exists()
+    with MemoryIndex.open(ws, provider="none") as idx:
+        assert _search_paths(idx, "boiler") == ["MEMORY.md"]
+
+
+def _destroy_page_one(db: Path) -> None:
+    """Page 1 overwritten by a b-tree page, as the issue saw (no connection open here)."""
+    data = bytearray(db.read_bytes())
+    data[:4096] = data[4096:8192]
+    db.write_bytes(bytes(data))
+
+
+def test_our_index_with_page_one_destroyed_is_rebuilt_not_refused(indexed: MemoryIndex) -> None:
+    db = indexed.store_path
+    indexed.store.checkpoint()
+    indexed.close()
+    _destroy_page_one(db)
+    with pytest.raises(StoreError):  # not ours by its header any more: SQLite cannot read it
+        Store(db, readonly=True, fts_scan=True).close()
+    exe = str(Path(sys.executable).with_name("memory-core"))
+    out = subprocess.run([exe, "index", "-w", str(indexed.workspace), "--provider", "none"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    with MemoryIndex.open(indexed.workspace, provider="none") as idx:
+        assert _search_paths(idx, "boiler") == ["MEMORY.md"]
+        assert idx.store.check_integrity() is None
+
+
+def test_a_foreign_file_with_a_stale_stamp_of_another_file_is_refused(tmp_path: Path) -> None:
+    """A stamp proves nothing for another file: a user's database put at a path that once
+    held one of our indexes stays refused (and so would one that reused its inode: SQLite
+    reads it, so it is not a damaged index of ours)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "MEMORY.md").write_text("# Notes\n")
+    with MemoryIndex.open(ws, provider="none") as idx:
+        idx.sync()
+        db = idx.store_path
+    theirs = tmp_path / "recipes.db"
+    con = sqlite.connect(theirs)
+    con.execute("CREATE TABLE recipes(x)")
+    con.commit()
+    con.close()
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    os.replace(theirs, db)
+    assert owner_stamp(db).exists()
+    with pytest.raises(IndexPathRefused):
+        check_index_file(db)
