@@ -162,44 +162,46 @@ def test_a_rebuild_elsewhere_is_seen_by_a_held_connection(indexed: MemoryIndex) 
     indexed.close()
 
 
-def test_a_lock_held_elsewhere_is_waited_out_not_taken_for_damage(tmp_path: Path) -> None:
+def _one_note(tmp_path: Path, busy_ms: int) -> tuple[Path, dict[str, object], Path]:
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "MEMORY.md").write_text("# Notes\n\nThe boiler is serviced in March.\n")
-    ov = {"store": {"busy_timeout_ms": 100}}
+    ov: dict[str, object] = {"store": {"busy_timeout_ms": busy_ms}}
     with MemoryIndex.open(ws, provider="none", overrides=ov) as idx:
         idx.sync()
+    return ws, ov, idx.store_path
+
+
+def _hold_exclusive(db: Path, seconds: str) -> subprocess.Popen[str]:
+    """Another process holds the index in exclusive locking mode (readers get "locked") for
+    ``seconds``, or until its stdin closes (``"stdin"``)."""
     holder = subprocess.Popen(
         [sys.executable, "-c",
          "import sqlean, sys, time; c = sqlean.connect(sys.argv[1], isolation_level=None);"
          " c.execute('PRAGMA locking_mode = EXCLUSIVE'); c.execute('BEGIN EXCLUSIVE');"
          " c.execute(\"INSERT INTO meta(key, value) VALUES ('held', '1')\");"
-         " print('held', flush=True); time.sleep(float(sys.argv[2])); c.execute('COMMIT')",
-         str(idx.store_path), "0.15"], stdout=subprocess.PIPE, text=True)
+         " print('held', flush=True);"
+         " sys.stdin.read() if sys.argv[2] == 'stdin' else time.sleep(float(sys.argv[2]));"
+         " c.execute('COMMIT')",
+         str(db), seconds], stdout=subprocess.PIPE, stdin=subprocess.PIPE, text=True)
     assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def test_a_lock_held_elsewhere_is_waited_out_not_taken_for_damage(tmp_path: Path) -> None:
+    ws, ov, db = _one_note(tmp_path, 100)
+    holder = _hold_exclusive(db, "0.15")
     with MemoryIndex.open(ws, provider="none", overrides=ov) as idx:
         idx.auto_sync = False
         assert _search_paths(idx, "boiler") == ["MEMORY.md"]  # retried past the lock
     holder.wait(30)
-    assert not (idx.store_path.parent / f"{idx.store_path.name}.damaged").exists()
+    assert not Path(f"{db}.damaged").exists()
 
 
 def test_a_lock_that_outlasts_the_retries_is_a_clear_error(tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "MEMORY.md").write_text("# Notes\n\nThe boiler is serviced in March.\n")
-    ov = {"store": {"busy_timeout_ms": 50}}
-    with MemoryIndex.open(ws, provider="none", overrides=ov) as idx:
-        idx.sync()
-    holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sqlean, sys, time; c = sqlean.connect(sys.argv[1], isolation_level=None);"
-         " c.execute('PRAGMA locking_mode = EXCLUSIVE'); c.execute('BEGIN EXCLUSIVE');"
-         " c.execute(\"INSERT INTO meta(key, value) VALUES ('held', '1')\");"
-         " print('held', flush=True); sys.stdin.read()",
-         str(idx.store_path)], stdout=subprocess.PIPE, stdin=subprocess.PIPE, text=True)
+    ws, ov, db = _one_note(tmp_path, 50)
+    holder = _hold_exclusive(db, "stdin")
     try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         with MemoryIndex.open(ws, provider="none", overrides=ov) as idx:
             idx.auto_sync = False
             with pytest.raises(StoreError) as err:
@@ -210,7 +212,7 @@ def test_a_lock_that_outlasts_the_retries_is_a_clear_error(tmp_path: Path) -> No
         assert holder.stdin is not None
         holder.stdin.close()
         holder.wait(30)
-    assert not Path(f"{idx.store_path}.damaged").exists()
+    assert not Path(f"{db}.damaged").exists()
     with MemoryIndex.open(ws, provider="none") as idx:
         assert _search_paths(idx, "boiler") == ["MEMORY.md"]
 
