@@ -2,7 +2,8 @@
 
 Real processes only, loopback only: ``memory-core mcp --transport http`` with two SDK clients
 searching in a loop, two loops of ``memory-core index``, ``memory-core watch``, a loop of
-``promote --apply`` / ``promote --undo``, and a writer appending to ten diaries every 0.1 s.
+``promote --apply`` / ``promote --undo``, a loop of ``memory-core search`` (which syncs
+first), and a writer appending to ten diaries every 0.1 s.
 :func:`run_mix` returns what happened (every search's latency and outcome, every command's
 failures); :func:`index_matches_fresh_build` and :func:`integrity` check the index afterwards.
 Used by ``tests/test_faces_concurrency.py`` (short, in CI) and ``benchmarks/bench_faces.py``
@@ -46,6 +47,8 @@ MAX_RESULTS = 20
 #: Words that mean the index itself failed (never acceptable in any face's output).
 INDEX_TROUBLE = re.compile(r"Traceback|malformed|damaged|disk I/O|not a database|"
                            r"not an index this project created|Expecting value", re.I)
+#: The query of the ``memory-core search`` loop (a CLI search syncs first, then answers).
+CLI_QUERY = ("COOKIE_EXPIRED", "memory/2026-11-03.md")
 WRITER_PERIOD_S = 0.1
 DIARIES = 10
 PROMOTE_GATES = ["--min-score", "0", "--min-recall-count", "1", "--min-unique-queries", "1",
@@ -73,6 +76,7 @@ class CommandRun:
     rc: int
     seconds: float
     stderr: str
+    stdout: str = ""
 
 
 @dataclass
@@ -100,6 +104,8 @@ class MixReport:
                                      and not INDEX_TROUBLE.search(c.stderr))
             if not expected or INDEX_TROUBLE.search(c.stderr):
                 out.append(f"{c.face} rc={c.rc}: {c.stderr.strip()[-300:]}")
+            elif c.face == "search" and CLI_QUERY[1] not in c.stdout:
+                out.append(f"search answered without its hit: {c.stdout.strip()[:300]}")
         for name, err in (("mcp", self.server_stderr), ("watch", self.watch_stderr)):
             if INDEX_TROUBLE.search(err):
                 out.append(f"{name}: {err.strip()[-300:]}")
@@ -220,7 +226,8 @@ def _command_loop(face: str, argvs: list[list[str]], stop_at: threading.Event,
         t0 = time.perf_counter()
         p = subprocess.run([EXE, *argv], env=ENV, capture_output=True, text=True, timeout=600)
         with lock:
-            out.append(CommandRun(name, p.returncode, time.perf_counter() - t0, p.stderr))
+            out.append(CommandRun(name, p.returncode, time.perf_counter() - t0, p.stderr,
+                                  p.stdout if face == "search" else ""))
 
 
 def _writer(ws: Path, stop_at: threading.Event, counter: list[int]) -> None:
@@ -255,6 +262,8 @@ def run_mix(ws: Path, seconds: float, *, provider: str = "none", writers: bool =
                 ("index", [["index", *common]]),
                 ("promote", [["promote", *common, "--apply", *PROMOTE_GATES],
                              ["promote", *common, "--undo"]]),
+                ("search", [["search", *common, "--json", "--max-results", str(MAX_RESULTS),
+                             CLI_QUERY[0]]]),
             ]
             threads = [threading.Thread(target=_command_loop, args=(f, a, stop_at,
                                                                     report.commands, lock))

@@ -2,8 +2,8 @@
 workspace for a bounded time, then the index must be sound and equal to a fresh build.
 
 An MCP server over HTTP with two clients searching in a loop, two ``index`` loops, ``watch``,
-a ``promote --apply``/``--undo`` loop and a writer appending to ten diaries every 0.1 s
-(``tests/faces_mix.py``). Every search must answer with its known hit (no error result, never
+a ``search`` loop, a ``promote --apply``/``--undo`` loop and a writer appending to ten diaries
+every 0.1 s (``tests/faces_mix.py``). Every search must answer with its known hit (no error result, never
 an empty success); no face may report a damaged or malformed index. The 10-minute form is
 ``benchmarks/bench_faces.py --seconds 600``.
 """
@@ -29,6 +29,7 @@ def test_faces_together_keep_the_index_whole(tmp_path: Path) -> None:
     assert report.answered >= 20, summary  # the clients really searched throughout
     assert summary["commands"].get("index", 0) >= 2, summary
     assert summary["commands"].get("apply", 0) >= 1, summary
+    assert summary["commands"].get("search", 0) >= 1, summary
     assert report.appended > 0
     applied = [c for c in report.commands if c.face == "apply" and c.rc == 0]
     assert applied, summary
