@@ -3,9 +3,9 @@ workspace for a bounded time, then the index must be sound and equal to a fresh 
 
 An MCP server over HTTP with two clients searching in a loop, two ``index`` loops, ``watch``,
 a ``search`` loop, a ``promote --apply``/``--undo`` loop and a writer appending to ten diaries
-every 0.1 s (``tests/faces_mix.py``). Every search must answer with its known hit (no error result, never
-an empty success); no face may report a damaged or malformed index. The 10-minute form is
-``benchmarks/bench_faces.py --seconds 600``.
+every 0.1 s (``tests/faces_mix.py``). Every search must answer with its known hit (no error
+result, never an empty success); no face may report a damaged or malformed index. The 10-minute
+form is ``benchmarks/bench_faces.py --seconds 600``.
 """
 
 from __future__ import annotations

@@ -261,3 +261,26 @@ def test_a_foreign_file_with_a_stale_stamp_of_another_file_is_refused(tmp_path: 
     assert owner_stamp(db).exists()
     with pytest.raises(IndexPathRefused):
         check_index_file(db)
+
+
+def test_live_index_beside_an_external_syncing_process(indexed: MemoryIndex) -> None:
+    """Item 2's third case: a LiveIndex (its own reader and writer, no watcher) while another
+    process indexes and rebuilds the same index: what that process committed is what the
+    LiveIndex answers, at once; never an empty success from a file renamed away."""
+    from memory_core.live import LiveIndex
+
+    ws = indexed.workspace
+    indexed.close()
+    exe = str(Path(sys.executable).with_name("memory-core"))
+    diary = ws / "memory" / "2026-01-09.md"
+    with LiveIndex.open(ws, provider="none", watch=False) as live:
+        assert live.wait_idle(60)
+        for i, extra in enumerate([["--force"], [], ["--force"]]):
+            marker = f"ZEBRA{i}MARK"
+            with diary.open("a") as f:
+                f.write(f"Entry {i}: {marker}\n")
+            subprocess.run([exe, "index", "-w", str(ws), "--provider", "none", *extra],
+                           check=True, capture_output=True, timeout=120)
+            reader = live.search_index()  # auto_sync off: what the other process committed
+            assert [h.path for h in reader.search(marker).hits] == ["memory/2026-01-09.md"]
+            assert [h.path for h in reader.search("boiler").hits] == ["MEMORY.md"]

@@ -21,6 +21,7 @@ from ..common.fileio import iter_jsonl
 from ..common.sql import sqlite
 from ..config import MemoryConfig
 from ..index import MemoryIndex
+from ..indexfile import read_uri
 from .model import MEMORY_FILE, Now, now_ms
 from .plan import ApplyPlan, preview_apply
 from .scoring import PromotionCandidate, list_candidates
@@ -95,7 +96,7 @@ def _snapshot_index(src: Path, target: Path) -> None:
     if not src.exists():
         return
     try:
-        with sqlite.connect(f"file:{src}?mode=ro", uri=True) as a, \
+        with sqlite.connect(read_uri(src), uri=True) as a, \
                 sqlite.connect(target) as b:
             a.backup(b)
     except sqlite.Error:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..common.dates import now_ms
 from ..common.sql import sqlite
+from ..indexfile import read_uri
 from .model import PromotionError
 from .state_migrations import migrate
 
@@ -293,9 +294,12 @@ class StateStore:
         An entry present in both keeps the copy with more signals (then the latest recall);
         events are added; daily-ingestion state keeps the latest day; history rows are added
         unless the same apply is already there. A file that is not a readable index is skipped.
+        The file may be open in this very process (the index the state store was opened for):
+        it is read through the same SQLite library (:mod:`..common.sql`), whose connections
+        share their locks, never through a second one (issue #19).
         """
         try:
-            old = sqlite.connect(f"file:{path}?mode=ro", uri=True)
+            old = sqlite.connect(read_uri(path), uri=True)
         except sqlite.Error:
             return 0
         try:
