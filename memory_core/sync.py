@@ -644,7 +644,8 @@ def _swap(tmp: Path, target: Path, busy_timeout_ms: int = 5000) -> None:
 
 def _copy_into(tmp: Path, target: Path, busy_timeout_ms: int) -> None:
     """Copy every page of ``tmp`` into the live index ``target`` in one transaction (SQLite's
-    backup), then fold the WAL back into the file when no reader holds it."""
+    backup), then fold the WAL back into the file when no reader holds it. It costs ~6% of a
+    forced rebuild (34 MB index: 0.40 s of 5.8 s; a rename took 0.05 s)."""
     src = sqlite.connect(str(tmp), isolation_level=None)
     dst = sqlite.connect(str(target), isolation_level=None, timeout=busy_timeout_ms / 1000)
     try:
@@ -652,8 +653,11 @@ def _copy_into(tmp: Path, target: Path, busy_timeout_ms: int) -> None:
         if str(dst.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
             dst.execute("PRAGMA journal_mode = WAL")
         src.backup(dst)
-        with contextlib.suppress(DatabaseError):  # readers still on the old pages: later
-            dst.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        # the WAL now holds every page: fold it in and shrink it to nothing, unless readers
+        # still hold old pages (then a later checkpoint does it; never wait long for them)
+        dst.execute("PRAGMA busy_timeout = 200")
+        with contextlib.suppress(DatabaseError):
+            dst.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
     finally:
         src.close()
         dst.close()
