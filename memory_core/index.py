@@ -231,7 +231,7 @@ class MemoryIndex:
         try:
             with self._lock:
                 meta = self._open_store().get_meta() or {}
-        except StoreError:
+        except (StoreError, DatabaseError):  # damaged: a search or sync says so and rebuilds
             return 0
         return _as_int(meta.get("generation"))
 

@@ -112,6 +112,10 @@ def _in_clause(column: str, values: Sequence[str] | None) -> tuple[str, list[Any
     return f" AND {column} IN ({','.join('?' * len(values))})", list(values)
 
 
+class MetaDamaged(DatabaseError):  # type: ignore[misc, valid-type]
+    """The index meta is not what a sync writes: damage that ``quick_check`` cannot see."""
+
+
 class Store:
     """A connection to one index database, with its schema migrated."""
 
@@ -220,6 +224,8 @@ class Store:
         ``PRAGMA quick_check`` confirms the file is damaged; otherwise a plain
         :class:`StoreError` that says to try again. A failed read alone is no evidence: a page
         read while another process misbehaved, or a lock, must not cost a full rebuild."""
+        if isinstance(e, MetaDamaged) or isinstance(e.__cause__, MetaDamaged):
+            return self.unavailable(e)
         try:
             rows = [str(r[0]) for r in self.db.execute("PRAGMA quick_check(5)")]
         except DatabaseError as q:
@@ -277,8 +283,20 @@ class Store:
     # ------------------------------------------------------------------ meta and files
 
     def get_meta(self) -> dict[str, Any] | None:
+        """The index meta; a row that is not a JSON object is damage (the issue saw ``files``
+        rows in ``meta``), reported as SQLite reports a malformed page so that a sync rebuilds
+        instead of every face failing on ``json.loads``."""
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (META_KEY,)).fetchone()
-        return json.loads(row[0]) if row else None
+        if not row:
+            return None
+        try:
+            meta = json.loads(row[0])
+        except (TypeError, ValueError) as e:
+            meta = e
+        if not isinstance(meta, dict):
+            raise MetaDamaged(f"database disk image is malformed (index meta is not a JSON "
+                              f"object: {str(row[0])[:40]!r})")
+        return meta
 
     def set_meta(self, meta: dict[str, Any]) -> None:
         self.db.execute(

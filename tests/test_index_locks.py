@@ -284,3 +284,31 @@ def test_live_index_beside_an_external_syncing_process(indexed: MemoryIndex) -> 
             reader = live.search_index()  # auto_sync off: what the other process committed
             assert [h.path for h in reader.search(marker).hits] == ["memory/2026-01-09.md"]
             assert [h.path for h in reader.search("boiler").hits] == ["MEMORY.md"]
+
+
+def test_a_meta_row_that_is_not_json_is_damage_and_index_rebuilds(indexed: MemoryIndex) -> None:
+    """The first corruption the issue saw: ``meta`` holding rows of ``files``, and every face,
+    ``index --force`` included, failing with "Expecting value". Now it is damage: rebuilt."""
+    db = indexed.store_path
+    indexed.close()
+    con = sqlite.connect(db)
+    con.execute("UPDATE meta SET value = 'MEMORY.md|memory|abc' WHERE key = ?",
+                ("memory_index_meta_v1",))
+    con.commit()
+    con.close()
+    exe = str(Path(sys.executable).with_name("memory-core"))
+    for extra in ([], ["--force"]):
+        out = subprocess.run([exe, "index", "-w", str(indexed.workspace), "--provider", "none",
+                              *extra], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    with MemoryIndex.open(indexed.workspace, provider="none") as idx:
+        assert idx.store.get_meta() is not None
+        assert _search_paths(idx, "boiler") == ["MEMORY.md"]
+    con = sqlite.connect(indexed.store_path)
+    con.execute("UPDATE meta SET value = '[1, 2]' WHERE key = ?", ("memory_index_meta_v1",))
+    con.commit()
+    con.close()
+    with MemoryIndex.open(indexed.workspace, provider="none") as idx:
+        assert idx.generation == 0
+        assert "damaged" in (idx.status().error or "")
+        assert _search_paths(idx, "boiler") == ["MEMORY.md"]  # a search that syncs rebuilds
