@@ -5,7 +5,8 @@ searching in a loop over HTTP (``tests/faces_mix.py``):
 
 * **baseline**: the MCP server and its clients alone;
 * **mix**: the same, plus two ``memory-core index`` loops, ``memory-core watch``, a
-  ``promote --apply``/``--undo`` loop and a writer appending to ten diaries every 0.1 s.
+  ``promote --apply``/``--undo`` loop, a ``memory-core search`` loop and a writer appending
+  to ten diaries every 0.1 s.
 
 It prints, for each, the searches answered, the errors (error results, empty successes, wrong
 answers), p50/p99 latency and searches per second, and the mix's ratios to the baseline; after
@@ -66,8 +67,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"baseline: MCP server + 2 clients, {base_s:g} s ...", file=sys.stderr)
         baseline = run_mix(fresh_demo(t / "a", "ws"), base_s, provider=args.provider,
                            writers=False)
-        print(f"mix: + 2 index loops, watch, promote loop, diary writer, {args.seconds:g} s ...",
-              file=sys.stderr)
+        print(f"mix: + 2 index loops, watch, promote loop, search loop, diary writer, "
+              f"{args.seconds:g} s ...", file=sys.stderr)
         ws = fresh_demo(t / "b", "ws")
         mix = run_mix(ws, args.seconds, provider=args.provider)
         check = integrity(index_path(ws, args.provider))
