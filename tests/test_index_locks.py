@@ -7,6 +7,11 @@ drops all of them. SQLite shares one descriptor's locks among its own connection
 closing its connection takes itself for the last one, checkpoints and deletes ``-wal``/``-shm``
 under the live connection. These tests watch exactly that: a second process opens and closes the
 index while this process still holds it; the ``-wal`` must survive.
+
+Then items 2 and 3: a rebuild by another process is seen by a connection held here (the file
+is written into, never renamed over), a lock is waited out or reported and never taken for
+damage, a LiveIndex answers what another process committed, and a damaged index of ours (page
+1 destroyed, a meta row that is not JSON) is rebuilt while a foreign file stays refused.
 """
 
 from __future__ import annotations
