@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -79,6 +80,10 @@ class WorkspaceError(ValueError):
     """The workspace does not exist or is not a folder."""
 
 
+#: Tries of a search's read before its error stands, and the pause before each retry (times the
+#: retry's number): contention clears within milliseconds, real damage stays.
+READ_TRIES = 3
+RETRY_PAUSE_S = 0.05
 #: The progress stage reported while a sync waits for another process's sync of the same index.
 WAIT_STAGE = "waiting for another sync"
 
@@ -172,6 +177,8 @@ class MemoryIndex:
             return self._choice
 
     def _open_store(self) -> Store:
+        if self._store is not None and not self._tx_depth and self._store.moved():
+            self.close()  # replaced by a rename (a destroyed index rebuilt): read the new file
         if self._store is None:
             guard_index_path(self.store_path, self.workspace, self.config)
             self._store = Store(self.store_path, self.config.store.busy_timeout_ms)
@@ -224,7 +231,7 @@ class MemoryIndex:
         try:
             with self._lock:
                 meta = self._open_store().get_meta() or {}
-        except StoreError:
+        except (StoreError, DatabaseError):  # damaged: a search or sync says so and rebuilds
             return 0
         return _as_int(meta.get("generation"))
 
@@ -299,6 +306,11 @@ class MemoryIndex:
             self._synced = True
             self.sync_skipped = ("another process is syncing this index; answered from its "
                                  "last committed state")
+        except (StoreError, DatabaseError) as e:  # locked by another process: not damage
+            if isinstance(e, IndexPathRefused) or not self.store_path.exists() \
+                    or not ("locked" in str(e) or "busy" in str(e)):
+                raise
+            self.sync_skipped = f"the index was busy ({e}); answered from its last committed state"
 
     # ------------------------------------------------------------------ search
 
@@ -370,21 +382,41 @@ class MemoryIndex:
     def _fetch(self, query: str, s: SearchSettings, src: list[str] | None, use_numpy: bool,
                query_vector: np.ndarray | None, rows_for: int | None = None, *,
                keyword_only: bool = False) -> Candidates:
-        """Both legs (or the keyword leg alone), or :class:`IndexUnavailable` when the index
-        turns out to be damaged."""
-        with self._lock:
-            store = self._open_store()
-            if store.damaged:
-                raise store.unavailable()
-            provider = None if keyword_only else self.choice.provider
-            try:
-                return fetch_candidates(store, provider, query, s, src,
-                                        use_numpy=use_numpy, query_vector=query_vector,
-                                        rows_for=rows_for)
-            except DatabaseError as e:
-                if not is_corruption(e):
+        """Both legs (or the keyword leg alone), or an error: never an empty success.
+
+        A read that fails (locked, busy, an I/O error, even "malformed") is tried again on a
+        fresh connection, :data:`READ_TRIES` times in all; only then does the error stand, and
+        it says the index is damaged (:class:`IndexUnavailable`, which rebuilds it) only when
+        ``PRAGMA quick_check`` confirms it (:meth:`Store.confirm_damage`), so contention never
+        costs a rebuild (issue #19 item 2).
+        """
+        last: BaseException | None = None
+        for attempt in range(READ_TRIES):
+            if attempt:
+                time.sleep(RETRY_PAUSE_S * attempt)
+            with self._lock:
+                try:
+                    store = self._open_store()
+                    if store.damaged:  # found by the open's read: to be confirmed below
+                        raise IndexUnavailable(f"index {self.store_path}: {store.damaged}")
+                    provider = None if keyword_only else self.choice.provider
+                    return fetch_candidates(store, provider, query, s, src,
+                                            use_numpy=use_numpy, query_vector=query_vector,
+                                            rows_for=rows_for)
+                except IndexPathRefused:
                     raise
-                raise store.unavailable(e) from e
+                except (DatabaseError, StoreError) as e:
+                    last = e
+                    if self._tx_depth:
+                        break  # inside a transaction: its connection cannot be swapped
+                    self.close()  # the next try reads through a fresh connection
+        assert last is not None
+        with self._lock:
+            try:
+                store = self._open_store()
+            except StoreError as e:
+                raise e from last
+            raise store.confirm_damage(last) from last
 
     def _source_filter(self, sources: Sequence[str] | None) -> list[str] | None:
         if not sources:
@@ -508,10 +540,9 @@ class MemoryIndex:
                 except DatabaseError as e:
                     if not is_corruption(e):
                         raise
-                    raise st.unavailable(e) from e
+                    raise st.confirm_damage(e) from e
                 if damage:
-                    st.damaged = damage
-                    raise st.unavailable()
+                    raise st.confirm_damage(Exception(damage))
         except IndexPathRefused:
             raise
         except StoreError as e:

@@ -1,7 +1,9 @@
 """The store: one SQLite file per workspace index (chunks, sqlite-vec vectors, FTS5, cache).
 
-All SQL of the package lives here. The stdlib ``sqlite3`` of many Python builds cannot load
-extensions, so the store uses ``sqlean`` (a drop-in build that can) and loads sqlite-vec into it.
+All SQL of the index lives here (which file is an index: :mod:`.indexfile`). The stdlib
+``sqlite3`` of many Python builds cannot load extensions, so the package uses ``sqlean`` (a
+drop-in build that can; :mod:`.common.sql`, the one library of the process) and loads
+sqlite-vec into it.
 Where sqlite-vec still cannot load, :attr:`Store.vec_error` says why and vector search runs in
 numpy over the float32 blobs kept in ``chunks.embedding``; both paths rank identically.
 """
@@ -20,93 +22,28 @@ import numpy as np
 
 from . import migrations, vectors
 from .common.dates import now_ms
+from .common.sql import DatabaseError, OperationalError, sqlite
 from .common.topk import smallest_first
 
-try:  # sqlean can load extensions; fall back to the stdlib where it is missing.
-    import sqlean as sqlite  # type: ignore[import-untyped]
-except ImportError:  # pragma: no cover - sqlean is a dependency
-    import sqlite3 as sqlite  # type: ignore[no-redef]
+# re-exported: the faces and tests name them as the store's errors and checks
+from .indexfile import APPLICATION_ID as APPLICATION_ID
+from .indexfile import IndexPathRefused as IndexPathRefused
+from .indexfile import (
+    IndexUnavailable,
+    StoreError,
+    check_index_file,
+    damage_marker,
+    file_id,
+    is_corruption,
+    read_uri,
+)
+from .indexfile import damage_found as damage_found
+from .indexfile import owner_stamp as owner_stamp
+from .indexfile import stamp_owner as stamp_owner
 
-DatabaseError = sqlite.DatabaseError
 #: sqlite-vec's largest ``k``.
 _VEC0_MAX_K = 4096
-OperationalError = sqlite.OperationalError
 META_KEY = "memory_index_meta_v1"
-
-
-class StoreError(RuntimeError):
-    """The index database cannot be used (locked, corrupt, unreadable); the message says why."""
-
-
-class IndexPathRefused(StoreError):
-    """The index path names a file this project did not create (a user's Markdown, somebody
-    else's database): it is never opened, rebuilt or replaced. The message is one line."""
-
-
-class IndexUnavailable(StoreError):
-    """The index cannot answer right now: it is damaged (and not yet rebuilt from the
-    Markdown), so a search must report an error, never an empty success. One line says why."""
-
-
-#: ``PRAGMA application_id`` of every index this project writes (ASCII ``MWIX``): together with
-#: the SQLite header it tells our index from any other file, even when its pages are damaged.
-APPLICATION_ID = 0x4D574958
-_SQLITE_MAGIC = b"SQLite format 3\x00"
-_OUR_TABLES = {"meta", "files", "chunks", "chunks_fts"}
-
-
-def is_corruption(e: BaseException) -> bool:
-    """Whether a SQLite error says the database file is damaged."""
-    msg = str(e).lower()
-    return "malformed" in msg or "not a database" in msg or "corrupt" in msg
-
-
-def damage_marker(path: Path) -> Path:
-    """``<index>.damaged``: left by the read that found the index damaged (with the reason), so
-    the next sync rebuilds it even when its own reads never touch the damaged pages; removed
-    when the rebuilt index is swapped in."""
-    return Path(f"{path}.damaged")
-
-
-def damage_found(path: Path) -> str | None:
-    """The reason recorded in the damage marker of the index at ``path``, if there is one."""
-    try:
-        return damage_marker(path).read_text(encoding="utf-8", errors="replace").strip() or "?"
-    except OSError:
-        return None
-
-
-def check_index_file(path: Path) -> None:
-    """Raise :class:`IndexPathRefused` unless ``path`` is missing or one of our indexes.
-
-    Ours: a SQLite header with our ``application_id``, or (indexes written before it was set) a
-    SQLite database holding our tables. Reads at most the header and the schema; writes nothing.
-    """
-    try:
-        with open(path, "rb") as f:
-            head = f.read(100)
-    except FileNotFoundError:
-        return
-    except IsADirectoryError as e:
-        raise IndexPathRefused(f"index path {path} is a folder, not an index file") from e
-    except OSError as e:
-        raise IndexPathRefused(f"index path {path}: {e.strerror or e}") from e
-    refusal = (f"index path {path} is an existing file that is not an index this project "
-               "created; it is left untouched: choose another --db / [store] path")
-    if len(head) < 100 or not head.startswith(_SQLITE_MAGIC):
-        raise IndexPathRefused(refusal)
-    if int.from_bytes(head[68:72], "big") == APPLICATION_ID:
-        return
-    try:  # an index from before the application id: recognise it by its tables
-        con = sqlite.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            names = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
-        finally:
-            con.close()
-    except DatabaseError as e:
-        raise IndexPathRefused(f"{refusal} ({e})") from e
-    if not _OUR_TABLES <= names:
-        raise IndexPathRefused(refusal)
 
 
 @dataclass(frozen=True)
@@ -175,6 +112,10 @@ def _in_clause(column: str, values: Sequence[str] | None) -> tuple[str, list[Any
     return f" AND {column} IN ({','.join('?' * len(values))})", list(values)
 
 
+class MetaDamaged(DatabaseError):  # type: ignore[misc, valid-type]
+    """The index meta is not what a sync writes: damage that ``quick_check`` cannot see."""
+
+
 class Store:
     """A connection to one index database, with its schema migrated."""
 
@@ -194,10 +135,11 @@ class Store:
         #: Why the file is damaged, once a read has found out (``None``: not known damaged).
         self.damaged: str | None = None
         check_index_file(self.path)
+        self.opened_file = file_id(self.path)
         if not readonly:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            uri = f"file:{self.path}?mode=ro" if readonly else str(self.path)
+            uri = read_uri(self.path) if readonly else str(self.path)
             self.db = sqlite.connect(uri, uri=readonly, isolation_level=None,
                                      check_same_thread=False, timeout=busy_timeout_ms / 1000)
             self.db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
@@ -276,6 +218,30 @@ class Store:
             f"index {self.path} is damaged ({self.damaged}); the Markdown is untouched: "
             "run `memory-core index` to rebuild it from the Markdown")
 
+    def confirm_damage(self, e: BaseException) -> StoreError:
+        """The error to raise after reads failed with ``e`` (already retried on a fresh
+        connection): :class:`IndexUnavailable`, with the damage marker written, only when
+        ``PRAGMA quick_check`` confirms the file is damaged; otherwise a plain
+        :class:`StoreError` that says to try again. A failed read alone is no evidence: a page
+        read while another process misbehaved, or a lock, must not cost a full rebuild."""
+        if isinstance(e, MetaDamaged) or isinstance(e.__cause__, MetaDamaged):
+            return self.unavailable(e)
+        try:
+            rows = [str(r[0]) for r in self.db.execute("PRAGMA quick_check(5)")]
+        except DatabaseError as q:
+            if not is_corruption(q):
+                return StoreError(self._explain(q))  # locked, busy: no verdict either way
+            rows = [str(q)]
+        if rows != ["ok"]:
+            return self.unavailable(Exception("; ".join(rows)))
+        return StoreError(f"index {self.path} could not be read just now ({e}); it is sound "
+                          "(quick_check ok): try again")
+
+    def moved(self) -> bool:
+        """Whether the path now names another file than the one this connection reads (an
+        index of ours replaced by a rename: the connection would answer from the old file)."""
+        return file_id(self.path) != self.opened_file
+
     def check_integrity(self) -> str | None:
         """``PRAGMA quick_check``: ``None`` when the file is sound, else what is wrong.
 
@@ -317,8 +283,20 @@ class Store:
     # ------------------------------------------------------------------ meta and files
 
     def get_meta(self) -> dict[str, Any] | None:
+        """The index meta; a row that is not a JSON object is damage (the issue saw ``files``
+        rows in ``meta``), reported as SQLite reports a malformed page so that a sync rebuilds
+        instead of every face failing on ``json.loads``."""
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (META_KEY,)).fetchone()
-        return json.loads(row[0]) if row else None
+        if not row:
+            return None
+        try:
+            meta = json.loads(row[0])
+        except (TypeError, ValueError) as e:
+            meta = e
+        if not isinstance(meta, dict):
+            raise MetaDamaged(f"database disk image is malformed (index meta is not a JSON "
+                              f"object: {str(row[0])[:40]!r})")
+        return meta
 
     def set_meta(self, meta: dict[str, Any]) -> None:
         self.db.execute(

@@ -28,6 +28,7 @@ from . import postings
 from .chunking import Chunk, chunk_markdown, remap_chunk_lines, sha256_hex
 from .common.dates import now_ms
 from .common.fileio import file_changed
+from .common.sql import sqlite
 from .config import MemoryConfig, fingerprint
 from .embeddings import EmbeddingProvider, ProviderChoice
 from .sources import (
@@ -51,6 +52,7 @@ from .store import (
     damage_found,
     damage_marker,
     is_corruption,
+    stamp_owner,
 )
 from .text import cjk_bigrams
 from .version import __version__
@@ -446,6 +448,7 @@ class Indexer:
             self._rebuild(store_path, previous, listing.files, report)
         if not refreshed:
             self._refresh_sidecars(store_path, report, verify=verify)
+        stamp_owner(store_path)
         report.duration_ms = (time.perf_counter() - t0) * 1000
         return report
 
@@ -521,10 +524,7 @@ class Indexer:
             new.cache_prune(self.config.store.cache_max_entries)
             new.commit()
             new.close()
-            # durable and in WAL mode, as every index is, before it replaces the old one
-            Store(tmp, self.config.store.busy_timeout_ms, fts_scan=False).close()
-            _sync_file(tmp)
-            _swap(tmp, target)
+            _swap(tmp, target, self.config.store.busy_timeout_ms)
         except BaseException:
             new.close()
             _remove_db(tmp)
@@ -607,21 +607,60 @@ def _remove_db(path: Path) -> None:
     _remove_db_sidecars(path)
 
 
-def _swap(tmp: Path, target: Path) -> None:
-    """Replace ``target`` with ``tmp`` atomically; the old WAL must not outlive its database."""
+def _swap(tmp: Path, target: Path, busy_timeout_ms: int = 5000) -> None:
+    """Put the index built at ``tmp`` in place of ``target`` (and delete ``tmp``).
+
+    Other processes may hold connections to ``target`` right now (an MCP server, a watcher, a
+    search), so the file itself stays: the new pages are copied into it with SQLite's online
+    backup, one write transaction under SQLite's own locks, which every reader sees as an
+    ordinary commit. Renaming a file over an index in use would leave those connections on the
+    old inode while a ``-wal`` and ``-shm`` named after the path are shared with the new one:
+    old readers then read the new file's frames over the old pages ("malformed"), and a wrong
+    checkpoint loses commits (issue #19). Only a target SQLite cannot open as a database at all
+    (its page 1 destroyed: nothing could be reading it) is replaced by an atomic rename, after
+    its ``-wal``/``-shm`` are removed so that no frame of it is applied to the new file.
+    """
+    check_index_file(target)  # a file that appeared meanwhile and is not ours stays untouched
     if target.exists():
         try:
-            s = Store(target, fts_scan=False)
-            s.checkpoint()
-            s.close()
-        except StoreError:
-            pass  # corrupt: nothing worth keeping
+            _copy_into(tmp, target, busy_timeout_ms)
+        except DatabaseError as e:
+            if not is_corruption(e):
+                raise
+        else:
+            _remove_db(tmp)
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(damage_marker(target))
+            return
+    # durable and in WAL mode, as every index is, before it replaces the damaged one
+    Store(tmp, busy_timeout_ms, fts_scan=False).close()
+    _sync_file(tmp)
     _remove_db_sidecars(target)
     _remove_db_sidecars(tmp)
-    check_index_file(target)  # a file that appeared meanwhile and is not ours stays untouched
     os.replace(tmp, target)
     with contextlib.suppress(FileNotFoundError):
         os.remove(damage_marker(target))
+
+
+def _copy_into(tmp: Path, target: Path, busy_timeout_ms: int) -> None:
+    """Copy every page of ``tmp`` into the live index ``target`` in one transaction (SQLite's
+    backup), then fold the WAL back into the file when no reader holds it. It costs ~6% of a
+    forced rebuild (34 MB index: 0.40 s of 5.8 s; a rename took 0.05 s)."""
+    src = sqlite.connect(str(tmp), isolation_level=None)
+    dst = sqlite.connect(str(target), isolation_level=None, timeout=busy_timeout_ms / 1000)
+    try:
+        dst.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        if str(dst.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+            dst.execute("PRAGMA journal_mode = WAL")
+        src.backup(dst)
+        # the WAL now holds every page: fold it in and shrink it to nothing, unless readers
+        # still hold old pages (then a later checkpoint does it; never wait long for them)
+        dst.execute("PRAGMA busy_timeout = 200")
+        with contextlib.suppress(DatabaseError):
+            dst.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    finally:
+        src.close()
+        dst.close()
 
 
 def _remove_db_sidecars(path: Path) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from memory_core import MemoryIndex
+from memory_core.common.sql import sqlite
 from memory_core.sources import render_session
 from memory_core.store import IndexPathRefused, IndexUnavailable, Store
 
@@ -95,7 +95,7 @@ def test_index_path_outside_the_workspace_on_a_user_file_is_refused(demo_ws: Pat
     user_file = tmp_path / "budget.sqlite"
     user_file.write_bytes(b"my spreadsheet export, not yours\n" * 50)
     other_db = tmp_path / "other.sqlite"  # somebody else's SQLite database
-    con = sqlite3.connect(other_db)
+    con = sqlite.connect(other_db)
     con.execute("CREATE TABLE meta (key TEXT, value TEXT)")
     con.execute("INSERT INTO meta VALUES ('owner', 'another app')")
     con.commit()

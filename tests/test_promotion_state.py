@@ -7,12 +7,12 @@ the real engine (keyword-only, no model) on real files and fail on the old layou
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from memory_core import MemoryIndex
 from memory_core import promotion as pr
+from memory_core.common.sql import sqlite
 from memory_core.promotion.state_migrations import m001_state
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -69,7 +69,7 @@ def test_state_lives_beside_the_index_in_wal_mode(tmp_path: Path) -> None:
         assert (ws / ".memory" / "state.sqlite").is_file()
         assert pr.state_path(ws) == ws / ".memory" / "state.sqlite"
         assert pr.state_path(ws) != idx.store_path
-        db = sqlite3.connect(pr.state_path(ws))
+        db = sqlite.connect(pr.state_path(ws))
         try:
             assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
             assert db.execute("PRAGMA user_version").fetchone()[0] >= 1
@@ -143,7 +143,7 @@ def test_two_index_files_of_a_workspace_share_the_signals(tmp_path: Path) -> Non
 def _legacy_index(path: Path, rows: list[tuple], history_rows: list[tuple] = ()) -> None:
     """An index file as older versions left it: the recall tables of index migration 4."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(path, isolation_level=None)
+    db = sqlite.connect(path, isolation_level=None)
     try:
         db.execute("BEGIN")
         m001_state(db)  # the old index tables had the state store's columns

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import os
 import re
-import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from ..common.sql import sqlite
 from ..config import MemoryConfig
 from ..fusion import Hit
 from ..reading import PathRefused, ReadResult, read_lines
@@ -159,7 +159,7 @@ class QmdBackend:
         self.pattern_flag = "--mask"
         self._multi_collection: bool | None = None
         self._version: str | None = None
-        self._db: sqlite3.Connection | None = None
+        self._db: sqlite.Connection | None = None
         self._opened = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -470,18 +470,18 @@ class QmdBackend:
 
     # ------------------------------------------------------------------ locations
 
-    def _conn(self) -> sqlite3.Connection:
+    def _conn(self) -> sqlite.Connection:
         if self._db is None:
             if not self.index_path.exists():
                 raise QmdError(f"qmd index {self.index_path} does not exist yet")
-            self._db = sqlite3.connect(f"file:{self.index_path}?mode=ro", uri=True,
+            self._db = sqlite.connect(f"file:{self.index_path}?mode=ro", uri=True,
                                        timeout=1.0, check_same_thread=False)
         return self._db
 
     def _rows(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
         try:
             return list(self._conn().execute(sql, args))
-        except sqlite3.Error as e:
+        except sqlite.Error as e:
             if "locked" in str(e) or "busy" in str(e):
                 raise QmdError(f"qmd index busy while reading results: {e}") from e
             raise QmdError(f"qmd index unreadable: {e}") from e

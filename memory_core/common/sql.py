@@ -1,9 +1,29 @@
-"""SQL helpers shared by the index's and the state store's migrations."""
+"""The one SQLite library of the package, and SQL helpers shared by the index's and the state
+store's migrations.
+
+Every connection the package makes goes through :data:`sqlite` (``sqlean``, a build of SQLite
+that can load extensions; the stdlib ``sqlite3`` only where it is missing). One library per
+process is a rule, not a taste: SQLite shares its POSIX locks among the connections of one
+process that open the same file, but only within one library. A second library (or a plain
+``open()``) that closes a descriptor of an index drops every ``fcntl`` lock the process holds on
+it, and another process then takes itself for the last connection, checkpoints and deletes the
+``-wal``/``-shm`` under live connections (SQLite's "How To Corrupt", section 2.2.1; issue #19).
+``tests/test_index_locks.py`` checks the source for any other import of ``sqlite3``.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Any
+
+try:  # sqlean can load extensions (sqlite-vec); fall back to the stdlib where it is missing
+    import sqlean as sqlite  # type: ignore[import-untyped]
+except ImportError:  # pragma: no cover - sqlean is a dependency
+    import sqlite3 as sqlite  # type: ignore[no-redef]
+
+DatabaseError = sqlite.DatabaseError
+OperationalError = sqlite.OperationalError
+Connection = sqlite.Connection
 
 
 def run_statements(db: Any, script: str) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import os
 import shutil
-import sqlite3
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,8 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..common.dates import DAY_MS, day_of, day_start_ms
 from ..common.fileio import iter_jsonl
+from ..common.sql import sqlite
 from ..config import MemoryConfig
 from ..index import MemoryIndex
+from ..indexfile import read_uri
 from .model import MEMORY_FILE, Now, now_ms
 from .plan import ApplyPlan, preview_apply
 from .scoring import PromotionCandidate, list_candidates
@@ -95,10 +96,10 @@ def _snapshot_index(src: Path, target: Path) -> None:
     if not src.exists():
         return
     try:
-        with sqlite3.connect(f"file:{src}?mode=ro", uri=True) as a, \
-                sqlite3.connect(target) as b:
+        with sqlite.connect(read_uri(src), uri=True) as a, \
+                sqlite.connect(target) as b:
             a.backup(b)
-    except sqlite3.Error:
+    except sqlite.Error:
         for suffix in ("", "-wal", "-shm"):
             Path(f"{target}{suffix}").unlink(missing_ok=True)
 

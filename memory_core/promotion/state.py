@@ -19,13 +19,14 @@ the JSON list columns decoded; the promotion modules own their meaning (spec §6
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..common.dates import now_ms
+from ..common.sql import sqlite
+from ..indexfile import read_uri
 from .model import PromotionError, full_disk_note
 from .state_migrations import migrate
 
@@ -48,7 +49,7 @@ HISTORY_COLUMNS = ("id", "applied_at", "memory_path", "backup_path", "before_sha
                    "after_sha256", "keys", "entries_before", "undone_at")
 EVENT_COLUMNS = ("kind", "query_hash", "query", "day", "score", "at")
 
-StateError = sqlite3.Error
+StateError = sqlite.Error
 
 
 def state_path(workspace: Path) -> Path:
@@ -65,9 +66,9 @@ class StateStore:
         self.path = state_path(self.workspace)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
+            self.db = sqlite.connect(self.path, isolation_level=None, check_same_thread=False,
                                       timeout=busy_timeout_ms / 1000)
-        except (OSError, sqlite3.Error) as e:
+        except (OSError, sqlite.Error) as e:
             raise PromotionError(f"promotion state {self.path} cannot be opened: {e}") from e
         try:
             self.db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
@@ -76,7 +77,7 @@ class StateStore:
             self.db.execute("PRAGMA synchronous = NORMAL")
             migrate(self.db)
             self._import_legacy(legacy)
-        except sqlite3.Error as e:  # a full disk, a damaged or read-only store: one line
+        except sqlite.Error as e:  # a full disk, a damaged or read-only store: one line
             self.db.close()
             raise PromotionError(f"promotion state {self.path} cannot be opened: {e}"
                                  + full_disk_note(self.path.parent)) from e
@@ -307,10 +308,13 @@ class StateStore:
         An entry present in both keeps the copy with more signals (then the latest recall);
         events are added; daily-ingestion state keeps the latest day; history rows are added
         unless the same apply is already there. A file that is not a readable index is skipped.
+        The file may be open in this very process (the index the state store was opened for):
+        it is read through the same SQLite library (:mod:`..common.sql`), whose connections
+        share their locks, never through a second one (issue #19).
         """
         try:
-            old = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        except sqlite3.Error:
+            old = sqlite.connect(read_uri(path), uri=True)
+        except sqlite.Error:
             return 0
         try:
             tables = {r[0] for r in old.execute(
@@ -346,7 +350,7 @@ class StateStore:
                         self.db.execute(f"INSERT INTO promotion_history({cols}) VALUES"
                                         f" ({','.join('?' * len(HISTORY_COLUMNS[1:]))})", row)
             return n
-        except sqlite3.Error:
+        except sqlite.Error:
             return 0  # a damaged or foreign file: nothing to take from it
         finally:
             old.close()

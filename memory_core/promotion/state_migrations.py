@@ -8,15 +8,14 @@ unchanged.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 
-from ..common.sql import apply_migrations, run_statements
+from ..common.sql import Connection, apply_migrations, run_statements
 
-Migration = Callable[[sqlite3.Connection], None]
+Migration = Callable[[Connection], None]
 
 
-def m001_state(db: sqlite3.Connection) -> None:
+def m001_state(db: Connection) -> None:
     """Recall signals (§6.2), their event log, daily-ingestion state, the promotion history
     (what ``undo`` restores), and which old index files' signals were imported already.
 
@@ -82,7 +81,7 @@ def m001_state(db: sqlite3.Connection) -> None:
     )
 
 
-def m002_phase_signals(db: sqlite3.Connection) -> None:
+def m002_phase_signals(db: Connection) -> None:
     """Light/REM phase reinforcement per recall key (the reference's
     ``memory/.dreams/phase-signals.json``): hit counts and the last hit of each phase (epoch
     ms), feeding ``phaseBoost`` (§6.4)."""
@@ -109,7 +108,7 @@ def m003_history_section(db: sqlite3.Connection) -> None:
 MIGRATIONS: list[Migration] = [m001_state, m002_phase_signals, m003_history_section]
 
 
-def migrate(db: sqlite3.Connection) -> int:
+def migrate(db: Connection) -> int:
     """Apply every migration past the database's ``user_version``; return the new version
     (``BEGIN IMMEDIATE``, so that two processes opening a new state store at once take turns:
     :func:`memory_core.common.sql.apply_migrations`)."""
