@@ -98,7 +98,7 @@ def m002_phase_signals(db: Connection) -> None:
     )
 
 
-def m003_history_section(db: sqlite3.Connection) -> None:
+def m003_history_section(db: Connection) -> None:
     """The exact section each apply wrote into ``MEMORY.md``: budget compaction drops only a
     section promotion wrote (one that merely looks like it is the user's). ``NULL`` on older
     rows, which are recognised by their keys and day instead."""
