@@ -76,10 +76,10 @@ def open_index(args: argparse.Namespace) -> MemoryIndex:
 
 
 def _announce_first_build(idx: MemoryIndex, command: str | None) -> None:
-    """Say on stderr that a command other than ``index`` is about to build an index from
+    """Say on stderr that ``search`` is about to build an index from
     nothing: the first ``--profile reference`` (or a new provider) chunks and embeds the whole
     workspace again into a file of its own, which otherwise looks like a hang."""
-    if command in (None, "index") or idx.store_path.exists():
+    if command != "search" or idx.store_path.exists():  # index, mcp, watch: their own lines
         return
     print(f"note: no {idx.config.profile}-profile index for this workspace yet: building "
           f"{idx.store_path} first (chunking and embedding every file; once)",
