@@ -42,7 +42,11 @@ def test_replay_then_apply_then_undo(open_app: OpenApp, demo_ws: Path) -> None:
                for c in at.caption)
     at.number_input(key="promo_min_recalls").set_value(3).run()
     assert _metric(at, "Pass the gates") == passed
-    # apply writes exactly the previewed section; undo restores the bytes
+    # apply writes exactly the previewed section; undo restores the bytes. Every candidate at
+    # once takes the demo's MEMORY.md over its budget: Apply waits for the confirmation.
+    if any("over its budget" in w.value for w in at.warning):
+        assert at.button(key="promo_apply").disabled
+        at.checkbox(key="promo_over_ok").check().run()
     at.button(key="promo_apply").click().run()
     assert not at.exception
     assert any(s.value.startswith(f"Promoted {passed} entr") for s in at.success)
