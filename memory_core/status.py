@@ -218,6 +218,8 @@ class Status:
     built_at: int | None = None
     last_sync: dict[str, Any] | None = None
     truncation: TruncationInfo | None = None
+    #: The provider's batch mode (the reference's ``status().batch``), once the index was read.
+    batch: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The reference's camelCase shape (the keys of ``memory-core status --json``)."""
@@ -246,6 +248,8 @@ class Status:
                 skippedFiles=self.skipped_files,
                 builtAt=self.built_at,
             )
+            if self.batch is not None:
+                out["batch"] = dict(self.batch)
         if self.last_sync is not None:
             out["lastSync"] = self.last_sync
         if self.truncation is not None:

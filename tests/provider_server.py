@@ -17,7 +17,9 @@ the providers document.
 * mistral: ``POST /v1/embeddings`` (``{model, input: str | [str], output_dimension?}`` →
   ``{id, object: "list", data: [...], model, usage}``); bearer key; errors ``{object: "error",
   message, type, param, code}``, a missing field 422 ``{detail: [{loc, msg, type}]}``.
-* openai: ``POST /v1/embeddings``, and the batch API: ``POST /v1/files`` (multipart, ``purpose``
+* openai: ``POST /v1/embeddings``, and the batch API (Voyage's is the same, with lines of
+  ``{custom_id, body: {input}}``, ``completion_window`` 12h and ``request_params: {model,
+  input_type}``): ``POST /v1/files`` (multipart, ``purpose``
   = ``batch``, a JSONL ``file`` of ``{custom_id, method, url, body}``), ``POST /v1/batches``
   (``{input_file_id, endpoint: "/v1/embeddings", completion_window: "24h"}``), ``GET
   /v1/batches/{id}`` (validating → in_progress → completed, or failed / expired), ``GET
@@ -55,6 +57,8 @@ from typing import Any
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SECRET = {"authorization", "x-goog-api-key"}
+#: The APIs with a Files + Batches API served here (Voyage's mirrors OpenAI's).
+BATCH_APIS = ("openai", "voyage")
 
 
 def hashed_vector(text: str, dims: int) -> list[float]:
@@ -170,11 +174,11 @@ class Handler(BaseHTTPRequestHandler):
             self._error(401, "Incorrect API key provided")
             return
         m = re.fullmatch(r"/v1/batches/([\w-]+)", path)
-        if m and st.api == "openai":
+        if m and st.api in BATCH_APIS:
             self._batch_status(m.group(1))
             return
         m = re.fullmatch(r"/v1/files/([\w-]+)/content", path)
-        if m and st.api == "openai":
+        if m and st.api in BATCH_APIS:
             data = st.files.get(m.group(1))
             if data is None:
                 self._error(404, f"No such File object: {m.group(1)}")
@@ -205,7 +209,7 @@ class Handler(BaseHTTPRequestHandler):
                 st.batch_mode = "ok"
             self._send(200, {"ok": True})
             return
-        if st.api == "openai" and path == "/v1/files":
+        if st.api in BATCH_APIS and path == "/v1/files":
             self._upload(raw)
             return
         try:
@@ -221,7 +225,7 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 self._error(401, "Unauthorized: invalid or missing API key")
             return
-        if st.api == "openai" and path == "/v1/batches":
+        if st.api in BATCH_APIS and path == "/v1/batches":
             self._create_batch(data)
             return
         fault = st.take()
@@ -364,20 +368,26 @@ class Handler(BaseHTTPRequestHandler):
         if not isinstance(data, dict) or data.get("input_file_id") not in st.files:
             self._error(400, "input_file_id does not name an uploaded file")
             return
-        if data.get("endpoint") != "/v1/embeddings" or data.get("completion_window") != "24h":
-            self._error(400, "endpoint must be /v1/embeddings, completion_window 24h")
+        window = "24h" if st.api == "openai" else "12h"
+        if data.get("endpoint") != "/v1/embeddings" or data.get("completion_window") != window:
+            self._error(400, f"endpoint must be /v1/embeddings, completion_window {window}")
+            return
+        params = data.get("request_params") or {}
+        if st.api == "voyage" and (not params.get("model") or params.get("input_type") not in (
+                None, "query", "document")):
+            self._error(400, "request_params.model is required")
             return
         bid = f"batch_{next(st.ids)}"
         st.batches[bid] = {"id": bid, "object": "batch", "endpoint": data["endpoint"],
                            "input_file_id": data["input_file_id"], "status": "validating",
                            "output_file_id": None, "error_file_id": None, "errors": None,
-                           "polls": 0, "mode": st.batch_mode,
+                           "polls": 0, "mode": st.batch_mode, "params": params,
                            "created_at": int(time.time())}
         self._send(200, self._public(st.batches[bid]))
 
     @staticmethod
     def _public(batch: dict[str, Any]) -> dict[str, Any]:
-        return {k: v for k, v in batch.items() if k not in ("polls", "mode")}
+        return {k: v for k, v in batch.items() if k not in ("polls", "mode", "params")}
 
     def _batch_status(self, bid: str) -> None:
         st = self.server.state
@@ -407,7 +417,8 @@ class Handler(BaseHTTPRequestHandler):
             req = json.loads(line)
             text = req["body"]["input"]
             texts = [text] if isinstance(text, str) else text
-            body = {"object": "list", "model": req["body"]["model"],
+            model = req["body"].get("model") or batch["params"].get("model")
+            body = {"object": "list", "model": model,
                     "data": [{"object": "embedding", "index": i,
                               "embedding": hashed_vector(t, st.dims)}
                              for i, t in enumerate(texts)]}
@@ -478,6 +489,33 @@ class ProviderProcess:
 
         with urllib.request.urlopen(self.url + "/_log", timeout=10) as resp:
             return list(json.loads(resp.read()))
+
+
+def two_note_workspace(root: Any, toml: str) -> Any:
+    """A workspace of two notes (the train to Lyon, Bob's dark mode) and ``toml`` as its
+    ``memory-workbench.toml``; returns its path."""
+    from pathlib import Path
+
+    ws = Path(root) / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Long-term\n- Bob prefers dark mode in every editor.\n")
+    (ws / "memory" / "2026-11-02.md").write_text("# Diary\n- The train to Lyon leaves from "
+                                                 "platform 9 at noon.\n")
+    (ws / "memory-workbench.toml").write_text(toml)
+    return ws
+
+
+def run_cli(ws: Any, env: dict[str, str], *args: str) -> Any:
+    """``memory-core <args> -w ws`` as a subprocess, with no API key but those in ``env``."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    full = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    full.update(env)
+    full["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    return subprocess.run([sys.executable, "-m", "memory_core", *args, "-w", str(ws)],
+                          capture_output=True, text=True, env=full, timeout=120)
 
 
 class Server(ThreadingHTTPServer):

@@ -9,9 +9,7 @@ and without ``Retry-After``) and 5xx, malformed answers, a wrong width, a missin
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +25,7 @@ from memory_core.embeddings.mistral import MistralEmbeddingProvider
 from memory_core.embeddings.remote import RemoteEmbeddingProvider
 from memory_core.embeddings.voyage import VoyageEmbeddingProvider
 
-from .provider_server import ProviderProcess, hashed_vector
+from .provider_server import ProviderProcess, hashed_vector, run_cli, two_note_workspace
 
 APIS = ("gemini", "voyage", "mistral")
 CLASSES: dict[str, type[RemoteEmbeddingProvider]] = {
@@ -250,24 +248,14 @@ def test_auto_takes_the_reference_order_and_records_skips(
 
 
 def _cli(ws: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    full = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    full.update(env)
-    full["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
-    return subprocess.run([sys.executable, "-m", "memory_core", *args, "-w", str(ws)],
-                          capture_output=True, text=True, env=full, timeout=120)
+    return run_cli(ws, env, *args)  # type: ignore[no-any-return]
 
 
 def test_index_and_search_through_the_cli(api: str, servers: dict[str, ProviderProcess],
                                           tmp_path: Path) -> None:
     server = servers[api]
-    ws = tmp_path / "ws"
-    (ws / "memory").mkdir(parents=True)
-    (ws / "MEMORY.md").write_text("# Long-term\n- Bob prefers dark mode in every editor.\n")
-    (ws / "memory" / "2026-11-02.md").write_text("# Diary\n- The train to Lyon leaves from "
-                                                 "platform 9 at noon.\n")
-    (ws / "memory-workbench.toml").write_text(
-        f'[provider]\nprovider = "{api}"\nmodel = "{MODEL[api]}"\n'
-        f'base_url = "{server.base_url}"\n')
+    ws = two_note_workspace(tmp_path, f'[provider]\nprovider = "{api}"\n'
+                            f'model = "{MODEL[api]}"\nbase_url = "{server.base_url}"\n')
     env = {KEY_ENV[api]: "test-key"}
     done = _cli(ws, env, "index")
     assert done.returncode == 0, done.stderr

@@ -23,6 +23,7 @@ from .base import (
     normalize_rows,
     provider_key_for,
 )
+from .batch import with_batch
 
 __all__ = [
     "FTS_ONLY_KEY",
@@ -113,7 +114,7 @@ def build_provider(name: str, cfg: ProviderConfig) -> EmbeddingProvider | None:
             base_url=base_url, model=model,
             api_key_env=(cfg.api_key_env if own else None) or "OPENAI_API_KEY",
             dimensions=cfg.dimensions if own else None, **_remote_options(cfg))
-        return provider
+        return with_batch(provider, cfg.batch) if name == "openai" else provider
     if name in _REMOTE:
         module, cls_name = _REMOTE[name]
         cls = getattr(importlib.import_module(module, __name__), cls_name)
@@ -125,7 +126,7 @@ def build_provider(name: str, cfg: ProviderConfig) -> EmbeddingProvider | None:
         provider = cls(api_key_env=cfg.api_key_env if own else None,
                        dimensions=cfg.dimensions if own else None, **kwargs,
                        **_remote_options(cfg))
-        return provider
+        return with_batch(provider, cfg.batch)
     raise ProviderUnavailable(f"unknown provider {name!r} ({', '.join(KNOWN)})")
 
 

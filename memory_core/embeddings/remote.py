@@ -443,8 +443,19 @@ class RemoteEmbeddingProvider:
     def _parse(self, raw: bytes, expected: int, kind: InputKind) -> np.ndarray:
         """Decode an answer, check its shape and width, normalise it if the provider does."""
         try:
-            matrix = np.asarray(self._vectors(json.loads(raw), kind), dtype=np.float32)
+            vectors = self._vectors(json.loads(raw), kind)
         except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+            raise EmbeddingError(
+                f"{self.id} embeddings: malformed answer from {self.base_url}: {exc!r}"
+            ) from exc
+        return self.finish(vectors, expected)
+
+    def finish(self, vectors: Sequence[Any], expected: int) -> np.ndarray:
+        """``vectors`` (one per input, however they arrived: an answer, a batch job's output)
+        as a float32 matrix: shape and width checked, normalised if the provider does."""
+        try:
+            matrix = np.asarray(vectors, dtype=np.float32)
+        except (ValueError, TypeError) as exc:
             raise EmbeddingError(
                 f"{self.id} embeddings: malformed answer from {self.base_url}: {exc!r}"
             ) from exc

@@ -27,7 +27,8 @@ CONFIG_NAME = "openclaw.json"
 #: has credentials, which cannot be known from the file).
 PROVIDER_MAP: dict[str, str] = {
     "openai": "openai", "openai-compatible": "openai", "ollama": "ollama",
-    "lmstudio": "lmstudio", "local": "local", "none": "none",
+    "lmstudio": "lmstudio", "local": "local", "none": "none", "gemini": "gemini",
+    "voyage": "voyage", "mistral": "mistral",
 }
 
 
@@ -243,6 +244,7 @@ def map_memory_search(blocks: Blocks) -> MappedSettings:
     if api_key:
         m.notes.append("remote.apiKey is not read from openclaw.json; put the key in the "
                        "OPENAI_API_KEY environment variable")
+    _map_batch(m, blocks)
     fallback, where = blocks.get("fallback")
     if isinstance(fallback, str):
         fb = PROVIDER_MAP.get(fallback.strip().lower(), "none")
@@ -260,6 +262,32 @@ def map_memory_search(blocks: Blocks) -> MappedSettings:
     if sm_where:
         m.provenance["sources.session_memory"] = sm_where
     return m
+
+
+def _map_batch(m: MappedSettings, blocks: Blocks) -> None:
+    """``remote.batch`` {enabled, wait, concurrency, pollIntervalMs, timeoutMinutes} →
+    ``[provider.batch]`` (spec §7.4); values of the wrong type are left out with a note."""
+    batch: dict[str, Any] = {}
+    wheres: list[str] = []
+    for key, ours, kind in (("enabled", "enabled", bool), ("wait", "wait", bool),
+                            ("concurrency", "concurrency", int),
+                            ("pollIntervalMs", "poll_interval_ms", int),
+                            ("timeoutMinutes", "timeout_minutes", float)):
+        v, where = blocks.get("remote", "batch", key)
+        if v is None:
+            continue
+        n = _num(v)
+        if kind is bool and isinstance(v, bool):
+            batch[ours] = v
+        elif kind is not bool and n is not None and n > 0:
+            batch[ours] = max(1, int(n)) if kind is int else n
+        else:
+            m.notes.append(f"{where}: remote.batch.{key} {v!r} ignored")
+            continue
+        if where:
+            wheres.append(where)
+    if batch:
+        _put(m, "provider.batch", batch, " + ".join(dict.fromkeys(wheres)) or None)
 
 
 def _map_query(m: MappedSettings, blocks: Blocks) -> None:
