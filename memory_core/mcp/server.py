@@ -29,6 +29,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from .. import __version__
 from ..live import LiveIndex
+from ..tools import memory_instructions
 from .handlers import (
     GET_DESCRIPTION,
     GET_SCHEMA,
@@ -41,10 +42,8 @@ from .handlers import (
 
 DEFAULT_TOKEN_ENV = "MEMORY_CORE_MCP_TOKEN"
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
-INSTRUCTIONS = (
-    "This server is the agent's long-term memory. Before answering questions about prior work, "
-    "decisions, dates, people, preferences or todos, run memory_search; then use memory_get to "
-    "read only the lines you need. Cite the 'Source: path#line' of what you used.")
+#: The guidance with citations on (``build_server`` gives ``[search] citations``' own).
+INSTRUCTIONS = memory_instructions("on")
 log = logging.getLogger("memory_core.mcp")
 
 ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]],
@@ -90,7 +89,8 @@ def build_server(live: LiveIndex, *, record_recalls: bool = True,
                                     structured_content=json.loads(text), is_error=is_error)
 
     return Server("memory-core", version=__version__, title="Memory Workbench",
-                  instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
+                  instructions=memory_instructions(live.config.settings().citations),
+                  on_list_tools=list_tools, on_call_tool=call_tool)
 
 
 async def _serve_stdio(server: Server[Any]) -> None:

@@ -322,8 +322,15 @@ def _map_query(m: MappedSettings, blocks: Blocks) -> None:
 
 
 def memory_search_settings(raw: dict[str, Any], agent: str) -> MappedSettings:
-    """:func:`map_memory_search` of ``agent``'s blocks in the parsed ``openclaw.json``."""
-    return map_memory_search(memory_search_blocks(raw, agent))
+    """:func:`map_memory_search` of ``agent``'s blocks in the parsed ``openclaw.json``, and
+    ``memory.citations`` (a setting of the whole ``memory`` block, not of an agent's search)."""
+    m = map_memory_search(memory_search_blocks(raw, agent))
+    citations = dig(raw, "memory", "citations")
+    if citations in ("auto", "on", "off"):
+        _put(m, "search.citations", citations, "memory.citations")
+    elif citations is not None:
+        m.notes.append(f"memory.citations {citations!r} is not auto, on or off; auto is used")
+    return m
 
 
 def agent_workspace(raw: dict[str, Any], agent: str, home: Path) -> tuple[Path, str]:
