@@ -67,6 +67,8 @@ _DEFAULT_MEMORY_NAMES = ("MEMORY.md", "DREAMS.md", "dreams.md")
 _UNSUPPORTED_RE = re.compile(r"unknown flag|unknown option|unrecognized option|"
                              r"flag provided but not defined|unexpected argument")
 _VERSION_RE = re.compile(r"qmd\s+v?([0-9][0-9A-Za-z.+-]*)")
+#: A qmd docid: the first 6 (or more) hex digits of a document's hash.
+_DOCID_RE = re.compile(r"[0-9a-fA-F]{6,64}")
 
 
 def sanitize_name(text: str, default: str = "collection") -> str:
@@ -416,9 +418,10 @@ class QmdBackend:
 
     def _search_once(self, command: str, query: str, limit: int, names: list[str]
                      ) -> list[dict[str, Any]]:
-        args = [command, query, "--json", "-n", str(limit)]
+        args = [command, "--json", "-n", str(limit)]
         for n in names:
             args += ["-c", n]
+        args += ["--", query]  # a query starting with "-" is never read as one of qmd's flags
         try:
             res = self.run(args, self.q.timeout_ms)
         except QmdError as e:
@@ -494,13 +497,16 @@ class QmdBackend:
             parts = urlsplit(file)
             hint_coll = unquote(parts.hostname or "") or collection
             hint_file = unquote(parts.path).lstrip("/") or None
-        doc = (docid or "").lstrip("#")
+        doc = (docid or "").strip().strip("\"'").lstrip("#")
         if doc:
+            if not _DOCID_RE.fullmatch(doc):
+                return None  # not a docid (qmd's isDocid: 6+ hex digits); never a pattern
+            doc = doc.lower()
             rows = self._rows("SELECT collection, path FROM documents WHERE hash = ? AND "
                               "active = 1", doc)
             if not rows:
-                rows = self._rows("SELECT collection, path FROM documents WHERE hash LIKE ? "
-                                  "AND active = 1", doc.replace("%", "") + "%")
+                rows = self._rows("SELECT collection, path FROM documents WHERE "
+                                  "substr(hash, 1, ?) = ? AND active = 1", len(doc), doc)
             rows.sort(key=lambda r: (r[0] != hint_coll, r[1] != hint_file))
             for coll, path in rows:
                 loc = self.to_location(coll, path)
@@ -516,7 +522,11 @@ class QmdBackend:
         if root is None:
             return None
         rel = rel.replace("\\", "/")
+        if rel.startswith("/") or "\x00" in rel or ".." in rel.split("/"):
+            return None  # qmd's index names a file outside its collection: never cited
         abs_path = Path(os.path.normpath(root.path / rel))
+        if not abs_path.is_relative_to(os.path.normpath(root.path)):
+            return None
         if abs_path.is_relative_to(self.workspace):
             ws_rel = abs_path.relative_to(self.workspace).as_posix()
             if ws_rel in ("", "."):
