@@ -161,7 +161,8 @@ class BackendConfig:
 @dataclass
 class QmdSessionsConfig:
     """``[qmd.sessions]``: transcripts exported as Markdown into their own qmd collection (the
-    reference's ``memory.qmd.sessions``); ``export_dir`` is relative to qmd's agent home."""
+    reference's ``memory.qmd.sessions``); ``export_dir`` is relative to the workspace (default
+    ``<[qmd] home>/<agent>/sessions``)."""
 
     enabled: bool = False
     export_dir: str | None = None
