@@ -92,6 +92,17 @@ def open_backend_for(idx: MemoryIndex, args: argparse.Namespace) -> Any:
     return open_backend(idx, "qmd")
 
 
+def qmd_timers_for(backend: Any, on_update: Any = None) -> Any:
+    """The reference's qmd update timers (boot, interval, embed interval, debounce after a
+    change) started for a long-running face, when ``backend`` is qmd; else ``None``."""
+    from ..backends import FallbackBackend
+    from ..backends.qmd_timers import QmdTimers
+
+    if not isinstance(backend, FallbackBackend):
+        return None
+    return QmdTimers(backend, backend.primary.q, on_update).start()
+
+
 def add_workspace_args(p: argparse.ArgumentParser, profile: bool = True) -> None:
     """Add ``--workspace`` (or ``--openclaw-home`` with ``--agent``), ``--json``,
     ``--provider``, ``--db`` (and ``--profile``) to ``p``."""
