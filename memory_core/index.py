@@ -33,6 +33,7 @@ from .config import (
     provider_name,
 )
 from .embeddings import EmbeddingError, ProviderChoice, create_provider
+from .embeddings.batch import FLAVOURS as BATCH_APIS
 from .embeddings.batch import BatchingProvider, BatchState
 from .embeddings.batch import status_json as batch_status
 from .expansion import with_decomposition, with_feedback
@@ -590,7 +591,9 @@ class MemoryIndex:
         live = self._choice.provider if self._choice is not None else None
         if isinstance(live, BatchingProvider) and self._batch_loaded:
             return live.state
-        return BatchState.from_meta(meta.get("batch"), self.config.provider.batch.enabled)
+        # batch mode exists only for the providers with a batch API here (OpenAI, Voyage)
+        wanted = self.config.provider.batch.enabled and meta.get("provider") in BATCH_APIS
+        return BatchState.from_meta(meta.get("batch"), wanted)
 
     def truncation(self) -> TruncationInfo:
         """Share of chunks longer than the local model reads (it silently cuts the rest)."""

@@ -185,6 +185,7 @@ class QmdBackend:
         self._version: str | None = None
         self._db: sqlite3.Connection | None = None
         self._opened = False
+        self._said_missing = False
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -345,8 +346,10 @@ class QmdBackend:
             report["sessions"] = exported.to_json()
         if self._should_embed(force):
             missing = self.missing_models()
-            if missing:
-                report["embedSkipped"] = self.models_missing_message(missing)
+            if missing:  # said in full once; later updates only name it
+                report["embedSkipped"] = ("models missing (see above)" if self._said_missing
+                                          else self.models_missing_message(missing))
+                self._said_missing = True
             else:
                 try:
                     self.run(["embed"], self.q.embed_timeout_ms, discard_stdout=True)

@@ -115,7 +115,7 @@ def add_workspace_args(p: argparse.ArgumentParser, profile: bool = True) -> None
                    help="with --openclaw-home: the agent (default: the home's default, main)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--provider", help="embedding provider: local, e5, openai, ollama, lmstudio, "
-                   "none (keyword-only)")
+                   "gemini, voyage, mistral, auto, none (keyword-only)")
     p.add_argument("--db", help="index file (default: inside the workspace, .memory/)")
     if profile:
         p.add_argument("--profile", choices=PROFILES, help="ranking profile (default: default)")
