@@ -282,9 +282,13 @@ class MemoryIndex:
         if batching is not None:
             report.warnings.extend(batching.notes)
             batching.notes.clear()
-        if self.fallback or batching is not None:
+        unavailable = self._choice.reason if self._choice is not None and (
+            self._choice.requested == "auto" or self._choice.provider is None) else None
+        if self.fallback or batching is not None or unavailable:
             store = self._open_store()
             meta = store.get_meta() or {}
+            if unavailable:
+                meta["providerUnavailableReason"] = unavailable
             if self.fallback:
                 meta["fallback"] = self.fallback
             if batching is not None:
@@ -577,6 +581,7 @@ class MemoryIndex:
                               else "sqlite-vec" if st.vec_available else "numpy"),
             fallback=FallbackInfo.from_dict(meta.get("fallback") or self.fallback),
             batch=batch_status(cfg.provider.batch, self._batch_state(meta)),
+            provider_unavailable_reason=meta.get("providerUnavailableReason"),
             search_mode="fts-only" if provider in (None, "none") else "hybrid",
             bad_jsonl_lines=sum(r.bad_lines for r in rows.values()),
             file_warnings={**{p: r.warnings for p, r in rows.items() if r.warnings},

@@ -280,3 +280,23 @@ def test_index_and_search_through_the_cli(api: str, servers: dict[str, ProviderP
     nokey = _cli(ws, {}, "index")
     lines = [ln for ln in nokey.stderr.splitlines() if KEY_ENV[api] in ln]
     assert len(lines) == 1 and "Traceback" not in nokey.stderr, nokey.stderr
+
+
+def test_auto_records_its_reasons_in_status(servers: dict[str, ProviderProcess],
+                                            tmp_path: Path) -> None:
+    ws = two_note_workspace(tmp_path, f'[provider]\nprovider = "auto"\n'
+                            f'base_url = "{servers["mistral"].base_url}"\n')
+    done = _cli(ws, {"MISTRAL_API_KEY": "test-key"}, "index")
+    assert done.returncode == 0, done.stderr
+    st = json.loads(_cli(ws, {"MISTRAL_API_KEY": "test-key"}, "status", "--json").stdout)
+    assert st["provider"] == "mistral" and st["requestedProvider"] == "auto"
+    why = st["custom"]["providerUnavailableReason"]
+    for env in ("OPENAI_API_KEY", "GEMINI_API_KEY", "VOYAGE_API_KEY"):
+        assert env in why
+    none = _cli(ws, {}, "status", "--json")
+    assert none.returncode == 0
+    (ws / "memory" / "2026-11-09.md").write_text("# Diary\n- Another note.\n")
+    assert _cli(ws, {}, "index").returncode == 0
+    st = json.loads(_cli(ws, {}, "status", "--json").stdout)
+    assert st["provider"] == "none" and "MISTRAL_API_KEY" in st["custom"][
+        "providerUnavailableReason"]
