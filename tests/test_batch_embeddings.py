@@ -196,3 +196,12 @@ def test_openclaw_remote_batch_maps_to_provider_batch(tmp_path: Path) -> None:
         "batch": {"enabled": "yes"}}}}}}, "main")
     assert "batch" not in bad.overrides.get("provider", {})
     assert any("remote.batch.enabled" in n for n in bad.notes)
+
+
+def test_live_layer_sends_one_job_per_call(server: ProviderProcess) -> None:
+    from memory_core.live.provider import SerializedProvider
+
+    p = SerializedProvider(batching(server))
+    texts = [f"note number {i}" for i in range(40)]  # more than the live layer's 16-text slice
+    assert p.embed_documents(texts).shape == (40, 64)
+    assert routes(server).count("POST /v1/batches") == 1

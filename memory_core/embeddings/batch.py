@@ -276,6 +276,9 @@ class BatchingProvider:
     fallback); :attr:`state` counts failures and turns batch mode off at the limit.
     """
 
+    #: One job per call: a caller that slices its documents (the live layer) must not.
+    whole_calls = True
+
     def __init__(self, inner: RemoteEmbeddingProvider, cfg: BatchConfig,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         self.inner = inner
