@@ -85,8 +85,8 @@ class ChunkingConfig:
 
 @dataclass
 class BatchConfig:
-    """``[provider.batch]``: the provider's asynchronous batch API (OpenAI, Voyage) for a large
-    index, off by default as in the reference (``memorySearch.remote.batch``, spec §7.4)."""
+    """``[provider.batch]``: the provider's asynchronous batch API (OpenAI, Voyage, Gemini) for
+    a large index, off by default as in the reference (``memorySearch.remote.batch``, §7.4)."""
 
     enabled: bool = False
     wait: bool = True

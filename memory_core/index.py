@@ -596,7 +596,7 @@ class MemoryIndex:
         live = self._choice.provider if self._choice is not None else None
         if isinstance(live, BatchingProvider) and self._batch_loaded:
             return live.state
-        # batch mode exists only for the providers with a batch API here (OpenAI, Voyage)
+        # batch mode exists only for the providers with a batch API here (OpenAI, Voyage, Gemini)
         wanted = self.config.provider.batch.enabled and meta.get("provider") in BATCH_APIS
         return BatchState.from_meta(meta.get("batch"), wanted)
 

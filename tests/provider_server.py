@@ -17,6 +17,14 @@ the providers document.
 * mistral: ``POST /v1/embeddings`` (``{model, input: str | [str], output_dimension?}`` →
   ``{id, object: "list", data: [...], model, usage}``); bearer key; errors ``{object: "error",
   message, type, param, code}``, a missing field 422 ``{detail: [{loc, msg, type}]}``.
+* gemini's batch API: ``POST /upload/v1beta/files?uploadType=multipart`` (multipart/related:
+  a JSON ``{file: {displayName, mimeType}}`` part, then the JSONL of ``{key, request}``) →
+  ``{file: {name: "files/…"}}``; ``POST /v1beta/models/{model}:asyncBatchEmbedContent``
+  (``{batch: {displayName, inputConfig: {fileName}}}``) → an operation ``{name: "batches/…",
+  metadata: EmbedContentBatch {state: BATCH_STATE_PENDING …}, done}``; ``GET
+  /v1beta/batches/{id}`` (RUNNING → SUCCEEDED with ``metadata.output.responsesFile``, or
+  FAILED with ``error``); ``GET /download/v1beta/files/{id}:download?alt=media`` (JSONL of
+  ``{key, response: {embedding: {values}}}``).
 * openai: ``POST /v1/embeddings``, and the batch API (Voyage's is the same, with lines of
   ``{custom_id, body: {input}}``, ``completion_window`` 12h and ``request_params: {model,
   input_type}``): ``POST /v1/files`` (multipart, ``purpose``
@@ -173,6 +181,9 @@ class Handler(BaseHTTPRequestHandler):
         if self._key() != st.key:
             self._error(401, "Incorrect API key provided")
             return
+        if st.api == "gemini":
+            self._gemini_get(path)
+            return
         m = re.fullmatch(r"/v1/batches/([\w-]+)", path)
         if m and st.api in BATCH_APIS:
             self._batch_status(m.group(1))
@@ -211,6 +222,9 @@ class Handler(BaseHTTPRequestHandler):
             return
         if st.api in BATCH_APIS and path == "/v1/files":
             self._upload(raw)
+            return
+        if st.api == "gemini" and path == "/upload/v1beta/files":
+            self._gemini_upload(raw)
             return
         try:
             data = json.loads(raw) if raw else None
@@ -258,11 +272,15 @@ class Handler(BaseHTTPRequestHandler):
         return text if parts else None
 
     def _gemini(self, path: str, data: Any, dims: int) -> None:
-        m = re.fullmatch(r"/v1beta/models/([\w.-]+):(embedContent|batchEmbedContents)", path)
+        m = re.fullmatch(r"/v1beta/models/([\w.-]+):(embedContent|batchEmbedContents|"
+                         r"asyncBatchEmbedContent)", path)
         if not m:
             self._error(404, f"no route {path}")
             return
         model, verb = m.group(1), m.group(2)
+        if verb == "asyncBatchEmbedContent":
+            self._gemini_create_batch(model, data)
+            return
         tasks = {"TASK_TYPE_UNSPECIFIED", "RETRIEVAL_QUERY", "RETRIEVAL_DOCUMENT",
                  "SEMANTIC_SIMILARITY", "CLASSIFICATION", "CLUSTERING", "QUESTION_ANSWERING",
                  "FACT_VERIFICATION", "CODE_RETRIEVAL_QUERY"}
@@ -293,6 +311,107 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, {"embedding": out[0]})
         else:
             self._send(200, {"embeddings": out})
+
+    # -- gemini's batch API ----------------------------------------------------------------
+
+    def _multipart(self, raw: bytes) -> list[tuple[str, bytes, Any]]:
+        """The parts of a multipart body: (content type, payload, the part)."""
+        ctype = self.headers.get("Content-Type") or ""
+        msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+            b"Content-Type: " + ctype.encode("latin-1") + b"\r\n\r\n" + raw)
+        if not msg.is_multipart():
+            return []
+        return [(part.get_content_type(), part.get_payload(decode=True) or b"", part)
+                for part in msg.iter_parts()]
+
+    def _gemini_upload(self, raw: bytes) -> None:
+        st = self.server.state
+        q = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+        parts = self._multipart(raw)
+        self._record({"uploadType": (q.get("uploadType") or [None])[0],
+                      "parts": [ct for ct, _, _ in parts],
+                      "lines": [json.loads(x) for x in parts[1][1].splitlines() if x.strip()]
+                      if len(parts) == 2 else None})
+        if self._key() != st.key:
+            self._error(400, "API key not valid. Please pass a valid API key.")
+            return
+        if (q.get("uploadType") or [None])[0] != "multipart" or len(parts) != 2 or \
+                parts[0][0] != "application/json":
+            self._error(400, "multipart upload: a JSON metadata part then the media part")
+            return
+        fid = f"files/{next(st.ids)}x"
+        st.files[fid] = parts[1][1]
+        meta = json.loads(parts[0][1]).get("file", {})
+        self._send(200, {"file": {"name": fid, "displayName": meta.get("displayName"),
+                                  "mimeType": meta.get("mimeType", "application/jsonl"),
+                                  "sizeBytes": str(len(parts[1][1])), "state": "ACTIVE"}})
+
+    def _gemini_create_batch(self, model: str, data: Any) -> None:
+        st = self.server.state
+        batch = (data or {}).get("batch") if isinstance(data, dict) else None
+        cfg = (batch or {}).get("inputConfig") or (batch or {}).get("input_config") or {}
+        fid = cfg.get("fileName") or cfg.get("file_name")
+        if not isinstance(batch, dict) or fid not in st.files:
+            self._error(400, "* batch.input_config.file_name: the file does not exist")
+            return
+        name = f"batches/{next(st.ids)}b"
+        st.batches[name] = {"name": name, "model": f"models/{model}", "file": fid,
+                            "displayName": batch.get("displayName"), "polls": 0,
+                            "mode": st.batch_mode, "state": "BATCH_STATE_PENDING"}
+        self._send(200, self._operation(st.batches[name]))
+
+    @staticmethod
+    def _operation(b: dict[str, Any]) -> dict[str, Any]:
+        meta: dict[str, Any] = {
+            "@type": "type.googleapis.com/google.ai.generativelanguage.v1beta.EmbedContentBatch",
+            "model": b["model"], "displayName": b["displayName"], "state": b["state"],
+            "inputConfig": {"fileName": b["file"]}}
+        op: dict[str, Any] = {"name": b["name"], "metadata": meta,
+                              "done": b["state"] in ("BATCH_STATE_SUCCEEDED",
+                                                     "BATCH_STATE_FAILED")}
+        if b.get("output"):
+            meta["output"] = {"responsesFile": b["output"]}
+            op["response"] = {"@type": "type.googleapis.com/google.ai.generativelanguage."
+                              "v1beta.EmbedContentBatchOutput", "responsesFile": b["output"]}
+        if b["state"] == "BATCH_STATE_FAILED":
+            op["error"] = {"code": 3, "message": "injected batch failure"}
+        return op
+
+    def _gemini_get(self, path: str) -> None:
+        st = self.server.state
+        m = re.fullmatch(r"/v1beta/(batches/[\w-]+)", path)
+        if m and m.group(1) in st.batches:
+            b = st.batches[m.group(1)]
+            b["polls"] += 1
+            if b["state"] in ("BATCH_STATE_PENDING", "BATCH_STATE_RUNNING"):
+                if b["mode"] == "hang" or b["polls"] < st.polls_to_complete:
+                    b["state"] = "BATCH_STATE_RUNNING"
+                elif b["mode"] == "fail":
+                    b["state"] = "BATCH_STATE_FAILED"
+                else:
+                    self._gemini_complete(b)
+            self._send(200, self._operation(b))
+            return
+        m = re.fullmatch(r"/download/v1beta/(files/[\w-]+):download", path)
+        q = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+        if m and m.group(1) in st.files and (q.get("alt") or [None])[0] == "media":
+            self._send(200, None, raw=st.files[m.group(1)], ctype="application/octet-stream")
+            return
+        self._error(404, f"no route {path}")
+
+    def _gemini_complete(self, b: dict[str, Any]) -> None:
+        st = self.server.state
+        out = []
+        for line in st.files[b["file"]].splitlines():
+            if line.strip():
+                req = json.loads(line)
+                text = self._gemini_content(req["request"]) or ""
+                out.append({"key": req["key"], "response": {"embedding": {
+                    "values": [3.0 * x for x in hashed_vector(text, st.dims)]}}})
+        fid = f"files/{next(st.ids)}x"
+        st.files[fid] = "\n".join(json.dumps(o) for o in out).encode("utf-8") + b"\n"
+        b["state"] = "BATCH_STATE_SUCCEEDED"
+        b["output"] = fid
 
     # -- voyage, mistral, openai --------------------------------------------------------------
 
@@ -339,15 +458,11 @@ class Handler(BaseHTTPRequestHandler):
 
     def _upload(self, raw: bytes) -> None:
         st = self.server.state
-        ctype = self.headers.get("Content-Type") or ""
-        msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
-            b"Content-Type: " + ctype.encode("latin-1") + b"\r\n\r\n" + raw)
         fields: dict[str, bytes] = {}
-        if msg.is_multipart():
-            for part in msg.iter_parts():
-                name = part.get_param("name", header="content-disposition")
-                if isinstance(name, str):
-                    fields[name] = part.get_payload(decode=True) or b""
+        for _, payload, part in self._multipart(raw):
+            name = part.get_param("name", header="content-disposition")
+            if isinstance(name, str):
+                fields[name] = payload
         lines = [json.loads(line) for line in fields.get("file", b"").splitlines()
                  if line.strip()] if "file" in fields else None
         self._record({"purpose": fields.get("purpose", b"").decode(), "lines": lines})

@@ -205,3 +205,50 @@ def test_live_layer_sends_one_job_per_call(server: ProviderProcess) -> None:
     texts = [f"note number {i}" for i in range(40)]  # more than the live layer's 16-text slice
     assert p.embed_documents(texts).shape == (40, 64)
     assert routes(server).count("POST /v1/batches") == 1
+
+
+@pytest.fixture(scope="module")
+def gemini_server() -> Iterator[ProviderProcess]:
+    with ProviderProcess("gemini") as s:
+        yield s
+
+
+def gemini_batching(server: ProviderProcess, monkeypatch: pytest.MonkeyPatch
+                    ) -> BatchingProvider:
+    from memory_core.embeddings.gemini import GeminiEmbeddingProvider
+
+    server.reset()
+    monkeypatch.setenv("GEMINI_API_KEY", "test-key")
+    return BatchingProvider(GeminiEmbeddingProvider(server.base_url), FAST)
+
+
+def test_gemini_batch_api(gemini_server: ProviderProcess,
+                          monkeypatch: pytest.MonkeyPatch) -> None:
+    p = gemini_batching(gemini_server, monkeypatch)
+    vectors = p.embed_documents(TEXTS)
+    # Gemini's come back scaled: normalised as the inline ones are
+    np.testing.assert_allclose(vectors, [hashed_vector(t, 64) for t in TEXTS], atol=1e-5)
+    seen = routes(gemini_server)
+    assert seen[0] == "POST /upload/v1beta/files"
+    assert seen[1] == "POST /v1beta/models/gemini-embedding-001:asyncBatchEmbedContent"
+    assert any(r.startswith("GET /v1beta/batches/") for r in seen)
+    assert seen[-1].startswith("GET /download/v1beta/files/")
+    assert not any(r.endswith(("batchEmbedContents", ":embedContent")) for r in seen)
+    upload = gemini_server.log()[0]["body"]
+    assert upload["uploadType"] == "multipart"
+    assert upload["parts"] == ["application/json", "application/jsonl"]
+    assert [ln["request"] for ln in upload["lines"]] == [
+        {"content": {"parts": [{"text": t}]}, "taskType": "RETRIEVAL_DOCUMENT"} for t in TEXTS]
+    assert p.state.failures == 0
+
+
+def test_gemini_batch_failures_then_inline(gemini_server: ProviderProcess,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    p = gemini_batching(gemini_server, monkeypatch)
+    gemini_server.control(action="batch_mode", mode="fail")
+    assert p.embed_documents(TEXTS[:2]).shape == (2, 64)
+    assert p.state.failures == 1 and "injected batch failure" in (p.state.last_error or "")
+    assert any(r.endswith(":batchEmbedContents") for r in routes(gemini_server))  # inline
+    gemini_server.control(action="batch_mode", mode="hang")
+    assert p.embed_documents(TEXTS[2:]).shape == (2, 64)
+    assert p.state.failures == 3 and not p.state.enabled  # a timeout retried once: 2 more

@@ -1,4 +1,5 @@
-"""Provider batch APIs for a large index: OpenAI's and Voyage's Files + Batches (spec §7.4).
+"""Provider batch APIs for a large index: OpenAI's and Voyage's Files + Batches, Gemini's
+``asyncBatchEmbedContent`` (spec §7.4).
 
 Off by default, as in the reference (``[provider.batch] enabled``). The documents of one
 ``embed_documents`` call become one JSONL upload (``POST {base}/files``, purpose ``batch``; at
@@ -37,11 +38,12 @@ FAILURE_LIMIT = 2
 #: The most requests one job carries (OpenAI's and Voyage's documented limit).
 MAX_REQUESTS = 50_000
 #: Job states after which a job will never complete.
-_TERMINAL = frozenset({"failed", "expired", "cancelled", "cancelling"})
+_TERMINAL = frozenset({"failed", "expired", "cancelled", "cancelling", "canceled"})
 #: The providers whose batch API is implemented, and how each differs.
 FLAVOURS: dict[str, dict[str, Any]] = {
     "openai": {"window": "24h", "line": "openai"},
     "voyage": {"window": "12h", "line": "voyage"},
+    "gemini": {"window": None, "line": "gemini"},
 }
 
 #: Called with (seconds waited, seconds allowed, the job's state) while a job runs.
@@ -113,7 +115,8 @@ def status_json(cfg: BatchConfig, state: BatchState | None) -> dict[str, Any]:
 
 
 class BatchJobRunner:
-    """Runs the documents of one call as batch jobs on ``provider``'s API (OpenAI, Voyage)."""
+    """Runs the documents of one call as batch jobs on ``provider``'s API (OpenAI, Voyage;
+    Gemini's is :class:`GeminiBatchRunner`)."""
 
     def __init__(self, provider: RemoteEmbeddingProvider, cfg: BatchConfig,
                  sleep: Callable[[float], None] = time.sleep) -> None:
@@ -160,11 +163,13 @@ class BatchJobRunner:
 
     def _call(self, method: str, path: str, body: bytes | None = None,
               content_type: str | None = "application/json") -> bytes:
-        """One request to the batch API, retried like an embedding request on 429/5xx."""
+        """One request to the batch API (``path`` under the base URL, or a whole URL), retried
+        like an embedding request on 429/5xx."""
         p = self.provider
+        url = path if path.startswith(("http://", "https://")) else f"{p.base_url}{path}"
         for attempt in range(p.max_retries + 1):
             try:
-                return p.http(method, f"{p.base_url}{path}", body, p.timeout_s, content_type)
+                return p.http(method, url, body, p.timeout_s, content_type)
             except RetryableError as e:
                 if attempt >= p.max_retries:
                     raise BatchJobError(f"{p.id} batch: {path}: {e}") from e
@@ -220,15 +225,12 @@ class BatchJobRunner:
         timeout_s = self.cfg.timeout_minutes * 60.0
         start = time.monotonic()
         while True:
-            state = str(job.get("status") or "unknown")
+            state = self._state(job)
             if state == "completed":
                 return job
             if state in _TERMINAL:
-                errors = (job.get("errors") or {}).get("data") if isinstance(
-                    job.get("errors"), dict) else None
-                detail = "; ".join(str(e.get("message")) for e in errors or []
-                                   if isinstance(e, dict)) or "no error given"
-                raise BatchJobError(f"{self.provider.id} batch {job_id} {state}: {detail}")
+                raise BatchJobError(f"{self.provider.id} batch {job_id} {state}: "
+                                    f"{self._error_text(job)}")
             if not self.cfg.wait:
                 raise BatchJobError(f"{self.provider.id} batch {job_id} still {state}; "
                                     "wait disabled")
@@ -239,23 +241,34 @@ class BatchJobRunner:
             if self.waiting is not None:
                 self.waiting(int(waited), int(timeout_s), state)
             self._sleep(self.cfg.poll_interval_ms / 1000.0)
-            job = self._json("GET", f"/batches/{job_id}")
+            job = self._json("GET", self._poll_path(job_id))
+
+    def _state(self, job: dict[str, Any]) -> str:
+        """The job's state: ``completed``, one of :data:`_TERMINAL`, or a state to wait on."""
+        return str(job.get("status") or "unknown")
+
+    def _error_text(self, job: dict[str, Any]) -> str:
+        errors = job.get("errors")
+        data = errors.get("data") if isinstance(errors, dict) else None
+        return "; ".join(str(e.get("message")) for e in data or []
+                         if isinstance(e, dict)) or "no error given"
+
+    def _poll_path(self, job_id: str) -> str:
+        return f"/batches/{job_id}"
 
     def _results(self, job_id: str, raw: bytes, wanted: set[str]) -> dict[str, Any]:
+        """The vectors of an output file by request id; raises on any error line or gap."""
         out: dict[str, Any] = {}
         errors: list[str] = []
         try:
             for line in raw.decode("utf-8").splitlines():
                 if not line.strip():
                     continue
-                item = json.loads(line)
-                cid = item.get("custom_id")
-                resp = item.get("response") or {}
-                if item.get("error") or resp.get("status_code") != 200:
-                    errors.append(str(item.get("error") or resp.get("body")))
-                    continue
-                data = resp["body"]["data"]
-                out[cid] = data[0]["embedding"]
+                cid, vector, error = self._output_line(json.loads(line))
+                if error is not None:
+                    errors.append(error)
+                else:
+                    out[cid] = vector
         except (ValueError, KeyError, TypeError, IndexError, AttributeError) as e:
             raise BatchJobError(f"{self.provider.id} batch {job_id}: malformed output "
                                 f"({e!r})") from e
@@ -267,6 +280,96 @@ class BatchJobRunner:
             raise BatchJobError(f"{self.provider.id} batch {job_id}: {len(missing)} embedding "
                                 "responses missing")
         return out
+
+    def _output_line(self, item: dict[str, Any]) -> tuple[str, Any, str | None]:
+        """(request id, vector, error) of one output line (OpenAI's and Voyage's shape)."""
+        resp = item.get("response") or {}
+        if item.get("error") or resp.get("status_code") != 200:
+            return str(item.get("custom_id")), None, str(item.get("error") or resp.get("body"))
+        return str(item["custom_id"]), resp["body"]["data"][0]["embedding"], None
+
+
+class GeminiBatchRunner(BatchJobRunner):
+    """Gemini's batch API (``asyncBatchEmbedContent``), documented as: a JSONL of ``{key,
+    request: EmbedContentRequest}`` uploaded (``POST {root}/upload/v1beta/files``, multipart),
+    a batch created on the model (``{batch: {displayName, inputConfig: {fileName}}}``), an
+    operation polled at ``GET {base}/batches/{id}`` until its ``metadata.state`` is
+    ``BATCH_STATE_SUCCEEDED``, and the responses file (``metadata.output.responsesFile``)
+    downloaded (``GET {root}/download/v1beta/files/{id}:download?alt=media``) as lines of
+    ``{key, response: {embedding: {values}}}``. The reference waits for states named
+    ``SUCCEEDED``/``DONE``, which the API does not send; ours reads the documented names."""
+
+    def _root(self, kind: str) -> str:
+        base = self.provider.base_url
+        if base.endswith("/v1beta"):
+            return f"{base[: -len('/v1beta')]}/{kind}/v1beta"
+        return f"{base}/{kind}"
+
+    def _upload(self, lines: list[dict[str, Any]]) -> str:
+        boundary = f"mc-{uuid.uuid4().hex}"
+        meta = json.dumps({"file": {"displayName": "memory-embeddings",
+                                    "mimeType": "application/jsonl"}})
+        jsonl = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+        body = (f"--{boundary}\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n{meta}"
+                f"\r\n--{boundary}\r\nContent-Type: application/jsonl\r\n\r\n").encode() + \
+            jsonl.encode("utf-8") + f"\r\n--{boundary}--\r\n".encode()
+        raw = self._call("POST", f"{self._root('upload')}/files?uploadType=multipart", body,
+                         f"multipart/related; boundary={boundary}")
+        try:
+            data = json.loads(raw)
+            name = (data.get("file") or data)["name"]
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            raise BatchJobError(f"gemini batch file upload: no file name ({e})") from e
+        if not isinstance(name, str) or not re.fullmatch(r"files/[\w.-]+", name):
+            raise BatchJobError(f"gemini batch file upload: unusable file name {name!r:.80}")
+        return name
+
+    def _job(self, items: list[tuple[str, str]]) -> dict[str, Any]:
+        p = self.provider
+        request_for = getattr(p, "request_for")  # noqa: B009  # GeminiEmbeddingProvider's
+        file_name = self._upload([{"key": cid, "request": request_for(text, "document")}
+                                  for cid, text in items])
+        job = self._json("POST", f"/models/{p.model}:asyncBatchEmbedContent",
+                         {"batch": {"displayName": "memory-embeddings",
+                                    "inputConfig": {"fileName": file_name}}})
+        self.jobs += 1
+        name = job.get("name")
+        if not isinstance(name, str) or not re.fullmatch(r"batches/[\w.-]+", name):
+            raise BatchJobError(f"gemini batch create: no usable batch name in {job!r:.200}")
+        job = self._wait(name, job)
+        meta: dict[str, Any] = job["metadata"] if isinstance(job.get("metadata"), dict) else {}
+        output = meta.get("output") or (job.get("response") or {})
+        out = output.get("responsesFile") if isinstance(output, dict) else None
+        if not isinstance(out, str) or not re.fullmatch(r"files/[\w.-]+", out):
+            raise BatchJobError(f"gemini batch {name}: succeeded without a responses file")
+        raw = self._call("GET", f"{self._root('download')}/{out}:download?alt=media")
+        return self._results(name, raw, {cid for cid, _ in items})
+
+    def _state(self, job: dict[str, Any]) -> str:
+        meta: dict[str, Any] = job["metadata"] if isinstance(job.get("metadata"), dict) else job
+        raw = str(meta.get("state") or job.get("state") or "")
+        state = raw.upper().removeprefix("BATCH_STATE_").removeprefix("JOB_STATE_").lower()
+        if state == "succeeded" or (job.get("done") and not state and not job.get("error")):
+            return "completed"
+        if job.get("done") and job.get("error"):
+            return "failed"
+        return state or "unknown"
+
+    def _error_text(self, job: dict[str, Any]) -> str:
+        err = job.get("error")
+        return str(err.get("message")) if isinstance(err, dict) and err.get("message") \
+            else "no error given"
+
+    def _poll_path(self, job_id: str) -> str:
+        return f"/{job_id}"
+
+    def _output_line(self, item: dict[str, Any]) -> tuple[str, Any, str | None]:
+        resp = item.get("response") or {}
+        err = item.get("error") or resp.get("error")
+        if err:
+            message = err.get("message", err) if isinstance(err, dict) else err
+            return str(item.get("key")), None, f"{item.get('key')}: {message}"
+        return str(item["key"]), resp["embedding"]["values"], None
 
 
 class BatchingProvider:
@@ -285,7 +388,8 @@ class BatchingProvider:
         self.id = inner.id
         self.model = inner.model
         self.cfg = cfg
-        self.runner = BatchJobRunner(inner, cfg, sleep)
+        self.runner = (GeminiBatchRunner if inner.id == "gemini" else BatchJobRunner)(
+            inner, cfg, sleep)
         self.state = BatchState(cfg.enabled)
         self.notes: list[str] = []
 
