@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 run: $(STAMP)
-	-bash scripts/install-node-tools.sh  # node 24 + qmd (the qmd backend) in .tools/ (skipped without npm)
+	-bash scripts/install-node-tools.sh qmd  # node 24 + qmd (the qmd backend) in .tools/ (skipped without npm)
 	$(VENV)/bin/streamlit run app.py --server.headless true
 
 test: $(STAMP)

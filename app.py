@@ -9,11 +9,22 @@ from __future__ import annotations
 
 from typing import Any
 
-import pandas as pd
 import streamlit as st
 
-from memory_core.status import TruncationInfo
-from workbench import live, projection, state
+# The first thing a visitor sees, before the engine's imports (seconds on a cold machine) and
+# the model load: without it the first visit is Streamlit's raw file list over a blank page.
+st.set_option("client.toolbarMode", "viewer")  # no "Deploy" button: this is a local tool
+st.set_page_config(page_title="Memory Workbench", page_icon=":material/psychology:",
+                   layout="wide")
+boot = st.empty()
+if not st.session_state.get("wb_warm"):
+    boot.info("Starting Memory Workbench: opening the workspace and loading the embedding "
+              "model (up to a minute on the first visit)…", icon=":material/hourglass_top:")
+
+import pandas as pd  # noqa: E402 - after the first message, see above
+
+from memory_core.status import TruncationInfo  # noqa: E402
+from workbench import live, projection, state  # noqa: E402
 
 PAGES_INFO = [
     ("pages/search.py", "Search & tune", ":material/manage_search:", "search",
@@ -177,12 +188,30 @@ def home() -> None:
         st.json(status.to_json())
 
 
-st.set_option("client.toolbarMode", "viewer")  # no "Deploy" button: this is a local tool
-st.set_page_config(page_title="Memory Workbench", page_icon=":material/psychology:",
-                   layout="wide")
+def _warm(key: state.IndexKey, boot: Any) -> None:
+    """The first run of a browser session: load the embedding model where everyone can see it
+    happen, instead of a blank page while the first query or the truncation count loads it."""
+    idx = state.open_index(key)
+    with boot.container():
+        with st.status("Getting the workbench ready…", expanded=True) as box:
+            st.write(f"Opened `{idx.workspace}` (index `{idx.store_path.name}`).")
+            if idx.choice.provider is not None:
+                st.write(f"Loading the embedding model ({idx.choice.model})…")
+                idx.embed_query("warm-up")
+                st.write("Model loaded.")
+            st.write("Starting UMAP's compiler in the background (the map uses PCA meanwhile).")
+            projection.warm_up()
+            box.update(label="Ready", state="complete", expanded=False)
+    st.session_state["wb_warm"] = True
+
+
 nav = st.navigation(
     [st.Page(home, title="Home", icon=":material/home:", default=True)]
     + [st.Page(path, title=title, icon=icon, url_path=url) for path, title, icon, url, _
        in PAGES_INFO])
-live.follow(state.workspace_picker(), auto_refresh=nav.url_path in live.AUTO_REFRESH)
+key0 = state.workspace_picker()
+if not st.session_state.get("wb_warm"):
+    _warm(key0, boot)
+boot.empty()
+live.follow(key0, auto_refresh=nav.url_path in live.AUTO_REFRESH)
 nav.run()

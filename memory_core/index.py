@@ -574,10 +574,10 @@ class MemoryIndex:
             provider=provider, model=meta.get("model"),
             cache=CacheInfo(cfg.store.cache_enabled, cache_entries, cfg.store.cache_max_entries),
             fts=FtsInfo(True, st.fts_available, st.fts_error,
-                        st.fts_available and postings.for_store(st) is not None),
+                        st.fts_available and postings.for_store(st, verify=True) is not None),
             vector=VectorInfo(provider not in (None, "none"), st.vec_available, st.vec_error,
                               meta.get("vectorDims"),
-                              "sidecar" if st.vector_matrix() is not None
+                              "sidecar" if st.vector_matrix(verify=True) is not None
                               else "sqlite-vec" if st.vec_available else "numpy"),
             fallback=FallbackInfo.from_dict(meta.get("fallback") or self.fallback),
             batch=batch_status(cfg.provider.batch, self._batch_state(meta)),

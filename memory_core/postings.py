@@ -41,7 +41,15 @@ import numpy as np
 
 from . import vectors
 from .common.locations import beside, env_int
-from .common.sidecar import id_column, ids_at, read_header, source_codes, write_file
+from .common.sidecar import (
+    Checks,
+    SidecarDamaged,
+    id_column,
+    ids_at,
+    open_mapped,
+    source_codes,
+    write_file,
+)
 from .common.topk import smallest_first
 from .store import Store, sqlite
 
@@ -133,6 +141,7 @@ class Postings:
     sources: list[str]
     doclen: np.ndarray  # (N,) int32: tokens per row (FTS5's docsize)
     total_tokens: int
+    checks: Checks | None = field(default=None, repr=False)
     _norm: np.ndarray | None = field(default=None, repr=False)
     _scores: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
     _score_bytes: int = field(default=0, repr=False)
@@ -148,7 +157,14 @@ class Postings:
         if t == len(self.terms) or self.terms[t] != term:
             return np.zeros(0, np.int32), np.zeros(0, np.uint16)
         a, b = int(self.ptr[t]), int(self.ptr[t + 1])
+        if self.checks is not None:  # the first time a term is asked: its blocks only
+            self.checks.verify("rows", 4 * a, 4 * b)
+            self.checks.verify("tfs", self.tfs.itemsize * a, self.tfs.itemsize * b)
         return self.rows[a:b], self.tfs[a:b]
+
+    def intact(self) -> bool:
+        """Whether the file is good (:meth:`~.common.sidecar.Checks.intact`)."""
+        return self.checks is None or self.checks.intact()
 
     def term_scores(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """``(rows, contribution)``: what one phrase of this single term adds to each row's
@@ -229,42 +245,37 @@ class Postings:
         return list(zip(ids_at(self.ids, cand[top]), rank[top].tolist(), strict=True))
 
 
-def _stamp_on_disk(path: Path) -> str | None:
-    try:
-        with open(path, "rb") as f:
-            header = read_header(f, MAGIC)
-    except (OSError, ValueError):
-        return None
-    return None if header is None else header.get("stamp")
-
-
 def load(db_path: Path, stamp: str | None = None) -> Postings | None:
-    """Map ``<index>.postings``; ``None`` if absent, damaged or (given ``stamp``) stale."""
-    path = sidecar_path(db_path)
-    try:
-        with open(path, "rb") as f:
-            header = read_header(f, MAGIC)
-            if header is None or (stamp is not None and header.get("stamp") != stamp):
-                return None
-            f.seek(header["offsets"]["terms"])
-            raw_terms = f.read(header["sizes"]["terms"])
-    except (OSError, ValueError, KeyError, TypeError, OverflowError):
+    """Map ``<index>.postings``; ``None`` if absent, damaged or (given ``stamp``) stale.
+
+    Everything but the posting rows and their term frequencies is verified here (the per-row
+    arrays, the terms and their pointers: read whole by any query); those two, term by term
+    as queries ask (:meth:`Postings.term_rows`); :meth:`Postings.intact` judges it all.
+    """
+    got = open_mapped(sidecar_path(db_path), MAGIC)
+    if got is None:
+        return None
+    header, buf, checks = got
+    if stamp is not None and header.get("stamp") != stamp:
         return None
     try:
-        buf = np.memmap(path, dtype=np.uint8, mode="r")
         o, s = header["offsets"], header["sizes"]
         n, w = int(header["rows"]), int(header["idWidth"])
+        for key in ("terms", "ptr", "rowids", "ids", "codes", "doclen"):
+            checks.verify(key)
 
         def arr(key: str, dtype: str) -> np.ndarray:
             return buf[o[key] : o[key] + s[key]].view(dtype)
 
+        raw_terms = bytes(arr("terms", "u1"))
         terms = raw_terms.decode("utf-8").split("\0") if raw_terms else []
         p = Postings(
             header["stamp"], header["spec"], terms, arr("ptr", "<i8"), arr("rows", "<i4"),
             arr("tfs", header["tfType"]), arr("rowids", "<i8"),
             arr("ids", f"S{w}") if w else np.zeros(n, "S1"), arr("codes", "u1"),
-            list(header["sources"]), arr("doclen", "<i4"), int(header["totalTokens"]))
-    except (OSError, ValueError, KeyError, TypeError, OverflowError):
+            list(header["sources"]), arr("doclen", "<i4"), int(header["totalTokens"]),
+            checks)
+    except (OSError, ValueError, KeyError, TypeError, OverflowError):  # SidecarDamaged too
         return None
     t = len(p.terms)
     if (p.ptr.shape[0] != t + 1 or any(a.shape[0] != n for a in (p.rowids, p.ids, p.codes,
@@ -272,7 +283,18 @@ def load(db_path: Path, stamp: str | None = None) -> Postings | None:
             or p.rows.shape[0] != p.tfs.shape[0] or int(p.ptr[0]) != 0
             or int(p.ptr[-1]) != p.rows.shape[0] or bool(np.any(np.diff(p.ptr) < 0))
             or (n and int(p.codes.max()) >= max(1, len(p.sources)))):
-        return None  # damaged: the search asks FTS5, and the next sync writes a new one
+        return None  # not what write() writes: the search asks FTS5, the next sync rewrites
+    return p
+
+
+def _verified(p: Postings | None) -> Postings | None:
+    """``p`` if every block of it checks, else ``None`` (what a delta is built on: damage
+    must not be carried into the next file under fresh checksums)."""
+    try:
+        if p is not None and p.checks is not None:
+            p.checks.verify_all()
+    except SidecarDamaged:
+        return None
     return p
 
 
@@ -472,9 +494,11 @@ def refresh(store: Store, *, force_full: bool = False,
             _cache.pop(str(store.path), None)
             return "removed"
         return "none"
-    if not force_full and _stamp_on_disk(path) == stamp:
-        return "fresh"  # the common no-op sync: the header alone says so
-    old = load(store.path)
+    if not force_full:
+        current = load(store.path, stamp)
+        if current is not None and current.intact():
+            return "fresh"  # the common no-op sync: the stamp matches, the file is good
+    old = _verified(load(store.path))  # a damaged one is not updated: read afresh
     spec = tokenizer_spec(store.db)
     if progress is not None:
         progress("keyword postings", 0, n_rows)
@@ -496,9 +520,10 @@ _cache: dict[str, tuple[tuple[str, int, int, int], Postings]] = {}
 _cache_lock = threading.Lock()
 
 
-def for_store(store: Store) -> Postings | None:
-    """The mapped sidecar of ``store`` if it matches the index's committed state, else ``None``
-    (kept mapped between queries; re-mapped when a sync replaced it)."""
+def for_store(store: Store, *, verify: bool = False) -> Postings | None:
+    """The mapped sidecar of ``store`` if it matches the index's committed state and was not
+    found damaged, else ``None`` (kept mapped between queries; re-mapped when a sync replaced
+    it). ``verify``: check all of it now (``status``)."""
     stamp = vectors.stamp_of(store.get_meta())
     key = str(store.path)
     try:
@@ -508,9 +533,11 @@ def for_store(store: Store) -> Postings | None:
     ident = (stamp, st.st_ino, st.st_mtime_ns, st.st_size)  # a rewrite (verify) is a new file
     with _cache_lock:
         got = _cache.get(key)
-        if got is not None and got[0] == ident:
-            return got[1]
+    if got is not None and got[0] == ident and not (got[1].checks and got[1].checks.damaged):
+        return got[1] if not verify or got[1].intact() else None
     p = load(store.path, stamp)
+    if verify and p is not None and not p.intact():
+        p = None
     with _cache_lock:
         if p is None:
             _cache.pop(key, None)

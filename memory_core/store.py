@@ -691,7 +691,7 @@ class Store:
         """
         stamp = self.vector_stamp()
         current = vectors.load(self.path, stamp)
-        if current is not None:
+        if current is not None and current.intact():  # fresh, and not damaged: kept
             self._sidecar = current
             return False
         rowids: list[int] = []
@@ -713,12 +713,16 @@ class Store:
                                       ids, srcs, mat)
         return True
 
-    def vector_matrix(self) -> vectors.VectorMatrix | None:
-        """The mapped sidecar if it matches the index's current state, else ``None``."""
+    def vector_matrix(self, *, verify: bool = False) -> vectors.VectorMatrix | None:
+        """The mapped sidecar if it matches the index's current state and is not found
+        damaged, else ``None``. ``verify``: check all of it now (``status``)."""
         stamp = self.vector_stamp()
-        if self._sidecar is None or self._sidecar.stamp != stamp:
-            self._sidecar = vectors.load(self.path, stamp)
-        return self._sidecar
+        vm = self._sidecar
+        if vm is None or vm.stamp != stamp or (vm.checks is not None and vm.checks.damaged):
+            vm = self._sidecar = vectors.load(self.path, stamp)
+        if vm is not None and verify and not vm.intact():
+            vm = self._sidecar = None
+        return vm
 
     # ------------------------------------------------------------------ vector leg
 
@@ -742,7 +746,10 @@ class Store:
             if vm is not None and vm.rows and vm.dims != q.size:
                 raise StoreError(f"query has {q.size} dims, the index {vm.dims}")
             if vm is not None and vm.rows:
-                return vm.search(q, limit, sources, exact=engine != "auto")
+                try:
+                    return vm.search(q, limit, sources, exact=engine != "auto")
+                except vectors.SidecarDamaged:  # never a wrong hit: the index itself answers below
+                    self._sidecar = None
         if engine in ("auto", "sqlite-vec") and self.vec_available and self._vec_dims:
             hits = self._vec0_search(q, limit, sources)
             if hits is not None:

@@ -30,7 +30,15 @@ from typing import Any
 import numpy as np
 
 from .common.locations import beside, env_int
-from .common.sidecar import id_column, ids_at, read_header, source_codes, write_file
+from .common.sidecar import (
+    Checks,
+    id_column,
+    ids_at,
+    open_mapped,
+    source_codes,
+    write_file,
+)
+from .common.sidecar import SidecarDamaged as SidecarDamaged  # the store catches it
 from .common.topk import smallest_first
 
 MAGIC = b"MWVECS01"
@@ -87,6 +95,7 @@ class VectorMatrix:
     codes: np.ndarray  # (n,) uint8 index into ``sources``
     sources: list[str]
     ann: Any | None = None
+    checks: Checks | None = None
 
     @property
     def rows(self) -> int:
@@ -96,11 +105,17 @@ class VectorMatrix:
     def dims(self) -> int:
         return int(self.matrix.shape[1]) if self.matrix.ndim == 2 else 0
 
+    def intact(self) -> bool:
+        """Whether the file is good (:meth:`~.common.sidecar.Checks.intact`)."""
+        return self.checks is None or self.checks.intact()
+
     def search(self, query: np.ndarray, limit: int, sources: Sequence[str] | None = None,
                *, exact: bool = False) -> list[tuple[str, float]]:
         """The ``limit`` rows closest to ``query`` by cosine, best first, as ``(id, cosine)``.
 
         Ties keep row (rowid) order, like a stable sort. ``exact`` bypasses the ANN index.
+        Raises :class:`~.common.sidecar.SidecarDamaged` when the rows it reads fail their
+        checksums (the caller answers from the index instead).
         """
         n = self.rows
         if limit <= 0 or n == 0:
@@ -118,11 +133,15 @@ class VectorMatrix:
         if self.ann is not None and mask is None and not exact:
             rows = self._ann_rows(q, limit)
             if rows is not None:
+                if self.checks is not None:
+                    self.checks.verify_items("matrix", rows, 4 * self.dims)
                 sims = self.matrix[rows] @ q
                 order = np.lexsort((rows, -sims))
                 order = order[:limit]
                 return list(zip(ids_at(self.ids, rows[order]), sims[order].tolist(),
                                 strict=True))
+        if self.checks is not None:
+            self.checks.verify("matrix")  # once per mapping: ~55 ms at 133k × 384
         sims = self.matrix @ q
         if mask is not None:
             allowed = int(mask.sum())
@@ -155,28 +174,28 @@ def load(db_path: Path, stamp: str | None = None) -> VectorMatrix | None:
     """Map ``<index>.vectors`` (and its ANN index); ``None`` if absent, damaged or stale.
 
     ``stamp``: the index's current :func:`stamp_of`; a sidecar with another stamp is stale.
+    The rowids, ids and source codes are verified here (a few MB); the matrix at its first
+    exact search (:meth:`VectorMatrix.search`); :meth:`VectorMatrix.intact` judges it all.
     """
-    path = sidecar_path(db_path)
-    try:
-        with open(path, "rb") as f:
-            header = read_header(f, MAGIC)
-    except (OSError, ValueError):
+    got = open_mapped(sidecar_path(db_path), MAGIC)
+    if got is None:
         return None
-    if header is None:
-        return None
+    header, buf, checks = got
     if stamp is not None and header.get("stamp") != stamp:
         return None
     try:
-        buf = np.memmap(path, dtype=np.uint8, mode="r")
         n, d, w = int(header["rows"]), int(header["dims"]), int(header["idWidth"])
         o = header["offsets"]
+        for key in ("rowids", "codes", "ids"):
+            checks.verify(key)
         mat = buf[o["matrix"] : o["matrix"] + n * d * 4].view(np.float32).reshape(n, d)
         rowids = buf[o["rowids"] : o["rowids"] + n * 8].view(np.int64)
         codes = buf[o["codes"] : o["codes"] + n]
         ids = buf[o["ids"] : o["ids"] + n * w].view(f"S{w}") if w else np.zeros(n, "S1")
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError):  # SidecarDamaged is a ValueError
         return None
-    vm = VectorMatrix(header["stamp"], mat, rowids, ids, codes, list(header["sources"]))
+    vm = VectorMatrix(header["stamp"], mat, rowids, ids, codes, list(header["sources"]),
+                      checks=checks)
     if header.get("annRows") and 0 < ann_min_rows() <= n:
         vm.ann = _load_ann(db_path, int(header["annRows"]), d)
     return vm
@@ -224,7 +243,10 @@ def write(db_path: Path, stamp: str, rowids: np.ndarray, ids: Sequence[str],
     write_file(sidecar_path(db_path), MAGIC, header, {
         "matrix": mat.tobytes(), "rowids": rowids.astype("<i8").tobytes(),
         "codes": codes.tobytes(), "ids": id_bytes})
-    return load(db_path, stamp)
+    vm = load(db_path, stamp)
+    if vm is not None and vm.checks is not None:
+        vm.checks.written_here()  # a live index's next search needs no pass over the matrix
+    return vm
 
 
 def _write_ann(db_path: Path, rowids: np.ndarray, ids: list[str], mat: np.ndarray) -> int:

@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from memory_core import MemoryIndex
-from workbench import charts, mapdata, projection, state
+from workbench import charts, mapdata, maplayers, projection, state
 
 key = state.current_key()
 st.title("Embedding map")
@@ -29,7 +30,12 @@ c1, c2, c3, c4, c5 = st.columns([1.2, 0.6, 1.1, 1.3, 1.3])
 method = c1.radio("Projection", ["UMAP", "PCA"], key="map_method", horizontal=True,
                   help="UMAP keeps neighbourhoods; PCA is instant and linear.")
 dims = 3 if c2.toggle("3-D", key="map_3d") else 2
-colour = c3.selectbox("Colour by", ["file", "source", "date", "cluster"], key="map_colour")
+COLOURINGS = ["kind", "file", "source", "date", "cluster", "similarity to query", "rank", "leg",
+              "gold"]
+colour = c3.selectbox("Colour by", COLOURINGS, key="map_colour",
+                      help="kind: MEMORY.md, diary, note, transcript. similarity, rank, leg: "
+                           "against the query below; gold: a labelled query's evidence chunks, "
+                           "found or missed.")
 n_clusters = 6
 if colour == "cluster":
     n_clusters = c4.slider("Clusters (k-means)", 2, 16, 6, key="map_k")
@@ -67,43 +73,137 @@ if method == "UMAP":
 
 # ----------------------------------------------------------------------------- query and hits
 
-query = st.text_input("Query to project", value=state.shared_query(), key="map_query",
-                      placeholder="e.g. why did our hosting spend increase?")
+labelled = mapdata.labelled_queries(idx.workspace)
+qc1, qc2 = st.columns([1.3, 1])
+pick = qc2.selectbox("…or a labelled query", ["(none)", *labelled], key="map_labelled",
+                     help="From the query sets labelled against this workspace (its copy "
+                          "too): colour by gold to see which evidence chunks were found.")
+gold_query = labelled.get(pick)
+if gold_query is not None and st.session_state.get("map_labelled_was") != pick:
+    st.session_state["map_query"] = gold_query.query  # the text box follows the pick (once)
+st.session_state["map_labelled_was"] = pick
+query = qc1.text_input("Query to project", value=state.shared_query(), key="map_query",
+                       placeholder="e.g. why did our hosting spend increase?")
 state.set_shared_query(query)
 hits: list[Any] = []
 qpoint = None
+qvec = None
 if query.strip():
     settings = state.tuned_settings(key)
     cands = state.get_candidates(key, query, settings)
-    hits = MemoryIndex.fuse(cands, settings).hits
+    hits = [h for h in MemoryIndex.fuse(cands, settings).hits if h.passed]
     qvec = idx.embed_query(query)
     if qvec is not None:
         if used == "PCA":
             qpoint = pca_model.transform(np.asarray(qvec))[0]
         else:
             qpoint = projection.place_query(qvec, matrix, coords)
+marks = [maplayers.HitMark(h.id, r, h.via) for r, h in enumerate(hits, 1)]
+gold: set[str] = set()
+if gold_query is not None and gold_query.query == query:
+    evidence = [(e.path, e.line) for e in gold_query.relevant]
+    gold = {cid for cid, row in zip(info["id"], info.itertuples(), strict=True)
+            if maplayers.covers(row.path, row.start, row.end, evidence)}
+term = st.text_input("Highlight the neighbours of a term", key="map_term",
+                     placeholder="e.g. 连接池, invoice, on call",
+                     help="The 10 chunks whose embeddings are closest to the term's are ringed.")
+term_near: list[tuple[int, float]] = []
+if term.strip():
+    tvec = idx.embed_query(term)
+    if tvec is not None:
+        term_near = maplayers.nearest(matrix, np.asarray(tvec), 10)
+needs_query = colour in ("similarity to query", "rank", "leg")
+if needs_query and not hits and qvec is None:
+    st.caption(f"Colour by {colour} needs a query: type one above.")
+if colour == "gold" and gold_query is None:
+    st.caption("Colour by gold needs a labelled query: pick one above.")
 
 # ----------------------------------------------------------------------------- the figure
 
-if colour == "cluster":
-    info["cluster"] = [f"cluster {c + 1}" for c in projection.kmeans_labels(matrix, n_clusters)]
-column = {"file": "path"}.get(colour, colour)
-groups = sorted(info[column].unique())
-palette = (["#4C78A8", "#F58518", "#E45756", "#72B7B2", "#54A24B", "#EECA3B", "#B279A2",
-            "#FF9DA6", "#9D755D", "#BAB0AC"] * 20)
+big = len(ids) > mapdata.WEBGL_ABOVE  # WebGL past a few thousand points; SVG stays clickable
+Scatter: Any = go.Scatter3d if dims == 3 else (go.Scattergl if big else go.Scatter)
 fig = go.Figure()
-Scatter = go.Scatter3d if dims == 3 else go.Scatter
-for gi, g in enumerate(groups):
-    sel = info.index[info[column] == g].to_numpy()
-    xyz = {"x": coords[sel, 0], "y": coords[sel, 1]}
+
+
+def _xyz(sel: np.ndarray) -> dict[str, Any]:
+    out = {"x": coords[sel, 0], "y": coords[sel, 1]}
     if dims == 3:
-        xyz["z"] = coords[sel, 2]
+        out["z"] = coords[sel, 2]
+    return out
+
+
+def _custom(sel: np.ndarray) -> list[list[str]]:
+    return [[info.at[i, "id"], f"{info.at[i, 'path']}#{info.at[i, 'lines']}",
+             charts.wrap(info.at[i, "snippet"], 60, 6)] for i in sel]
+
+
+size = 6 if dims == 3 else (5 if big else 9)
+if colour == "similarity to query" and qvec is not None:
+    sims = maplayers.similarity(matrix, np.asarray(qvec))
+    allpts = np.arange(len(ids))
     fig.add_trace(Scatter(
-        **xyz, mode="markers", name=str(g)[:40],
-        marker={"size": 6 if dims == 3 else 9, "color": palette[gi], "opacity": 0.8},
-        customdata=[[info.at[i, "id"], f"{info.at[i, 'path']}#{info.at[i, 'lines']}",
-                     charts.wrap(info.at[i, "snippet"], 60, 6)] for i in sel],
-        hovertemplate="<b>%{customdata[1]}</b><br>%{customdata[2]}<extra></extra>"))
+        **_xyz(allpts), mode="markers", name="cosine to the query",
+        marker={"size": size, "color": sims, "colorscale": "Viridis", "opacity": 0.85,
+                "colorbar": {"title": "cosine"}, "showscale": True},
+        customdata=[[*cd, f"{v:.3f}"] for cd, v in zip(_custom(allpts), sims, strict=True)],
+        hovertemplate="<b>%{customdata[1]}</b> · cosine %{customdata[3]}<br>"
+                      "%{customdata[2]}<extra></extra>"))
+else:
+    if colour == "cluster":
+        labels = projection.kmeans_labels(matrix, n_clusters)
+        names = maplayers.cluster_names(labels, list(info["snippet"]))
+        info["cluster"] = [names[int(c)] for c in labels]
+        colours = {n: maplayers.PALETTE[i % len(maplayers.PALETTE)]
+                   for i, n in enumerate(sorted(names.values()))}
+        column = "cluster"
+    elif colour == "file":
+        info["file"], colours = maplayers.group_colours(list(info["path"]))
+        column = "file"
+    elif colour == "kind":
+        column, colours = "kind", maplayers.KIND_COLOURS
+    elif colour == "leg" or (colour == "rank" and not hits):
+        info["leg"] = maplayers.leg_groups(list(info["id"]), marks)
+        column, colours = "leg", maplayers.LEG_COLOURS
+    elif colour == "rank":
+        info["rank"] = maplayers.ranks(list(info["id"]), marks)
+        column, colours = "rank", {}
+    elif colour == "gold":
+        info["gold"] = maplayers.gold_groups(list(info["id"]), gold, [m.id for m in marks])
+        column, colours = "gold", maplayers.GOLD_COLOURS
+    else:  # source, date: few groups, each its own colour
+        groups0 = sorted(info[colour].unique())
+        colours = {g: maplayers.PALETTE[i % len(maplayers.PALETTE)]
+                   for i, g in enumerate(groups0)}
+        column = colour
+    if column == "rank":
+        ranked = info["rank"].notna().to_numpy()
+        rest = np.flatnonzero(~ranked)
+        fig.add_trace(Scatter(**_xyz(rest), mode="markers", name="not a hit",
+                              marker={"size": size, "color": "#DDDDDD", "opacity": 0.7},
+                              customdata=_custom(rest),
+                              hovertemplate="<b>%{customdata[1]}</b><br>%{customdata[2]}"
+                                            "<extra></extra>"))
+        top = np.flatnonzero(ranked)
+        fig.add_trace(Scatter(
+            **_xyz(top), mode="markers", name="hits by rank",
+            marker={"size": size + 4, "color": info["rank"].to_numpy()[top],
+                    "colorscale": "Plasma_r", "showscale": True,
+                    "colorbar": {"title": "rank"}},
+            customdata=_custom(top),
+            hovertemplate="<b>%{customdata[1]}</b><br>%{customdata[2]}<extra></extra>"))
+    else:
+        order = {g: i for i, g in enumerate(
+            [*maplayers.KINDS, *maplayers.LEG_GROUPS, *maplayers.GOLD_GROUPS])}
+        groups = sorted(info[column].unique(), key=lambda g: (order.get(g, 99), g == "other "
+                                                                "files", str(g)))
+        for g in groups:
+            sel = info.index[info[column] == g].to_numpy()
+            fig.add_trace(Scatter(
+                **_xyz(sel), mode="markers", name=str(g)[:40],
+                marker={"size": size, "color": colours.get(g, maplayers.OTHER),
+                        "opacity": 0.85},
+                customdata=_custom(sel),
+                hovertemplate="<b>%{customdata[1]}</b><br>%{customdata[2]}<extra></extra>"))
 LEG_SYMBOL = {"both": "star", "vector": "diamond", "keyword": "square"}
 LEG_LABEL = {"both": "hit: both legs", "vector": "hit: vector leg", "keyword": "hit: keyword leg"}
 
@@ -136,16 +236,29 @@ for via in ("both", "vector", "keyword"):
                 else 8, "color": "rgba(0,0,0,0)", "line": {"color": "#111", "width": 2}},
         customdata=[[h.id, h.citation, charts.wrap(h.snippet, 60, 6)] for _, h in hs],
         hovertemplate="<b>hit %{text}: %{customdata[1]}</b><br>%{customdata[2]}<extra></extra>"))
+if term_near:
+    near = np.array([i for i, _ in term_near])
+    fig.add_trace(Scatter(
+        **_xyz(near), mode="markers", name=f"near “{term.strip()[:20]}”",
+        marker={"size": size + 8, "color": "rgba(0,0,0,0)", "symbol": "circle-open"
+                if dims == 3 else "circle", "line": {"color": "#FB0D0D", "width": 2}},
+        customdata=[[*cd, f"{c:.3f}"] for cd, (_, c) in zip(_custom(near), term_near,
+                                                              strict=True)],
+        hovertemplate="<b>%{customdata[1]}</b> · cosine %{customdata[3]}<br>%{customdata[2]}"
+                      "<extra></extra>"))
 if qpoint is not None:
     xyz = {"x": [qpoint[0]], "y": [qpoint[1]]}
     if dims == 3:
         xyz["z"] = [qpoint[2]]
     fig.add_trace(Scatter(
         **xyz, mode="markers+text", name="query", text=["query"], textposition="bottom center",
-        marker={"symbol": "x", "size": 16 if dims == 2 else 8, "color": "#d62728"},
+        marker={"symbol": "x" if dims == 2 else "cross", "size": 16 if dims == 2 else 10,
+                "color": "#d62728"},
         hovertemplate=f"<b>query</b><br>{charts.wrap(query, 60, 3)}<extra></extra>"))
 fig.update_layout(
-    height=640, font={"family": charts.FONT}, dragmode="lasso" if dims == 2 else "orbit",
+    # pan, not lasso, by default: Streamlit turns click-to-select off while a box or lasso tool
+    # is active, and a click on a point is what opens a chunk
+    height=640, font={"family": charts.FONT}, dragmode="pan" if dims == 2 else "orbit",
     legend={"itemsizing": "constant"}, margin={"l": 10, "r": 10, "t": 40, "b": 10},
     title=f"{used} of {len(ids)} chunk embeddings ({matrix.shape[1]} dims), coloured by "
           f"{colour}" + (f" — a sample of {points.total:,}; the query's hits always drawn"
@@ -166,11 +279,24 @@ if used == "UMAP" and qpoint is not None:
 # ----------------------------------------------------------------------------- selection
 
 chosen = mapdata.selected_ids(event, pos)
-if chosen:
+if len(chosen) == 1:  # a clicked point: the chunk itself and its nearest neighbours
+    i = pos[chosen[0]]
+    row = info.iloc[i]
+    st.subheader(f"{row['path']}#{row['lines']}")
+    st.caption(f"{row['kind']} · {row['source']} · {row['date']}")
+    left, right = st.columns([3, 2])
+    left.text(row["snippet"])
+    right.markdown("**Nearest neighbours** (cosine of the embeddings)")
+    nn = maplayers.nearest(matrix, matrix[i], 8, skip=i)
+    right.dataframe(pd.DataFrame([{"chunk": f"{info.at[j, 'path']}#{info.at[j, 'lines']}",
+                                   "cosine": round(c, 3)} for j, c in nn]),
+                    hide_index=True, width="stretch", key="map_neighbours")
+elif chosen:
     st.subheader(f"{len(chosen)} selected chunk(s)")
     sel_df = info.set_index("id").loc[chosen, ["path", "lines", "source", "date", "snippet"]]
     sel_df["snippet"] = sel_df["snippet"].map(lambda t: " ".join(t.split())[:160])
     st.dataframe(sel_df.reset_index(drop=True), hide_index=True, width="stretch",
                  key="map_selected")
 else:
-    st.caption("Drag a box or a lasso on the map (or click a point) to list chunks here.")
+    st.caption("Click a point to open its chunk and its nearest neighbours here; pick the box "
+               "or lasso tool (top right of the map) to list several.")

@@ -177,9 +177,15 @@ if plan is not None:
 else:
     st.caption("Nothing selected: no change to preview.")
 
+over_ok = True
+if plan is not None and plan.changed and plan.over_budget:
+    # the reference writes anyway and warns; here a person confirms going over the budget
+    over_ok = st.checkbox("Apply anyway, over the budget", key="promo_over_ok",
+                          help="MEMORY.md is loaded into every session: past its budget the "
+                               "agent's context pays for every extra character.")
 b1, b2, _ = st.columns([1, 1, 4])
 if b1.button("Apply", type="primary", key="promo_apply",
-             disabled=read_only or plan is None or not plan.changed):
+             disabled=read_only or plan is None or not plan.changed or not over_ok):
     try:
         res = pr.apply(idx, plan)
     except Exception as e:  # PromotionError: something changed since the preview

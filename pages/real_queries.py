@@ -56,7 +56,7 @@ c[3].metric("Score spread", "—" if m.score_spread is None else f"{m.score_spre
 
 rows = [{"when": (cm.query.to_dict()["at"] or "")[:16].replace("T", " "),
          "query": cm.query.query, "then": len(cm.query.results_then or []),
-         "now": len(cm.now), "overlap": cm.overlap, "session": cm.query.session}
+         "now": len(cm.now), "overlap": _pct(cm.overlap), "session": cm.query.session}
         for cm in comps]
 st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="rq_table")
 
@@ -72,4 +72,5 @@ for col, title, results in ((left, "Then (what the agent got)", chosen.query.res
             st.caption("No result.")
         for r in results:
             st.markdown(f"**{r['score']:.3f}** `{r['path']}#L{r['startLine']}-L{r['endLine']}`")
-            st.caption(r["snippet"][:300])
+            # plain text: a diary's "# 2026-11-20" is a line of memory, not a page heading
+            st.text(r["snippet"][:300])

@@ -259,6 +259,10 @@ with main:
                 st.code(plan.manual_patch, language="json")
             if plan.changes and st.button("Write openclaw.json", key="export_openclaw",
                                           disabled=not plan.ok):
-                backup = oc.apply_export(plan)
-                st.success(f"Wrote {len(plan.changes)} setting(s) into openclaw.json; the "
-                           f"previous file is {backup}.")
+                try:
+                    backup = oc.apply_export(plan)
+                except ValueError as e:  # a read-only openclaw.json: refused, one line
+                    st.error(str(e))
+                else:
+                    st.success(f"Wrote {len(plan.changes)} setting(s) into openclaw.json; the "
+                               f"previous file is {backup}.")

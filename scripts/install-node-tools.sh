@@ -5,6 +5,7 @@
 #
 #   bash scripts/install-node-tools.sh          # install what is missing
 #   bash scripts/install-node-tools.sh --check  # exit 0 if everything is present, 1 otherwise
+#   bash scripts/install-node-tools.sh qmd      # only the packages whose name contains "qmd"
 #
 # Without npm it says so and exits 0 (tests that need these tools then skip with that reason).
 # To add a tool, append "name@version-range" to PACKAGES.
@@ -16,6 +17,13 @@ PACKAGES=(
   "@modelcontextprotocol/inspector@^0"
   "@tobilu/qmd@2.8.3"
 )
+if [[ $# -gt 0 && "$1" != --check ]]; then  # a filter: keep the packages naming any argument
+  keep=()
+  for p in "${PACKAGES[@]}"; do
+    for want in "$@"; do [[ "$p" == *"$want"* ]] && { keep+=("$p"); break; }; done
+  done
+  PACKAGES=("${keep[@]}")
+fi
 NODE_BIN="$ROOT/node_modules/node/bin/node"
 log() { printf 'install-node-tools: %s\n' "$*"; }
 

@@ -33,6 +33,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.notebook)
 
 
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """End every run with what was skipped, grouped by reason, so a run that passed while
+    skipping the browser, npm or dataset groups says so in its last lines."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not skipped:
+        terminalreporter.write_line("skipped: nothing")
+        return
+    reasons: dict[str, int] = {}
+    for rep in skipped:
+        longrepr = rep.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        reasons[reason] = reasons.get(reason, 0) + 1
+    terminalreporter.section(f"skipped: {len(skipped)} tests")
+    for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
+        terminalreporter.write_line(f"{n:4d}  {reason}")
+
+
 def copy_demo(dest: Path) -> Path:
     ws = dest / "demo-workspace"
     shutil.copytree(DEMO, ws, ignore=shutil.ignore_patterns(".memory"))

@@ -18,6 +18,15 @@ from workbench.testing import OpenApp
 PAGE = "pages/embedding_map.py"
 
 
+def _values(v: object) -> list[float]:
+    """A plotly array as numbers: plotly ships numpy arrays as typed base64 (``bdata``)."""
+    if isinstance(v, dict) and "bdata" in v:
+        import base64
+
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]).tolist()
+    return list(v)  # type: ignore[call-overload]
+
+
 def _figure(at: AppTest) -> dict:
     chart = next(c for c in at.get("plotly_chart") if c.key in ("map_chart", "map_chart3d"))
     return json.loads(chart.proto.spec)
@@ -36,20 +45,45 @@ def test_map_projects_chunks_query_hits_and_lists_a_selection(
     fig = _figure(at)
     points = [p for t in fig["data"] for p in t["customdata"]]
     assert len(points) == 40 and "PCA of 40 chunk embeddings" in fig["layout"]["title"]["text"]
-    assert {t["name"] for t in fig["data"]} >= {"MEMORY.md", "memory/2026-10-20.md"}
+    # colour by kind (the default): what a reader calls the files, each its own colour
+    kinds = {t["name"]: t["marker"]["color"] for t in fig["data"]}
+    assert set(kinds) == {"MEMORY.md", "diary", "note", "transcript"}
+    assert len(set(kinds.values())) == 4
+    # colour by file: no two files share a colour
+    at.selectbox(key="map_colour").set_value("file").run()
+    files = {t["name"]: t["marker"]["color"] for t in _figure(at)["data"]}
+    assert "MEMORY.md" in files and "memory/2026-10-20.md" in files
+    assert len(set(files.values())) == len(files)
     # colour by source: one trace per source
     at.selectbox(key="map_colour").set_value("source").run()
     assert {t["name"] for t in _figure(at)["data"]} == {"memory", "sessions"}
-    # colour by cluster: k traces
+    # colour by cluster: k traces, each named by its words
     at.selectbox(key="map_colour").set_value("cluster").run()
     at.slider(key="map_k").set_value(4).run()
-    assert {t["name"] for t in _figure(at)["data"]} == {f"cluster {i}" for i in range(1, 5)}
+    names = [t["name"] for t in _figure(at)["data"]]
+    assert sorted(n.split(":")[0] for n in names) == ["1", "2", "3", "4"]
+    assert all(len(n.split(": ", 1)[1]) > 3 for n in names)
     # a query is projected and its hits are marked by leg
     at.text_input(key="map_query").input("who is on call right now?").run()
     assert not at.exception
     names = {t["name"] for t in _figure(at)["data"]}
     assert "query" in names and names & {"hit: both legs", "hit: vector leg",
                                           "hit: keyword leg"}
+    # colour by similarity: one continuous trace, every point's cosine to the query
+    at.selectbox(key="map_colour").set_value("similarity to query").run()
+    sim = next(t for t in _figure(at)["data"] if t["name"] == "cosine to the query")
+    cosines = _values(sim["marker"]["color"])
+    assert len(cosines) == 40 and max(cosines) <= 1.0 + 1e-6
+    # colour by rank: the hits carry their rank, the rest are grey
+    at.selectbox(key="map_colour").set_value("rank").run()
+    ranked = next(t for t in _figure(at)["data"] if t["name"] == "hits by rank")
+    assert sorted(_values(ranked["marker"]["color"])) == list(range(1, len(_values(ranked["x"]))
+                                                                     + 1))
+    # a term's neighbours are ringed
+    at.text_input(key="map_term").input("invoice").run()
+    assert not at.exception
+    near = next(t for t in _figure(at)["data"] if t["name"].startswith("near "))
+    assert len(_values(near["x"])) == 10
     # a lasso/box selection (plotly's selection event) lists the chunks it holds
     first = _figure(at)["data"][0]["customdata"][:2]
     at.session_state["map_chart"] = {"selection": {
@@ -127,10 +161,60 @@ def test_points_align_each_embedding_with_its_chunk(indexed_demo: Path) -> None:
     assert mapdata.selected_ids(None, pts.position) == []
 
 
-def test_chunk_date_from_the_file_name_else_its_mtime() -> None:
-    assert projection.chunk_date("memory/2026-10-20.md", 0) == "2026-10-20"
-    assert projection.chunk_date("sessions/2023-05-08-chat.jsonl", 0) == "2023-05-08"
-    noon = 1_767_268_800_000  # 2026-01-01 12:00 UTC
-    assert projection.chunk_date("memory/2026-13-45.md", noon) == "2026-01-01"  # not a date
-    assert projection.chunk_date("MEMORY.md", noon) == "2026-01-01"
-    assert projection.chunk_date("MEMORY.md", 0) == "undated"
+def test_chunk_date_from_the_file_name_never_its_mtime() -> None:
+    assert projection.chunk_date("memory/2026-10-20.md") == "2026-10-20"
+    assert projection.chunk_date("sessions/2023-05-08-chat.jsonl") == "2023-05-08"
+    assert projection.chunk_date("memory/2026-13-45.md") == "undated"  # not a date
+    assert projection.chunk_date("MEMORY.md") == "undated"
+    assert projection.chunk_date("notes/crawler.md") == "undated"
+
+
+@pytest.mark.slow  # loads the local model: ~20 s
+def test_map_gold_of_a_labelled_query_and_a_clicked_point(open_app: OpenApp,
+                                                          module_demo: Path) -> None:
+    at = open_app(module_demo, PAGE, provider="local", timeout=240)
+    at.radio(key="map_method").set_value("PCA").run()
+    options = at.selectbox(key="map_labelled").options
+    pick = next(o for o in options if "COOKIE_EXPIRED" in o)
+    at.selectbox(key="map_labelled").set_value(pick).run()
+    assert at.text_input(key="map_query").value == "COOKIE_EXPIRED"
+    at.selectbox(key="map_colour").set_value("gold").run()
+    assert not at.exception
+    groups = {t["name"]: len(_values(t["x"])) for t in _figure(at)["data"]}
+    assert groups.get("gold, found", 0) >= 1  # the evidence chunk is among the hits
+    gold_ids = [cd[0] for t in _figure(at)["data"] if t["name"] == "gold, found"
+                for cd in t["customdata"]]
+    # clicking one point opens that chunk with its nearest neighbours
+    at.session_state["map_chart"] = {"selection": {
+        "points": [{"customdata": [gold_ids[0], "", ""]}], "point_indices": [0],
+        "box": [], "lasso": []}}
+    at.run()
+    assert not at.exception
+    assert any(s.value.startswith("memory/2026-11-03.md#L") for s in at.subheader)
+    assert any("COOKIE_EXPIRED" in t.value for t in at.text)
+    nn = next(d.value for d in at.dataframe if "cosine" in d.value.columns)
+    assert len(nn) == 8 and list(nn["cosine"]) == sorted(nn["cosine"], reverse=True)
+
+
+def test_map_layers_are_pure_and_name_what_they_show() -> None:
+    from workbench import maplayers
+
+    assert maplayers.chunk_kind("MEMORY.md", "memory") == "MEMORY.md"
+    assert maplayers.chunk_kind("memory/2026-10-20.md", "memory") == "diary"
+    assert maplayers.chunk_kind("notes/crawler.md", "memory") == "note"
+    assert maplayers.chunk_kind("memory/ideas.md", "memory") == "note"
+    assert maplayers.chunk_kind("sessions/a.jsonl", "sessions") == "transcript"
+    groups = [f"f{i}" for i in range(30) for _ in range(30 - i)]
+    labels, colours = maplayers.group_colours(groups, top=16)
+    assert len(set(labels)) == 17 and "other files" in labels
+    assert len(set(colours.values())) == len(colours) == 17
+    names = maplayers.cluster_names([0, 0, 1, 1], ["invoice paid invoice", "invoice late",
+                                                   "crawler proxy", "proxy pool crawler"])
+    assert "invoice" in names[0] and "proxy" in names[1]
+    m = np.eye(4, dtype=np.float32)
+    assert [i for i, _ in maplayers.nearest(m, m[2], 2, skip=2)] == [0, 1]
+    assert maplayers.covers("a.md", 3, 9, [("a.md", 5)])
+    assert not maplayers.covers("a.md", 3, 9, [("a.md", 10), ("b.md", 5)])
+    assert maplayers.covers("a.md", 3, 9, [("a.md", None)])
+    assert maplayers.gold_groups(["a", "b", "c", "d"], {"a", "b"}, ["a", "c"]) == [
+        "gold, found", "gold, missed", "hit, not gold", "other"]

@@ -66,3 +66,21 @@ def test_search_page_records_a_recall_only_when_asked(open_app: OpenApp, demo_ws
     assert any("recall(s) recorded" in s.value for s in at.success)
     at.switch_page(PAGE).run()
     assert _metric(at, "Tracked entries") > 0
+
+
+def test_apply_waits_for_a_confirmation_while_over_the_budget(open_app: OpenApp,
+                                                              demo_ws: Path) -> None:
+    memory = demo_ws / "MEMORY.md"
+    # the user's own text alone fills the budget: nothing promoted can be dropped to make room
+    memory.write_text(memory.read_text(encoding="utf-8") + "\n## Notes of mine\n"
+                      + "".join(f"- a long note of the user, line {i:04d}, kept as written\n"
+                                for i in range(230)), encoding="utf-8")
+    before = memory.read_bytes()
+    at = open_app(demo_ws, PAGE, timeout=300)
+    at.button(key="promo_replay").click().run()
+    assert not at.exception
+    assert any("over its budget" in w.value for w in at.warning)
+    assert at.button(key="promo_apply").disabled
+    at.checkbox(key="promo_over_ok").check().run()
+    assert not at.button(key="promo_apply").disabled
+    assert memory.read_bytes() == before  # nothing written until Apply is clicked

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .conftest import ROOT
 
 
@@ -92,3 +94,26 @@ def test_chunk_command_reference_mode(tmp_path: Path) -> None:
     assert all({"startLine", "endLine", "hash", "text"} <= set(c) for c in data["chunks"])
     data = json.loads(run("chunk", str(f), "--json").stdout)
     assert data["mode"] == "bounded" and max(len(c["text"]) for c in data["chunks"]) <= 1600
+
+
+def test_progress_lines_say_queries_not_querys(capsys: pytest.CaptureFixture[str]) -> None:
+    from memory_core.cli.common import progress_bar
+
+    prog = progress_bar(True)  # stderr is captured, not a terminal: the one-line summary form
+    assert prog is not None
+    prog("query", 0, 27)
+    prog("scan", 0, 3)
+    err = capsys.readouterr().err
+    assert "query: 27 queries…" in err and "querys" not in err
+    assert "scan: 3 files…" in err
+
+
+def test_a_search_that_builds_an_index_first_says_so(demo_ws: Path) -> None:
+    args = ["search", "COOKIE_EXPIRED", "-w", str(demo_ws), "--provider", "none",
+            "--profile", "reference", "--no-record"]
+    first = run(*args)
+    assert first.returncode == 0, first.stderr
+    assert "no reference-profile index for this workspace yet: building" in first.stderr
+    assert "reference-none.sqlite" in first.stderr
+    again = run(*args)
+    assert again.returncode == 0 and "building" not in again.stderr

@@ -100,9 +100,9 @@ def test_delta_tracker_thresholds_and_shrink(tmp_path: Path) -> None:
     with f.open("a") as h:
         h.write(message(50, "x" * 100_500))
     assert t.update(f) is True                       # one big message crosses deltaBytes
-    f.write_text(message(0, "rewritten"))            # shrank: counted again from zero
-    assert t.update(f) is False
-    assert t.files[f].last_size == f.stat().st_size
+    f.write_text(message(0, "rewritten"))            # shrank: rewritten, dirty at once (what
+    assert t.update(f) is True                       # was cut must stop being found)
+    assert t.files[f].last_size == f.stat().st_size and t.pending() == (0, 0)
     f.unlink()
     assert t.update(f) is True                       # gone: its chunks must go
 
@@ -237,6 +237,19 @@ def test_transcript_rewritten_shorter(live: Live, ws: Path) -> None:
     t.write_text("".join(message(i, f"new LIMA_NEW {i}") for i in range(60)))
     wait_for(lambda: live.found("LIMA_NEW", "sessions/s2.jsonl"))
     assert live.paths("KILO_OLD") == []
+
+
+def test_transcript_cut_below_the_bar_stops_returning_what_was_cut(live: Live,
+                                                                    ws: Path) -> None:
+    """Issue 19 item 10: a transcript rewritten shorter (a message removed, far below both
+    thresholds) is re-indexed at the next update; no memory-file change is needed."""
+    t = ws / "sessions" / "s4.jsonl"
+    kept = "".join(message(i, f"kept NOVEMBER_KEPT {i}") for i in range(40))
+    t.write_text(kept + "".join(message(i, f"then OSCAR_CUT {i}") for i in range(40, 55)))
+    wait_for(lambda: live.found("OSCAR_CUT", "sessions/s4.jsonl"))  # 55 messages: indexed
+    t.write_text(kept)  # the last 15 cut: 40 messages and a few KB, below both thresholds
+    wait_for(lambda: live.paths("OSCAR_CUT") == [])
+    assert live.found("NOVEMBER_KEPT", "sessions/s4.jsonl")
 
 
 def test_archive_is_dirty_at_once(live: Live, ws: Path) -> None:

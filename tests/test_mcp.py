@@ -78,8 +78,11 @@ def structured(result: Any) -> dict[str, Any]:
 
 
 def stdio_params(ws: Path, *extra: str) -> StdioServerParameters:
+    # the SDK passes a minimal environment: PYTHONPATH is carried so that a worktree's server
+    # runs the worktree's code, not the editable install's
+    path = {k: v for k, v in os.environ.items() if k == "PYTHONPATH"}
     return StdioServerParameters(command=EXE, args=["mcp", "-w", str(ws), "--provider", "none",
-                                                    *extra], env=ENV)
+                                                    *extra], env={**ENV, **path})
 
 
 # ----------------------------------------------------------------------------- stdio

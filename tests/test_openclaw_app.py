@@ -55,6 +55,12 @@ def test_real_queries_page_then_and_now(monkeypatch: pytest.MonkeyPatch,
     table = next(d.value for d in at.dataframe if "overlap" in d.value.columns)
     assert list(table["query"]) == [q for q, _, _ in MAIN_CALLS]
     assert list(table["then"]) == [len(r) for _, _, r in MAIN_CALLS]
+    # a query that got nothing then has no overlap: a dash, not the literal "None"
+    assert "None" not in [str(v) for v in table["overlap"]]
+    assert table["overlap"][2] == "—"
+    # snippets are memory text, not Markdown: the diary's "# 2026-11-20" is no heading
+    assert any(t.value.startswith("# 2026-11-20") for t in at.text), [t.value for t in at.text]
+    assert not any(h.value.startswith("2026-11-20") for h in at.markdown)
 
 
 def test_evaluate_shows_label_free_metrics_on_real_queries(
@@ -80,6 +86,24 @@ def test_search_page_writes_the_tuned_settings_into_openclaw_json(
     assert "maxResults: 3," in cfg.read_text() and "// where the agents live" in cfg.read_text()
     backups = list(cfg.parent.glob("openclaw.json.bak-*"))
     assert len(backups) == 1 and "maxResults: 7," in backups[0].read_text()
+
+
+def test_search_page_export_into_a_read_only_openclaw_json_is_one_error(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    at = _open_home(monkeypatch, tmp_path, "pages/search.py")
+    at.text_input(key="search_query").set_value("cookie").run()
+    cfg = tmp_path / "oc-home" / "openclaw.json"
+    cfg.write_text(cfg.read_text().replace("maxResults: 3,", "maxResults: 7,"))
+    cfg.chmod(0o444)
+    before = cfg.read_bytes()
+    try:
+        at.run()
+        at.button(key="export_openclaw").click().run()
+        assert not at.exception
+        assert any("read-only" in e.value for e in at.error)
+        assert cfg.read_bytes() == before and not list(cfg.parent.glob("openclaw.json.bak-*"))
+    finally:
+        cfg.chmod(0o644)
 
 
 def test_promotion_page_records_real_recalls_and_runs_the_phases(

@@ -19,6 +19,7 @@ import pytest
 from memory_core import MemoryIndex
 from memory_core import promotion as pr
 from memory_core.cli import main
+from memory_core.common.dates import day_start_ms
 
 try:
     from tests.conftest import ROOT, copy_demo
@@ -404,6 +405,15 @@ def promoted_block(day: str, n: int, size: int) -> str:
     return out
 
 
+def legacy_history(idx: MemoryIndex, days: dict[str, int]) -> None:
+    """History rows as versions before the section text was recorded left them (keys and
+    day only), for the blocks :func:`promoted_block` makes: promotion wrote those."""
+    with pr.state_of(idx) as st, st.transaction():
+        for day, n in days.items():
+            st.promotion_add(day_start_ms(day) + 3_600_000, "MEMORY.md", None, None, "0" * 64,
+                             [f"memory:memory/{day}.md:{i}:{i}" for i in range(n)], [])
+
+
 def test_budget_compaction_drops_oldest_promoted_sections_only(tmp_path: Path) -> None:
     user = "# Mine\n\n" + "".join(f"- user fact {i} " + "u" * 60 + "\n" for i in range(45))
     edited = promoted_block("2025-12-01", 1, 50).replace(
@@ -415,6 +425,7 @@ def test_budget_compaction_drops_oldest_promoted_sections_only(tmp_path: Path) -
     assert len(memory) < pr.MEMORY_FILE_MAX_CHARS - pr.BUDGET_RESERVE_CHARS
     with open_index(ws) as idx:
         seed(idx)
+        legacy_history(idx, {"2025-12-01": 1, "2026-01-01": 10, "2026-02-01": 6})
         plan = pr.preview_apply(idx, now=NOW)
         assert plan.entries
         assert plan.dropped_sections == ["2026-01-01 (10 entries)"]

@@ -10,21 +10,28 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from memory_core import MemoryIndex
+from memory_core import evaluation as ev
+from memory_core.evaluation import EvalQuery
 
+from .maplayers import chunk_kind
 from .projection import chunk_date, fingerprint
 
 #: The columns of :attr:`MapPoints.info`, one row per point.
-INFO_COLUMNS = ["id", "path", "source", "lines", "date", "snippet"]
+INFO_COLUMNS = ["id", "path", "source", "kind", "lines", "start", "end", "date", "snippet"]
 #: Most points a map draws and fits (issue #10 item 7): above it a fixed, seeded sample, so the
 #: projection (and its disk cache) does not change with the query; the query's hits outside
 #: the sample are placed on the map by :meth:`MapPoints.vector_of` (see the page).
 MAX_POINTS = 20_000
+#: Above this many points the 2-D map draws with WebGL (plotly's Scattergl): SVG slows down
+#: past a few thousand markers, while below it SVG points stay individually clickable.
+WEBGL_ABOVE = 5_000
 
 
 @dataclass
@@ -84,8 +91,10 @@ def load_points(idx: MemoryIndex, max_points: int = MAX_POINTS) -> MapPoints:
     m = np.asarray(matrix[keep], dtype=np.float32) if keep else np.zeros((0, 0), np.float32)
     info = pd.DataFrame([{
         "id": cid, "path": rows[cid].path, "source": rows[cid].source,
+        "kind": chunk_kind(rows[cid].path, rows[cid].source),
         "lines": f"L{rows[cid].start_line}–L{rows[cid].end_line}",
-        "date": chunk_date(rows[cid].path, rows[cid].mtime_ms),
+        "start": rows[cid].start_line, "end": rows[cid].end_line,
+        "date": chunk_date(rows[cid].path),
         "snippet": rows[cid].text,
     } for cid in kept_ids], columns=INFO_COLUMNS)
     sampled = len(all_ids) > len(ids)
@@ -113,4 +122,23 @@ def selected_ids(event: Any, known: Iterable[str]) -> list[str]:
         cid = cd[0] if isinstance(cd, list | tuple) and cd else None
         if cid in allowed and cid not in out:
             out.append(cid)
+    return out
+
+
+def labelled_queries(workspace: Path) -> dict[str, EvalQuery]:
+    """The labelled queries judged against ``workspace`` (or a copy of it), by a display label:
+    what the map's gold colouring can show. BEIR sets are left out (their workspace is built
+    from the corpus on first use, minutes for SciFact)."""
+    out: dict[str, EvalQuery] = {}
+    for name in ev.available_query_sets():
+        if name in ev.BEIR_SETS:
+            continue
+        try:
+            qs = ev.load_query_set(name)
+        except Exception:  # a set that cannot load (missing data, a bad file) offers none
+            continue
+        for q in qs.queries:
+            ws = qs.workspaces.get(q.workspace)
+            if ws is not None and q.relevant and ev.same_workspace(ws, workspace):
+                out[f"{q.qid}: {q.query}"[:90]] = q
     return out

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from memory_core.common.dates import day_of, path_date
+from memory_core.common.dates import path_date
 from memory_core.common.fileio import atomic_write
 from memory_core.common.locations import REPO_ROOT as ROOT
 from memory_core.common.locations import cache_root
@@ -268,15 +268,12 @@ def umap_coords(matrix: np.ndarray, fp: str, dims: int, n_neighbors: int) -> Uma
 # --------------------------------------------------------------------------- colouring
 
 
-def chunk_date(path: str, mtime_ms: int) -> str:
+def chunk_date(path: str) -> str:
     """The date a chunk belongs to: the date its file name starts with (a diary, a dated
-    transcript), else its file's mtime (UTC day)."""
+    transcript), else "undated". A file's mtime is not its date: a clone or a copy sets every
+    mtime to the day of the copy, which made MEMORY.md and the notes look like today's diary."""
     d = path_date(path)
-    if d is not None:
-        return d.isoformat()
-    if mtime_ms:
-        return day_of(mtime_ms)
-    return "undated"
+    return d.isoformat() if d is not None else "undated"
 
 
 def kmeans_labels(matrix: np.ndarray, k: int, seed: int = 0) -> np.ndarray:

@@ -71,7 +71,19 @@ def open_index(args: argparse.Namespace) -> MemoryIndex:
     except CliError:
         idx.close()
         raise
+    _announce_first_build(idx, getattr(args, "command", None))
     return idx
+
+
+def _announce_first_build(idx: MemoryIndex, command: str | None) -> None:
+    """Say on stderr that a command other than ``index`` is about to build an index from
+    nothing: the first ``--profile reference`` (or a new provider) chunks and embeds the whole
+    workspace again into a file of its own, which otherwise looks like a hang."""
+    if command in (None, "index") or idx.store_path.exists():
+        return
+    print(f"note: no {idx.config.profile}-profile index for this workspace yet: building "
+          f"{idx.store_path} first (chunking and embedding every file; once)",
+          file=sys.stderr, flush=True)
 
 
 def add_backend_arg(p: argparse.ArgumentParser) -> None:
@@ -127,6 +139,11 @@ def _unit(stage: str) -> str:
             "sync": "second"}.get(last, "chunk")  # "waiting for another sync": seconds
 
 
+def _plural(unit: str) -> str:
+    """English plural of a progress unit: "query" → "queries", "file" → "files"."""
+    return unit[:-1] + "ies" if unit.endswith("y") else unit + "s"
+
+
 def progress_bar(enabled: bool) -> Progress | None:
     """A ``progress(stage, done, total)`` callback for long commands, on stderr.
 
@@ -172,7 +189,7 @@ def _summary_progress() -> Progress:
         if stage not in started:
             started[stage] = last[stage] = now
             if done < total:
-                print(f"{stage}: {total} {_unit(stage)}s…", file=sys.stderr, flush=True)
+                print(f"{stage}: {total} {_plural(_unit(stage))}…", file=sys.stderr, flush=True)
         if done >= total:
             took = now - started.pop(stage)
             last.pop(stage, None)

@@ -7,7 +7,10 @@ pending_messages}``:
 * the file grew: ``pending_bytes += size - last_size``, and while ``pending_bytes`` is still
   below ``delta_bytes`` the newlines of the appended range are counted into ``pending_messages``
   (read in 64 KiB blocks);
-* the file shrank (rewritten): ``pending_bytes += size`` and newlines are counted over the file;
+* the file shrank (rewritten: compacted, a message removed): it is dirty at once, since what was
+  cut must stop being found. The reference only counts it again from zero (``pending_bytes +=
+  size``, newlines over the file), so a cut below both thresholds kept its deleted text
+  searchable until some other change synced (issue 19, item 10);
 * it becomes *dirty* when either threshold is met (a threshold of 0: any change counts); the
   threshold is then subtracted from the counters;
 * after a sync, the counters reset to the size that was indexed (:meth:`DeltaTracker.baseline`).
@@ -89,9 +92,9 @@ class DeltaTracker:
             if self.delta_messages > 0 and (self.delta_bytes <= 0
                                             or d.pending_bytes < self.delta_bytes):
                 d.pending_messages += count_newlines(path, d.last_size, size)
-        else:  # shrank: rewritten, count it all again
-            d.pending_bytes += size
-            d.pending_messages += count_newlines(path, 0, size)
+        else:  # shrank: rewritten, so its old text may be gone; re-index it now
+            self.files[path] = FileDelta(last_size=size)
+            return True
         d.last_size = size
         bytes_hit = (d.pending_bytes > 0 if self.delta_bytes <= 0
                      else d.pending_bytes >= self.delta_bytes)

@@ -19,6 +19,11 @@ from ..reading import PathRefused
 
 #: ``maxResults`` above this is refused (the reference's candidate pool is 200).
 MAX_RESULTS_CAP = 100
+#: A query over this many UTF-8 bytes, or with more whitespace-separated terms, is refused
+#: before any work: the reference sets no limit, and a 650 KB query of 100k words held the
+#: index for over a minute (the CLI's ``search`` cuts at the same 256 terms).
+MAX_QUERY_BYTES = 8 * 1024
+MAX_QUERY_TERMS = 256
 Payload = dict[str, Any]
 Outcome = tuple[Payload, bool]
 
@@ -118,6 +123,21 @@ def _text(args: Mapping[str, Any], key: str) -> str:
     return v
 
 
+def _query(args: Mapping[str, Any]) -> str:
+    """The ``query`` argument, refused when it exceeds :data:`MAX_QUERY_BYTES` or
+    :data:`MAX_QUERY_TERMS` (the size is checked first: it costs nothing)."""
+    query = _text(args, "query")
+    size = len(query.encode("utf-8", "surrogatepass"))
+    if size > MAX_QUERY_BYTES:
+        raise BadArgument(f"'query' is {size} bytes; at most {MAX_QUERY_BYTES} are searched "
+                          "(ask with the words that matter)")
+    terms = len(query.split())
+    if terms > MAX_QUERY_TERMS:
+        raise BadArgument(f"'query' has {terms} terms; at most {MAX_QUERY_TERMS} are searched "
+                          "(ask with the words that matter)")
+    return query
+
+
 @dataclass
 class MemoryTools:
     """The tools of one live workspace."""
@@ -149,7 +169,7 @@ class MemoryTools:
 
     def search(self, args: Mapping[str, Any]) -> Outcome:
         _check_keys(args, SEARCH_SCHEMA)
-        query = _text(args, "query")
+        query = _query(args)
         max_results = _int(args, "maxResults", 1, MAX_RESULTS_CAP)
         min_score = args.get("minScore")
         if min_score is not None:

@@ -39,11 +39,22 @@ from .handlers import (
     STATUS_SCHEMA,
     MemoryTools,
 )
+from .stdio import serve_answering_malformed
 
 DEFAULT_TOKEN_ENV = "MEMORY_CORE_MCP_TOKEN"
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 #: The guidance with citations on (``build_server`` gives ``[search] citations``' own).
 INSTRUCTIONS = memory_instructions("on")
+#: Tool calls run in worker threads, at most this many at once, so that a burst of calls cannot
+#: pile threads up; the others wait their turn, and one whose client cancels or goes away while
+#: it waits is dropped without running. A call already running is bounded by the argument caps
+#: (``handlers.MAX_QUERY_BYTES``) and finishes; its answer is discarded.
+TOOL_WORKERS = 4
+#: A call that could not start within this many seconds is answered "busy" instead.
+TOOL_QUEUE_TIMEOUT_S = 60.0
+#: An HTTP request whose declared body is larger is answered 413 before it is read: a tool call
+#: is far smaller (a query is capped at 8 KB), and reading it would cost that much memory.
+MAX_BODY_BYTES = 1024 * 1024
 log = logging.getLogger("memory_core.mcp")
 
 ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]],
@@ -73,15 +84,27 @@ def build_server(live: LiveIndex, *, record_recalls: bool = True,
 
     ``backend``: a ``memory_core.backends`` backend (qmd) that answers the tools instead."""
     memory = MemoryTools(live, record_recalls=record_recalls, backend=backend)
+    workers = anyio.CapacityLimiter(TOOL_WORKERS)
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None
                          ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tool_list())
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        # The engine is synchronous (SQLite, the model): run it off the event loop.
-        payload, is_error = await anyio.to_thread.run_sync(
-            memory.call, params.name, params.arguments)
+        # The engine is synchronous (SQLite, the model): run it off the event loop, in the
+        # bounded pool; waiting for a worker is where a cancelled call is dropped.
+        try:
+            with anyio.fail_after(TOOL_QUEUE_TIMEOUT_S):
+                await workers.acquire()
+        except TimeoutError:
+            payload, is_error = {"error": f"the server is busy ({TOOL_WORKERS} calls running "
+                                 f"for over {TOOL_QUEUE_TIMEOUT_S:.0f} s); try again"}, True
+        else:
+            try:
+                payload, is_error = await anyio.to_thread.run_sync(
+                    memory.call, params.name, params.arguments)
+            finally:
+                workers.release()
         if is_error:
             log.info("tool %s: error result: %.200s", params.name, payload.get("error"))
         text = json.dumps(payload, ensure_ascii=False, indent=2, default=str)
@@ -95,7 +118,7 @@ def build_server(live: LiveIndex, *, record_recalls: bool = True,
 
 async def _serve_stdio(server: Server[Any]) -> None:
     async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+        await serve_answering_malformed(server, read, write)
 
 
 def run_stdio(live: LiveIndex, *, record_recalls: bool = True, backend: Any = None) -> None:
@@ -113,6 +136,16 @@ class HttpOptions:
     allowed_origins: tuple[str, ...] = ()
 
 
+async def _refuse(send: Any, status: int, error: str,
+                  headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+    """Answer an HTTP request with ``status`` and ``{"error": …}`` (one JSON line)."""
+    body = json.dumps({"error": error}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), *headers,
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
 def bearer_guard(app: ASGIApp, token: str) -> ASGIApp:
     """Refuse HTTP requests that lack ``Authorization: Bearer <token>`` (401, one JSON line)."""
     expected = f"Bearer {token}".encode()
@@ -121,16 +154,26 @@ def bearer_guard(app: ASGIApp, token: str) -> ASGIApp:
         if scope.get("type") == "http":
             given = dict(scope.get("headers") or []).get(b"authorization", b"")
             if not hmac.compare_digest(given, expected):
-                body = b'{"error": "missing or wrong bearer token"}'
-                await send({"type": "http.response.start", "status": 401,
-                            "headers": [(b"content-type", b"application/json"),
-                                        (b"www-authenticate", b"Bearer"),
-                                        (b"content-length", str(len(body)).encode())]})
-                await send({"type": "http.response.body", "body": body})
+                await _refuse(send, 401, "missing or wrong bearer token",
+                              ((b"www-authenticate", b"Bearer"),))
                 return
         await app(scope, receive, send)
 
     return guarded
+
+
+def body_limit(app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> ASGIApp:
+    """Refuse HTTP requests that declare a body over ``max_bytes`` (413, one JSON line)."""
+    async def limited(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope.get("type") == "http":
+            declared = dict(scope.get("headers") or []).get(b"content-length", b"0")
+            if not declared.isdigit() or int(declared) > max_bytes:
+                await _refuse(send, 413, f"request body over {max_bytes} bytes (a tool call "
+                              "is far smaller; a query is capped at 8 KB)")
+                return
+        await app(scope, receive, send)
+
+    return limited
 
 
 def http_app(live: LiveIndex, opts: HttpOptions, *, record_recalls: bool = True,
@@ -158,6 +201,7 @@ def http_app(live: LiveIndex, opts: HttpOptions, *, record_recalls: bool = True,
     server = build_server(live, record_recalls=record_recalls, backend=backend)
     app = server.streamable_http_app(streamable_http_path="/mcp", transport_security=security,
                                      host=opts.host)
+    app = body_limit(app)
     return bearer_guard(app, token) if token else app
 
 

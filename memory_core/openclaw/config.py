@@ -13,7 +13,9 @@ came from, so the workbench can show each setting's provenance.
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,20 +38,66 @@ class OpenClawConfigError(ValueError):
     """``openclaw.json`` cannot be read or has a shape we cannot use: one line."""
 
 
+#: ``openclaw.json`` larger than this is refused: a configuration is a few kilobytes, and the
+#: pure-Python JSON5 parser reads ~200 KB/s (a 51 MB file took 9 minutes).
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+#: Strict JSON of any size up to :data:`MAX_CONFIG_BYTES` is parsed by the stdlib (C, fast);
+#: only a file that needs JSON5 (comments, trailing commas, unquoted keys) goes to ``json5``,
+#: and only up to this size, so that no command waits more than a few seconds on it.
+MAX_JSON5_BYTES = 512 * 1024
+
+
+def parse_openclaw_text(text: str, where: Path | str) -> Any:
+    """Parse the text of ``openclaw.json``: stdlib JSON first, JSON5 when that fails.
+
+    A leading BOM is allowed (JSON5 counts it as white space). Raises
+    :class:`OpenClawConfigError` (one line) for text that is not JSON5, nested too deeply for
+    the parser, or JSON5 larger than :data:`MAX_JSON5_BYTES`.
+    """
+    body = text[1:] if text.startswith("\ufeff") else text
+    try:
+        return json.loads(body)
+    except RecursionError:
+        raise OpenClawConfigError(f"{where}: nested too deeply to read") from None
+    except ValueError:
+        pass  # not strict JSON: JSON5 below
+    size = len(body.encode("utf-8", "surrogatepass"))
+    if size > MAX_JSON5_BYTES:
+        raise OpenClawConfigError(
+            f"{where}: {size / 1e6:.1f} MB of JSON5 is more than this reader parses "
+            f"({MAX_JSON5_BYTES // 1024} KB; strict JSON is read up to "
+            f"{MAX_CONFIG_BYTES // (1024 * 1024)} MB)")
+    try:
+        return json5.loads(body)
+    except RecursionError:
+        raise OpenClawConfigError(f"{where}: nested too deeply to read") from None
+    except ValueError as e:  # json5 raises ValueError with a position
+        raise OpenClawConfigError(f"{where}: not valid JSON5 ({e})") from None
+
+
+def read_config_text(path: Path) -> str:
+    """The text of ``openclaw.json`` exactly as stored (line endings and BOM kept), refused in
+    one line when it cannot be read, is not UTF-8 or exceeds :data:`MAX_CONFIG_BYTES`."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise OpenClawConfigError(
+                f"{path}: {size / 1e6:.1f} MB is too large for a configuration file (at most "
+                f"{MAX_CONFIG_BYTES // (1024 * 1024)} MB are read)")
+        with open(path, encoding="utf-8", newline="") as fh:
+            return fh.read(MAX_CONFIG_BYTES + 1)
+    except (OSError, UnicodeDecodeError) as e:
+        raise OpenClawConfigError(f"{path}: cannot read ({e})") from e
+
+
 def read_openclaw_json(path: Path) -> dict[str, Any]:
     """Parse ``openclaw.json`` (JSON5); ``{}`` when the file does not exist."""
     if not path.exists():
         return {}
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise OpenClawConfigError(f"{path}: cannot read ({e})") from e
-    if not text.strip():
+    text = read_config_text(path)
+    if not text.strip("\ufeff \t\r\n"):
         return {}
-    try:
-        data = json5.loads(text)
-    except ValueError as e:  # json5 raises ValueError with a position
-        raise OpenClawConfigError(f"{path}: not valid JSON5 ({e})") from e
+    data = parse_openclaw_text(text, path)
     if not isinstance(data, dict):
         raise OpenClawConfigError(f"{path}: expects an object at the top level")
     return data
@@ -70,10 +118,22 @@ def dig(data: Any, *keys: str | int) -> Any:
     return data
 
 
+#: A valid agent id (``VALID_ID_RE``, ``src/routing/session-key.ts``): path-safe as it stands.
+_VALID_AGENT_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}", re.IGNORECASE | re.ASCII)
+_INVALID_AGENT_CHARS = re.compile(r"[^a-z0-9_-]+")
+
+
 def normalize_agent_id(value: Any) -> str:
-    """``normalizeAgentId``, simplified: trimmed, lower-cased; empty → ``main``."""
-    s = str(value or "").strip().lower()
-    return s or "main"
+    """``normalizeAgentId``: trimmed and lower-cased; an id that is not path-safe has each run
+    of other characters turned into ``-``, outer dashes dropped and is cut to 64 characters,
+    as the reference does, so ``../../tmp/x`` names the folder ``tmp-x`` inside the home;
+    empty → ``main``."""
+    s = str(value or "").strip()
+    if not s:
+        return "main"
+    if _VALID_AGENT_ID.fullmatch(s):
+        return s.lower()
+    return _INVALID_AGENT_CHARS.sub("-", s.lower()).strip("-")[:64] or "main"
 
 
 def agent_entries(raw: dict[str, Any]) -> list[dict[str, Any]]:

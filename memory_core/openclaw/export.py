@@ -9,24 +9,26 @@ placed that way (a value on its path is not an object, or the block is an agent'
 ``agents.list``), :func:`plan_export` says so and gives the values to add by hand
 (:attr:`ExportPlan.manual_patch`);
 :func:`apply_export` then refuses to rewrite the file. A backup of the previous bytes is kept
-next to it (``openclaw.json.bak-<UTC time>``) and the write is atomic.
+next to it (``openclaw.json.bak-<UTC time>``, never overwriting an earlier one) and the write
+is atomic. Line endings (CRLF stays CRLF) and a BOM are kept; a symlinked file is rewritten
+through its link (the link stays); a read-only file is refused, not rewritten.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import json5
-
 from ..common.fileio import atomic_write
 from ..config import SearchSettings
-from .config import OpenClawConfigError, dig
+from .config import OpenClawConfigError, dig, parse_openclaw_text, read_config_text
 
 #: Our search setting → its path under a memory-search block.
 EXPORTED: dict[str, tuple[str, ...]] = {
@@ -154,8 +156,8 @@ def _members(text: str, start: int) -> dict[str, tuple[int, int]]:
 def _find(text: str, path: tuple[str, ...]) -> tuple[tuple[int, int] | None, int, int]:
     """Where the value at ``path`` is; else the deepest existing object on the path
     (its ``{`` offset) and how many path keys it covers."""
-    root = _skip_ws(text, 0)
-    if text[root] != "{":
+    root = _skip_ws(text, 1 if text.startswith("\ufeff") else 0)
+    if root >= len(text) or text[root] != "{":
         raise OpenClawConfigError("the top level is not an object")
     obj, depth = root, 0
     for k, key in enumerate(path):
@@ -179,11 +181,11 @@ def _literal(value: Any) -> str:
     return json.dumps(value)
 
 
-def _nested(keys: tuple[str, ...], value: Any, indent: str, step: str) -> str:
+def _nested(keys: tuple[str, ...], value: Any, indent: str, step: str, nl: str) -> str:
     if len(keys) == 1:
         return f"{keys[0]}: {_literal(value)}"
-    inner = _nested(keys[1:], value, indent + step, step)
-    return f"{keys[0]}: {{\n{indent}{step}{inner},\n{indent}}}"
+    inner = _nested(keys[1:], value, indent + step, step, nl)
+    return f"{keys[0]}: {{{nl}{indent}{step}{inner},{nl}{indent}}}"
 
 
 def _inline(keys: tuple[str, ...], value: Any) -> str:
@@ -208,9 +210,10 @@ def _insert(text: str, obj: int, keys: tuple[str, ...], value: Any) -> str:
         if len(member_indent) > len(base):
             step = member_indent[len(base):]
     indent = base + step
-    entry = _nested(keys, value, indent, step)
+    nl = "\r\n" if "\r\n" in text else "\n"  # the file's own line ending
+    entry = _nested(keys, value, indent, step, nl)
     after = obj + 1
-    return text[:after] + f"\n{indent}{entry}," + text[after:]
+    return text[:after] + f"{nl}{indent}{entry}," + text[after:]
 
 
 def plan_export(path: Path, settings: SearchSettings, *, agent_index: int | None = None,
@@ -220,12 +223,9 @@ def plan_export(path: Path, settings: SearchSettings, *, agent_index: int | None
     ``agent_index`` names its ``agents.list`` entry and it has one, else ``memory.search`` if the
     file uses it, else ``agents.defaults.memorySearch``. Values equal to what the file says, or
     (when it says nothing) to the engine's default, are left alone."""
-    old = path.read_text(encoding="utf-8") if path.exists() else ""
-    text = old if old.strip() else "{\n}\n"
-    try:
-        current = json5.loads(text)
-    except ValueError as e:
-        raise OpenClawConfigError(f"{path}: not valid JSON5 ({e})") from e
+    old = read_config_text(path) if path.exists() else ""
+    text = old if old.strip("\ufeff \t\r\n") else "{\n}\n"
+    current = parse_openclaw_text(text, path)
     if not isinstance(current, dict):
         raise OpenClawConfigError(f"{path}: the top level must be an object")
     roots: list[tuple[str, ...]] = []
@@ -261,24 +261,25 @@ def plan_export(path: Path, settings: SearchSettings, *, agent_index: int | None
             continue
         try:
             found, obj, depth = _find(plan.new_text, keys)
-        except OpenClawConfigError as e:
-            plan.refused.append(f"{'.'.join(keys)}: {e}")
+            if found:
+                vs, ve = found
+                plan.new_text = plan.new_text[:vs] + _literal(value) + plan.new_text[ve:]
+            elif obj >= 0:
+                plan.new_text = _insert(plan.new_text, obj, keys[depth:], value)
+        except (OpenClawConfigError, RecursionError) as e:
+            why = "nested too deeply to edit" if isinstance(e, RecursionError) else str(e)
+            plan.refused.append(f"{'.'.join(keys)}: {why}")
             _set(plan.manual, keys, value)
             continue
-        if found:
-            vs, ve = found
-            plan.new_text = plan.new_text[:vs] + _literal(value) + plan.new_text[ve:]
-        elif obj >= 0:
-            plan.new_text = _insert(plan.new_text, obj, keys[depth:], value)
-        else:
+        if not found and obj < 0:
             plan.refused.append(f"{'.'.join(keys)}: a value on the way is not an object")
             _set(plan.manual, keys, value)
             continue
         plan.changes.append(f"{'.'.join(keys)} = {_literal(value)}"
                             + (f" (was {_literal(have)})" if have is not None else " (new)"))
     try:
-        after = json5.loads(plan.new_text)
-    except ValueError as e:
+        after = parse_openclaw_text(plan.new_text, path)
+    except OpenClawConfigError as e:
         plan.refused.append(f"the edited file would not parse ({e})")
         return plan
     for name, sub in EXPORTED.items():  # every value must read back as meant
@@ -311,10 +312,31 @@ def apply_export(plan: ExportPlan) -> Path | None:
         raise OpenClawConfigError("not rewriting openclaw.json: " + "; ".join(plan.refused))
     if not plan.changes:
         return None
+    # a symlinked openclaw.json (dotfiles) is rewritten at its target, so the link stays
+    target = Path(os.path.realpath(plan.path))
     backup = None
-    if plan.path.exists():
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        backup = plan.path.with_name(f"{plan.path.name}.bak-{stamp}")
-        backup.write_bytes(plan.path.read_bytes())
-    atomic_write(plan.path, plan.new_text.encode("utf-8"))
+    if target.exists():
+        mode = target.stat().st_mode
+        if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(
+                target, os.W_OK):
+            raise OpenClawConfigError(
+                f"not rewriting {plan.path}: the file is read-only (mode "
+                f"{stat.S_IMODE(mode):04o}); make it writable or apply the diff by hand")
+        backup = _backup(plan.path, target.read_bytes())
+    atomic_write(target, plan.new_text.encode("utf-8"))
     return backup
+
+
+def _backup(path: Path, data: bytes) -> Path:
+    """Write ``data`` to a new ``<name>.bak-<UTC time>`` beside ``path``; a name already taken
+    (two exports in one second) gets ``-2``, ``-3``…, so no backup is ever overwritten."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    for n in range(1, 10_000):
+        backup = path.with_name(f"{path.name}.bak-{stamp}" + (f"-{n}" if n > 1 else ""))
+        try:
+            with open(backup, "xb") as fh:  # exclusive: never replaces an earlier backup
+                fh.write(data)
+        except FileExistsError:
+            continue
+        return backup
+    raise OpenClawConfigError(f"not rewriting {path}: no free backup name beside it")

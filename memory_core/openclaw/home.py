@@ -62,8 +62,38 @@ SHOWN_SETTINGS: dict[str, str] = {
 }
 
 
+#: System trees no workspace may be in: the index (``<workspace>/.memory/``) would be written
+#: into them.
+SYSTEM_TREES = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc",
+                "/sbin", "/sys", "/usr", "/System")
+#: Folders that may hold workspaces but are none themselves (``/tmp``, ``/home``, ``/var`` …).
+SHARED_ROOTS = ("/home", "/media", "/mnt", "/opt", "/private", "/run", "/srv", "/tmp", "/Users",
+                "/var", "/Library", "/Volumes")
+
+
 class OpenClawHomeError(ValueError):
     """The folder is not an OpenClaw home, or the agent is unknown: one line."""
+
+
+def unsafe_workspace(path: Path) -> str | None:
+    """Why ``path`` (resolved) cannot be an agent's workspace, or ``None`` when it can.
+
+    ``openclaw.json`` is the user's text: ``workspace: "/etc"`` (or ``"/"``, ``"~"``) would
+    make every command create ``.memory/`` there, so the file-system root, the user's home
+    folder (and the folders above it), a system tree and a shared root are refused.
+    """
+    p = path.resolve()
+    home = Path.home().resolve()
+    if p == Path(p.anchor):
+        return "the file-system root"
+    if p == home or p in home.parents:
+        return "the home folder" if p == home else "a folder above the home folder"
+    for tree in SYSTEM_TREES:
+        if p == Path(tree) or Path(tree) in p.parents:
+            return f"inside the system folder {tree}"
+    if str(p) in SHARED_ROOTS:
+        return "a shared system folder"
+    return None
 
 
 @dataclass(frozen=True)
@@ -243,5 +273,9 @@ def open_home(root: Path | str, agent: str | None = None) -> OpenClawHome:
     if not workspace.is_dir():
         raise OpenClawHomeError(f"agent {aid!r}: workspace {workspace} ({ws_from}) does not "
                                 "exist")
+    why = unsafe_workspace(workspace)
+    if why:
+        raise OpenClawHomeError(f"agent {aid!r}: workspace {workspace} ({ws_from}) is {why}; "
+                                "refused, since its index would be written there")
     return OpenClawHome(home, aid, known, cfg_path, raw, workspace.resolve(), ws_from,
                         home / "agents" / aid / "sessions", memory_search_settings(raw, aid))

@@ -34,6 +34,7 @@ from .duplicates import DuplicateInfo, check_duplicates, memory_units
 from .memory_file import (
     PromotedSection,
     Relocation,
+    Written,
     compact_for_budget,
     promoted_sections,
     promotion_markers,
@@ -158,6 +159,7 @@ __all__ = [
     "Signal",
     "StateStore",
     "UndoResult",
+    "Written",
     "apply",
     "check_duplicates",
     "claim_hash",

@@ -10,7 +10,9 @@ and if only the commit failed the previous bytes are put back.
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -29,12 +31,13 @@ from .model import (
     Now,
     PromotionError,
     RecallEntry,
+    full_disk_note,
     iso,
     now_ms,
 )
 from .plan import ApplyPlan, preview_apply
 from .scoring import PromotionCandidate
-from .state import state_of
+from .state import StateError, state_of
 
 if TYPE_CHECKING:
     from ..index import MemoryIndex
@@ -120,6 +123,18 @@ def _put_back(path: Path, data: bytes | None, notes: list[str]) -> None:
         notes.append(str(e))
 
 
+def _not_recorded(what: str, e: Exception, notes: list[str], ws: Path) -> PromotionError:
+    """A full disk or a state store that refused the write (locked, read-only, damaged), as
+    one line, once the clean-up has run: ``MEMORY.md`` has its previous bytes again (unless
+    ``notes`` says otherwise), no backup is left behind, the transaction rolled back."""
+    why = (os.strerror(e.errno) if isinstance(e, OSError) and e.errno
+           else str(e) or type(e).__name__)
+    kept = "; ".join(notes) if notes else f"{MEMORY_FILE} and the history are unchanged"
+    said = "full" in why or (isinstance(e, OSError) and e.errno == errno.ENOSPC)
+    return PromotionError(f"the {what} could not be recorded ({why})"
+                          f"{'' if said else full_disk_note(ws)}; {kept}")
+
+
 def _resync(index: MemoryIndex, notes: list[str]) -> None:
     """Re-index after writing ``MEMORY.md`` so searches see it; a failure is only reported."""
     try:
@@ -166,6 +181,7 @@ def apply(index: MemoryIndex,
         history_id: int | None = None
         new_bytes = plan.new_text.encode("utf-8")
         written = committed = False
+        failed: Exception | None = None
         try:
             with state_of(index) as st, st.transaction():
                 for key in plan.reconciled:
@@ -192,16 +208,20 @@ def apply(index: MemoryIndex,
                     history_id = st.promotion_add(
                         at, MEMORY_FILE, str(backup.relative_to(ws)) if backup else None,
                         plan.old_sha256, hashlib.sha256(new_bytes).hexdigest(),
-                        [p.key for p in plan.entries], before)
+                        [p.key for p in plan.entries], before, plan.section)
                     # Last step inside the transaction: if the write fails, nothing is marked.
                     write_memory(plan.memory_path, new_bytes)
                     written = True
             committed = True
+        except (StateError, OSError) as e:  # a full disk, a store that refuses the write
+            failed = e
         finally:
             if not committed:
                 if written:  # the commit failed after the write: put the old bytes back
                     _put_back(plan.memory_path, plan.old_bytes, notes)
                 _discard(backup)
+        if failed is not None:
+            raise _not_recorded("promotion", failed, notes, ws) from failed
         notes.extend(plan.warnings)
     if plan.entries and resync:
         _resync(index, notes)
@@ -283,6 +303,7 @@ def undo(index: MemoryIndex, *, force: bool = False, now: Now = None,
         write_target(path)  # refuse early, with one line
         saved = None
         written = committed = False
+        failed: Exception | None = None
         try:
             if cur_sha != last["after_sha256"] and current is not None:
                 saved = _backup(ws, current, at, "MEMORY.md.before-undo")
@@ -292,11 +313,15 @@ def undo(index: MemoryIndex, *, force: bool = False, now: Now = None,
                 write_memory(path, previous)
                 written = True
             committed = True
+        except (StateError, OSError) as e:
+            failed = e
         finally:
             if not committed:
                 if written:
                     _put_back(path, current, notes)
                 _discard(saved)
+        if failed is not None:
+            raise _not_recorded("undo", failed, notes, ws) from failed
     if resync:
         _resync(index, notes)
     msg = f"restored {MEMORY_FILE} as it was before the promotion of {when}"

@@ -107,12 +107,34 @@ class PromotedSection:
     keys: tuple[str, ...]
 
 
-def promoted_sections(text: str) -> list[PromotedSection]:
+def section_text(text: str) -> str:
+    """A section compared as written: line ends unified, blank lines around it left out."""
+    return "\n".join(line.rstrip("\r") for line in text.split("\n")).strip("\n")
+
+
+@dataclass(frozen=True)
+class Written:
+    """What promotion itself wrote into ``MEMORY.md``, per its history: the only sections
+    budget compaction may drop. ``sections``: the exact texts of the applies not undone
+    (:func:`section_text`); ``legacy``: ``(day, key)`` of applies recorded before the texts
+    were, whose sections are recognised by the day of their heading and their markers."""
+
+    sections: frozenset[str] = frozenset()
+    legacy: frozenset[tuple[str, str]] = frozenset()
+
+    def wrote(self, day: str, text: str, keys: Sequence[str]) -> bool:
+        if section_text(text) in self.sections:
+            return True
+        return bool(keys) and all((day, k) in self.legacy for k in keys)
+
+
+def promoted_sections(text: str, written: Written) -> list[PromotedSection]:
     """The promoted sections that may be dropped to fit the budget.
 
     A section runs from its heading to the next level-1/2 heading or the end of the file. Only
-    sections made entirely of what promotion writes (blank lines, markers, promoted bullets)
-    count: a section the user has edited is user text and is never dropped. A blank line right
+    sections promotion wrote (``written``: its history) and the user left as they were count:
+    a section the user wrote or edited, even one shaped like a promoted one (a heading and
+    markers promotion never wrote), is user text and is never dropped. A blank line right
     before the heading belongs to the section (promotion wrote it).
     """
     lines = text.splitlines(keepends=True)
@@ -134,7 +156,7 @@ def promoted_sections(text: str) -> list[PromotedSection]:
             elif s.strip() and not _PROMOTED_BULLET_RE.match(s):
                 ok = False
             j += 1
-        if ok:
+        if ok and written.wrote(m.group(1), "".join(lines[i:j]), keys):
             start = i - 1 if i > 0 and not lines[i - 1].strip() else i
             if out and start < out[-1].end:
                 start = i
@@ -143,17 +165,18 @@ def promoted_sections(text: str) -> list[PromotedSection]:
     return out
 
 
-def compact_for_budget(existing: str, addition: str, budget: int
+def compact_for_budget(existing: str, addition: str, budget: int, written: Written
                        ) -> tuple[str, list[PromotedSection]]:
     """``compactMemoryForBudget``: drop the oldest promoted sections while over ``budget``.
 
-    Lengths are UTF-16 units, as the reference measures. User text is never dropped; if the
-    result still does not fit, it is returned anyway (the caller writes it and warns).
+    Lengths are UTF-16 units, as the reference measures. Only what promotion wrote
+    (``written``) is dropped, never user text; if the result still does not fit, it is
+    returned anyway (the caller writes it and warns).
     """
     dropped: list[PromotedSection] = []
     text = existing
     while utf16_len(text) + utf16_len(addition) > budget:
-        secs = promoted_sections(text)
+        secs = promoted_sections(text, written)
         if not secs:
             break
         oldest = min(secs, key=lambda s: (s.day, s.start))

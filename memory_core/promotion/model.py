@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import shutil
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -63,6 +64,16 @@ Now = datetime | int | float | None
 
 class PromotionError(ValueError):
     """A promotion cannot proceed (lock held, file changed, nothing to undo); says why."""
+
+
+def full_disk_note(path: Path) -> str:
+    """`` (the disk holding path is full)`` when it is: SQLite reports a shared-memory file
+    it could not grow as a mere "disk I/O error"."""
+    try:
+        free = shutil.disk_usage(path).free
+    except OSError:
+        return ""
+    return f" (the disk holding {path} is full)" if free < 256 * 1024 else ""
 
 
 # --------------------------------------------------------------------------- time and text

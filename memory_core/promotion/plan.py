@@ -18,6 +18,7 @@ from ..common.dates import day_of
 from ..text import utf16_len
 from .memory_file import (
     PromotedSection,
+    Written,
     bullet_text,
     compact_for_budget,
     fenced_ranges,
@@ -26,6 +27,7 @@ from .memory_file import (
     promotion_markers,
     read_memory_bytes,
     relocate,
+    section_text,
     source_lines,
 )
 from .model import (
@@ -88,6 +90,7 @@ class ApplyPlan:
     budget: int = MEMORY_FILE_MAX_CHARS - BUDGET_RESERVE_CHARS
     section_start_line: int | None = None  # 1-based first line of the new section
     warnings: list[str] = field(default_factory=list)
+    section: str = ""  # the text added (recorded in the history: compaction's proof)
 
     @property
     def old_sha256(self) -> str | None:
@@ -96,6 +99,12 @@ class ApplyPlan:
     @property
     def changed(self) -> bool:
         return bool(self.entries)
+
+    @property
+    def over_budget(self) -> bool:
+        """The new ``MEMORY.md`` would still exceed its budget after every droppable promoted
+        section is gone (user text is never dropped): :attr:`warnings` says so."""
+        return utf16_len(self.new_text) > self.budget
 
     def to_dict(self) -> dict[str, Any]:
         return {"memoryPath": str(self.memory_path), "day": self.day,
@@ -158,6 +167,20 @@ def _plan_entries(index: MemoryIndex, candidates: Sequence[PromotionCandidate],
     return planned, skipped, reconciled
 
 
+def written_by_promotion(index: MemoryIndex) -> Written:
+    """What promotion wrote into ``MEMORY.md`` and has not undone, from its history."""
+    sections: set[str] = set()
+    legacy: set[tuple[str, str]] = set()
+    with state_of(index) as st:
+        rows = st.promotion_sections()
+    for applied_at, keys, section in rows:
+        if section is not None:
+            sections.add(section_text(section))
+        else:
+            legacy.update((day_of(applied_at), k) for k in keys)
+    return Written(frozenset(sections), frozenset(legacy))
+
+
 def preview_apply(index: MemoryIndex, candidates: Sequence[PromotionCandidate] | None = None,
                   *, now: Now = None) -> ApplyPlan:
     """Plan promoting ``candidates`` (default: those passing the default gates), writing nothing.
@@ -187,6 +210,7 @@ def preview_apply(index: MemoryIndex, candidates: Sequence[PromotionCandidate] |
     new_text = old_text
     dropped: list[PromotedSection] = []
     section_start = None
+    section = ""
     plan_warnings: list[str] = []
     if planned:
         body = ["", f"## {SECTION_TITLE} ({day})", ""]
@@ -197,7 +221,8 @@ def preview_apply(index: MemoryIndex, candidates: Sequence[PromotionCandidate] |
         if not old_text.strip():
             prefix = FRESH_HEADER.replace("\n", nl)
         else:
-            kept, dropped = compact_for_budget(old_text, section, budget)
+            kept, dropped = compact_for_budget(old_text, section, budget,
+                                               written_by_promotion(index))
             prefix = kept if kept.endswith(("\n", "\r")) else kept + nl
         new_text = prefix + section
         section_start = prefix.count("\n") + 2  # the blank line, then the heading
@@ -210,4 +235,4 @@ def preview_apply(index: MemoryIndex, candidates: Sequence[PromotionCandidate] |
         f"a/{MEMORY_FILE}", f"b/{MEMORY_FILE}"))
     return ApplyPlan(memory_path(ws), old, new_text, diff, planned, skipped, reconciled,
                      [f"{s.day} ({len(s.keys)} entries)" for s in dropped], day, at,
-                     list(candidates), budget, section_start, plan_warnings)
+                     list(candidates), budget, section_start, plan_warnings, section)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..common.dates import now_ms
-from .model import PromotionError
+from .model import PromotionError, full_disk_note
 from .state_migrations import migrate
 
 if TYPE_CHECKING:
@@ -76,6 +76,10 @@ class StateStore:
             self.db.execute("PRAGMA synchronous = NORMAL")
             migrate(self.db)
             self._import_legacy(legacy)
+        except sqlite3.Error as e:  # a full disk, a damaged or read-only store: one line
+            self.db.close()
+            raise PromotionError(f"promotion state {self.path} cannot be opened: {e}"
+                                 + full_disk_note(self.path.parent)) from e
         except BaseException:
             self.db.close()
             raise
@@ -194,14 +198,24 @@ class StateStore:
 
     def promotion_add(self, applied_at: int, memory_path: str, backup_path: str | None,
                       before_sha256: str | None, after_sha256: str, keys: Sequence[str],
-                      entries_before: Sequence[dict[str, Any]]) -> int:
-        """Record an applied promotion (call inside the transaction that marks the entries)."""
+                      entries_before: Sequence[dict[str, Any]], section: str | None = None
+                      ) -> int:
+        """Record an applied promotion (call inside the transaction that marks the entries);
+        ``section``: the text it added to ``MEMORY.md`` (what compaction may drop later)."""
         cur = self.db.execute(
             "INSERT INTO promotion_history(applied_at, memory_path, backup_path, before_sha256,"
-            " after_sha256, keys, entries_before) VALUES (?,?,?,?,?,?,?)",
+            " after_sha256, keys, entries_before, section) VALUES (?,?,?,?,?,?,?,?)",
             (applied_at, memory_path, backup_path, before_sha256, after_sha256,
-             json.dumps(list(keys)), json.dumps(list(entries_before), ensure_ascii=False)))
+             json.dumps(list(keys)), json.dumps(list(entries_before), ensure_ascii=False),
+             section))
         return int(cur.lastrowid or 0)
+
+    def promotion_sections(self) -> list[tuple[int, list[str], str | None]]:
+        """``(applied_at, keys, section)`` of every promotion not undone: what promotion itself
+        wrote into ``MEMORY.md`` (``section`` is ``None`` on rows older than it)."""
+        rows = self.db.execute("SELECT applied_at, keys, section FROM promotion_history"
+                               " WHERE undone_at IS NULL ORDER BY id")
+        return [(int(a), json.loads(k), s) for a, k, s in rows]
 
     def promotion_last(self) -> dict[str, Any] | None:
         """The newest promotion not undone yet (what ``undo`` reverts)."""

@@ -99,7 +99,14 @@ def m002_phase_signals(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Migration] = [m001_state, m002_phase_signals]
+def m003_history_section(db: sqlite3.Connection) -> None:
+    """The exact section each apply wrote into ``MEMORY.md``: budget compaction drops only a
+    section promotion wrote (one that merely looks like it is the user's). ``NULL`` on older
+    rows, which are recognised by their keys and day instead."""
+    db.execute("ALTER TABLE promotion_history ADD COLUMN section TEXT")
+
+
+MIGRATIONS: list[Migration] = [m001_state, m002_phase_signals, m003_history_section]
 
 
 def migrate(db: sqlite3.Connection) -> int:

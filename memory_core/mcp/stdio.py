@@ -1,0 +1,65 @@
+"""Answering the stdio lines the MCP SDK cannot read, instead of dropping them.
+
+The SDK's stdio transport hands a line it cannot validate to the server as an exception, and
+the server drops it: a client that sent ``{"id": 3, …, "query": "abc\\udcff"}`` (valid JSON;
+what ``JSON.stringify`` makes of a cut emoji, but not valid Unicode) waits for request 3
+forever. :func:`serve_answering_malformed` sits between the transport and the server and
+answers every such line with a JSON-RPC error: ``-32700`` (parse error) for a line that is not
+JSON the SDK can read, ``-32600`` (invalid request) for JSON that is not a JSON-RPC message;
+with the request's ``id`` whenever it can be read from the line, so the caller is answered.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server import Server
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
+
+
+def _request_id(value: Any) -> str | int | None:
+    rid = value.get("id") if isinstance(value, dict) else None
+    return rid if isinstance(rid, str | int) and not isinstance(rid, bool) else None
+
+
+def malformed_reply(exc: Exception) -> types.JSONRPCError:
+    """The JSON-RPC error answering the line the transport could not read (``exc``)."""
+    errors = exc.errors() if isinstance(exc, ValidationError) else []
+    first: dict[str, Any] = dict(errors[0]) if errors else {}
+    raw = first.get("input")
+    if first.get("type") == "json_invalid" or not errors:
+        code, message = types.PARSE_ERROR, f"Parse error: {first.get('msg') or exc}"
+        try:  # the stdlib reads what pydantic refuses (a lone surrogate): the id is wanted
+            raw = json.loads(raw) if isinstance(raw, str) else None
+        except (ValueError, RecursionError):
+            raw = None
+    else:
+        code, message = types.INVALID_REQUEST, (
+            "Invalid request: not a JSON-RPC 2.0 request, notification or response")
+    return types.JSONRPCError(jsonrpc="2.0", id=_request_id(raw),
+                              error=types.ErrorData(code=code, message=message[:300]))
+
+
+async def serve_answering_malformed(server: Server[Any], read: Any, write: Any) -> None:
+    """``server.run`` on the transport's streams, answering unreadable lines on ``write``."""
+    send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+    async def forward() -> None:
+        async with send:
+            async for item in read:
+                if not isinstance(item, Exception):
+                    await send.send(item)
+                    continue
+                try:
+                    await write.send(SessionMessage(malformed_reply(item)))
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    return
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(forward)
+        await server.run(receive, write, server.create_initialization_options())
+        tg.cancel_scope.cancel()

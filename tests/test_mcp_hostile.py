@@ -1,0 +1,164 @@
+"""Hostile MCP traffic (issue 19, items 5 and 6), against real ``memory-core mcp`` processes.
+
+* HTTP on 127.0.0.1: a 650 KB query of 100k distinct words is refused at once, and another
+  client's one-word search is answered meanwhile (completion asserted, no timing threshold;
+  the whole test is bounded);
+* stdio: a lone surrogate (``"abc\\udcff"``, valid JSON) gets an answer for its own id, other
+  malformed lines get JSON-RPC ``-32700`` / ``-32600`` replies, and the server keeps serving.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+from memory_core.mcp.handlers import MAX_QUERY_BYTES, MAX_QUERY_TERMS
+from memory_core.mcp.server import MAX_BODY_BYTES
+from tests.test_mcp import ENV, EXE, HttpServer, structured
+from tests.test_mcp import http_server as http_server  # the fixtures: a server on ws
+from tests.test_mcp import ws as ws
+
+HUGE = " ".join(f"q{i:05d}" for i in range(100_000))  # 100k distinct words, ~700 KB
+
+
+def test_http_huge_query_refused_while_others_are_answered(http_server: HttpServer) -> None:
+    assert len(HUGE.encode()) > 650_000
+    outcomes: dict[str, Any] = {}
+    order: list[str] = []
+
+    async def call(c: Client, name: str, query: str) -> None:
+        outcomes[name] = await c.call_tool("memory_search", {"query": query})
+        order.append(name)
+
+    async def run() -> None:
+        with anyio.fail_after(120):  # bounds the test, not the server's speed
+            async with Client(http_server.url) as a, Client(http_server.url) as b:
+                async with anyio.create_task_group() as tg:
+                    for i in range(3):
+                        tg.start_soon(call, a, f"huge{i}", HUGE)
+                    await anyio.sleep(0)
+                    tg.start_soon(call, b, "small", "COOKIE_EXPIRED_4711")
+
+    anyio.run(run)
+    assert sorted(order) == ["huge0", "huge1", "huge2", "small"]
+    for i in range(3):
+        r = outcomes[f"huge{i}"]
+        assert r.is_error
+        err = structured(r)["error"]
+        assert f"at most {MAX_QUERY_BYTES}" in err and "\n" not in err
+    small = outcomes["small"]
+    assert not small.is_error
+    assert [h["path"] for h in structured(small)["results"]] == ["memory/2026-11-03.md"]
+
+
+def test_http_query_term_cap(http_server: HttpServer) -> None:
+    async def run() -> None:
+        with anyio.fail_after(60):
+            async with Client(http_server.url) as c:
+                r = await c.call_tool("memory_search",
+                                      {"query": " ".join(["cookie"] * (MAX_QUERY_TERMS + 1))})
+                assert r.is_error and f"at most {MAX_QUERY_TERMS}" in structured(r)["error"]
+                r = await c.call_tool("memory_search", {"query": " ".join(
+                    ["COOKIE_EXPIRED_4711"] + ["zz"] * (MAX_QUERY_TERMS - 1))})
+                assert not r.is_error  # at the cap: searched
+                assert "results" in structured(r)
+
+    anyio.run(run)
+
+
+def test_http_oversized_body_refused_before_it_is_read(http_server: HttpServer) -> None:
+    pad = "x" * (MAX_BODY_BYTES + 1)
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": pad, "version": "0"}}}).encode()
+    req = urllib.request.Request(http_server.url, data=body, method="POST", headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(req, timeout=30)
+    assert e.value.code == 413
+    assert "over" in json.loads(e.value.read())["error"]
+
+
+# ----------------------------------------------------------------------------- stdio
+
+
+class StdioServer:
+    """A ``memory-core mcp`` stdio process spoken to line by line (not through the SDK, so
+    that malformed lines reach it as they are)."""
+
+    def __init__(self, ws: Path):
+        self.proc = subprocess.Popen(
+            [EXE, "mcp", "-w", str(ws), "--provider", "none"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **ENV})
+        reply = self.ask({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"}}})
+        assert reply["id"] == 1 and "result" in reply
+        self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+
+    def send(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line.encode("utf-8", "surrogatepass") + b"\n")
+        self.proc.stdin.flush()
+
+    def receive(self, timeout: float = 60) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        assert ready, "no answer (the server hangs)"
+        return dict(json.loads(self.proc.stdout.readline()))
+
+    def ask(self, msg: dict[str, Any] | str) -> dict[str, Any]:
+        self.send(msg if isinstance(msg, str) else json.dumps(msg))
+        return self.receive()
+
+    def close(self) -> str:
+        assert self.proc.stdin is not None and self.proc.stderr is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise
+        return self.proc.stderr.read().decode()
+
+
+def _search(rid: Any, query: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+            "params": {"name": "memory_search", "arguments": {"query": query}}}
+
+
+def test_stdio_lone_surrogate_and_malformed_lines_are_answered(ws: Path) -> None:
+    srv = StdioServer(ws)
+    try:
+        # json.dumps writes the lone surrogate as the escape "\udcff": valid JSON
+        line = json.dumps(_search(3, "abc\udcff"))
+        assert "\\udcff" in line
+        r = srv.ask(line)
+        assert r["id"] == 3 and r["error"]["code"] == -32700 and "surrogate" in r["error"][
+            "message"]
+        r = srv.ask("{not json")
+        assert r == {"jsonrpc": "2.0", "id": None, "error": r["error"]}
+        assert r["error"]["code"] == -32700
+        r = srv.ask("[1, 2]")
+        assert r["id"] is None and r["error"]["code"] == -32600
+        r = srv.ask('{"jsonrpc": "2.0", "id": 5}')
+        assert r["id"] == 5 and r["error"]["code"] == -32600
+        r = srv.ask(_search("s6", "COOKIE_EXPIRED_4711"))  # and it still serves
+        assert r["id"] == "s6"
+        hits = json.loads(r["result"]["content"][0]["text"])["results"]
+        assert [h["path"] for h in hits] == ["memory/2026-11-03.md"]
+        r = srv.ask(_search(7, HUGE))  # 700 KB on one stdio line: refused, not searched
+        assert r["id"] == 7 and r["result"]["isError"] is True
+    finally:
+        err = srv.close()
+    assert srv.proc.returncode == 0 and "Traceback" not in err
