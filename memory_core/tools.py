@@ -104,10 +104,12 @@ def unavailable_result(error: str, *, damaged: bool = False) -> dict[str, Any]:
 
 def memory_search(index: MemoryIndex, query: object, maxResults: object = None,
                   minScore: object = None, corpus: object = None,
-                  record: bool = True) -> dict[str, Any]:
+                  record: bool = True, session_key: str | None = None) -> dict[str, Any]:
     """Search; results re-sorted by score (ties by path) as the reference's tool does.
 
     Hits on dated diaries are recorded as recalls for promotion unless ``record`` is False.
+    ``[search] citations`` and ``session_key`` decide the ``Source:`` lines
+    (:func:`citations_included`).
     Never raises: a bad argument gives ``{results: [], error}``; an index or provider that cannot
     answer gives the reference's unavailable result (``unavailable: true`` and why).
     """
@@ -130,21 +132,58 @@ def memory_search(index: MemoryIndex, query: object, maxResults: object = None,
         return unavailable_result(str(e))
     except Exception as e:  # the tool answers whatever happened inside; the model reads it
         return {"results": [], "error": f"internal error: {type(e).__name__}: {e}"}
-    return {"results": tool_results(res.hits), "provider": index.choice.id,
-            "model": index.choice.model, "mode": res.mode, "fallback": index.fallback,
-            "citations": "on"}
+    mode = index.config.settings().citations
+    return {"results": tool_results(res.hits, citations_included(mode, session_key)),
+            "provider": index.choice.id, "model": index.choice.model, "mode": res.mode,
+            "fallback": index.fallback, "citations": mode}
 
 
-def tool_results(hits: Sequence[Hit]) -> list[dict[str, Any]]:
+def citations_included(mode: str, session_key: str | None = None) -> bool:
+    """Whether snippets carry their ``Source:`` line (the reference's shouldIncludeCitations).
+
+    ``on``/``off`` decide alone; ``auto`` includes them in direct chats only: a session key
+    ``agent:<id>:<rest>`` whose rest has a ``channel`` or ``group`` token is not direct; no key
+    (the MCP server, the CLI) is direct.
+    """
+    if mode == "on":
+        return True
+    if mode == "off":
+        return False
+    parts = (session_key or "").strip().split(":")
+    if len(parts) < 3 or parts[0].lower() != "agent" or not parts[1]:
+        return True
+    tokens = {t for t in ":".join(parts[2:]).lower().split(":") if t}
+    return not tokens & {"channel", "group"}
+
+
+def tool_results(hits: Sequence[Hit], citations: bool = True) -> list[dict[str, Any]]:
     """Hits in the tool's result shape: re-sorted by score (ties by path), each snippet ending
-    in its ``Source:`` citation, as the reference's tool returns them (any backend's hits)."""
+    in its ``Source:`` citation when ``citations`` (the reference's decorateCitations; without
+    them the item has no ``citation`` either), for any backend's hits."""
     out: list[dict[str, Any]] = []
     for h in sorted(hits, key=lambda h: (-h.score, h.path)):
         item = h.to_result()
-        item["snippet"] = f"{h.snippet.strip()}\n\nSource: {h.citation}"
+        if citations:
+            item["snippet"] = f"{h.snippet.strip()}\n\nSource: {h.citation}"
+        else:
+            item.pop("citation", None)
         item["corpus"] = "memory"
         out.append(item)
     return out
+
+
+def memory_instructions(citations: str) -> str:
+    """The reference's "Memory Recall" guidance for an agent (its prompt section, §4.8): search
+    before answering about the past, read only the lines needed; the sentence on citing
+    ``Source:`` lines only when citations are not off."""
+    text = ("## Memory Recall\nThis server is the agent's long-term memory. Before answering "
+            "anything about prior work, decisions, dates, people, preferences or todos, run "
+            "memory_search; then use memory_get to read only the lines you need. If nothing "
+            "relevant turns up, say that you checked.")
+    if citations == "off":
+        return text + ("\nCitations are off: do not mention file paths or line numbers unless "
+                       "the user asks for them.")
+    return text + "\nCite the 'Source: path#line' of the memory you used."
 
 
 def memory_get(index: MemoryIndex, path: object, from_: object = None,

@@ -136,11 +136,12 @@ class FallbackBackend:
                 return self.primary.get(path, from_line, lines)
         return self._fallback().get(path, from_line, lines)
 
-    def sync(self, *, force: bool = False, progress: SyncProgress | None = None) -> Any:
+    def sync(self, *, force: bool = False, progress: SyncProgress | None = None,
+             reason: str = "manual") -> Any:
         with self._lock:
             if not self.primary_failed:
                 try:
-                    return self.primary.sync(force=force, progress=progress)
+                    return self.primary.sync(force=force, progress=progress, reason=reason)
                 except QmdError as e:
                     self.fail(e)
         return self._fallback().sync(force=force, progress=progress)

@@ -23,8 +23,8 @@ qmd-manager.ts``; ``backend-config.ts`` for the defaults):
 Departures, each for a reason: a result with no hunk header takes qmd's own ``line`` (the
 reference, which does not read ``line``, would cite lines 1..n of the snippet); vector modes
 check for the GGUF models first and fail with "models missing" instead of letting qmd try a
-download; the session-transcript export and the mcporter bridge are not implemented (both are
-off by default in the reference).
+download; the mcporter bridge is not implemented (off by default in the reference). The session
+export (``[qmd.sessions]``, :mod:`.qmd_sessions`) refuses a folder that overlaps the user's.
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ from .qmd_results import (
     read_file_slice,
     snippet_lines,
 )
+from .qmd_sessions import ExportRefused, ExportReport, check_export_dir, export_sessions
 
 #: The GGUF files each mode needs (qmd's defaults; ``QMD_*_MODEL`` may point elsewhere).
 MODEL_FILES: dict[str, tuple[str, str]] = {
@@ -67,6 +68,8 @@ _DEFAULT_MEMORY_NAMES = ("MEMORY.md", "DREAMS.md", "dreams.md")
 _UNSUPPORTED_RE = re.compile(r"unknown flag|unknown option|unrecognized option|"
                              r"flag provided but not defined|unexpected argument")
 _VERSION_RE = re.compile(r"qmd\s+v?([0-9][0-9A-Za-z.+-]*)")
+#: A qmd docid: the first 6 (or more) hex digits of a document's hash.
+_DOCID_RE = re.compile(r"[0-9a-fA-F]{6,64}")
 
 
 def sanitize_name(text: str, default: str = "collection") -> str:
@@ -92,8 +95,26 @@ class QmdCollection:
                 "kind": self.kind, "uri": f"qmd://{self.name}/"}
 
 
+def qmd_agent_dir(workspace: Path, config: MemoryConfig) -> Path:
+    """``<[qmd] home>/<agent>``: qmd's XDG folders and the default session export live here."""
+    home = Path(os.path.expanduser(config.qmd.home))
+    home = home if home.is_absolute() else workspace / home
+    return home / sanitize_name(config.qmd.agent_id, "agent")
+
+
+def session_export_dir(workspace: Path, config: MemoryConfig) -> Path:
+    """``[qmd.sessions] export_dir`` (relative to the workspace); ``<agent dir>/sessions``
+    by default."""
+    raw = config.qmd.sessions.export_dir
+    if not raw:
+        return qmd_agent_dir(workspace, config) / "sessions"
+    p = Path(os.path.expanduser(raw))
+    return Path(os.path.normpath(p if p.is_absolute() else workspace / p))
+
+
 def resolve_collections(workspace: Path, config: MemoryConfig) -> list[QmdCollection]:
-    """The reference's collection list for this workspace and agent (``backend-config.ts``)."""
+    """The reference's collection list for this workspace and agent (``backend-config.ts``),
+    with the session export's ``sessions-<agent>`` last when it is enabled."""
     q = config.qmd
     agent = sanitize_name(q.agent_id, "agent")
     names: set[str] = set()
@@ -127,6 +148,9 @@ def resolve_collections(workspace: Path, config: MemoryConfig) -> list[QmdCollec
             continue
         seen.add((str(p), pattern))
         out.append(QmdCollection(unique(f"custom-{i + 1}-{agent}"), p, pattern, "custom"))
+    if q.sessions.enabled:
+        out.append(QmdCollection(unique(f"sessions-{agent}"),
+                                 session_export_dir(workspace, config), "**/*.md", "sessions"))
     return out
 
 
@@ -140,9 +164,9 @@ class QmdBackend:
         self.workspace = workspace
         self.config = config
         self.q = config.qmd
-        home = Path(os.path.expanduser(self.q.home))
-        home = home if home.is_absolute() else workspace / home
-        self.qmd_dir = home / sanitize_name(self.q.agent_id, "agent")
+        self.qmd_dir = qmd_agent_dir(workspace, config)
+        self.sessions_dir = session_export_dir(workspace, config) if self.q.sessions.enabled \
+            else None
         self.xdg_config = self.qmd_dir / "xdg-config"
         self.xdg_cache = self.qmd_dir / "xdg-cache"
         self.index_path = self.xdg_cache / "qmd" / "index.sqlite"
@@ -161,6 +185,7 @@ class QmdBackend:
         self._version: str | None = None
         self._db: sqlite.Connection | None = None
         self._opened = False
+        self._said_missing = False
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -182,6 +207,11 @@ class QmdBackend:
         """
         if mode == "status" or self._opened:
             return self
+        if self.sessions_dir is not None:
+            try:
+                check_export_dir(self.sessions_dir, self.workspace, self.config)
+            except ExportRefused as e:
+                raise QmdError(str(e)) from e
         for d in (self.xdg_config, self.xdg_cache, self.index_path.parent):
             d.mkdir(parents=True, exist_ok=True)
         self._share_models()
@@ -296,6 +326,7 @@ class QmdBackend:
                     "skipped": f"updated {now - self.last_update_at:.1f} s ago (debounce "
                                f"{self.q.debounce_ms} ms)"}
         t0 = time.perf_counter()
+        exported = self.export_sessions()
         attempts = 3 if reason == "boot" else 1
         for attempt in range(1, attempts + 1):
             try:
@@ -309,12 +340,16 @@ class QmdBackend:
                     raise
                 time.sleep(0.5 * 2 ** (attempt - 1))
         self.dirty = False
-        report: dict[str, Any] = {"backend": "qmd", "updated": True,
+        report: dict[str, Any] = {"backend": "qmd", "updated": True, "reason": reason,
                                   "updateMs": round((time.perf_counter() - t0) * 1000)}
+        if exported is not None:
+            report["sessions"] = exported.to_json()
         if self._should_embed(force):
             missing = self.missing_models()
-            if missing:
-                report["embedSkipped"] = self.models_missing_message(missing)
+            if missing:  # said in full once; later updates only name it
+                report["embedSkipped"] = ("models missing (see above)" if self._said_missing
+                                          else self.models_missing_message(missing))
+                self._said_missing = True
             else:
                 try:
                     self.run(["embed"], self.q.embed_timeout_ms, discard_stdout=True)
@@ -327,6 +362,17 @@ class QmdBackend:
                     self.embed_backoff_until = time.time() + delay
                     report["embedError"] = f"{e}; backing off for {int(delay)}s"
         self.last_update_at = time.time()
+        return report
+
+    def export_sessions(self) -> ExportReport | None:
+        """The transcripts as Markdown for the sessions collection (``None``: export is off)."""
+        if self.sessions_dir is None:
+            return None
+        try:
+            report = export_sessions(self.workspace, self.config, self.sessions_dir)
+        except (ExportRefused, OSError) as e:
+            raise QmdError(f"qmd session export failed: {e}") from e
+        self.warnings.extend(w for w in report.warnings if w not in self.warnings)
         return report
 
     def _should_embed(self, force: bool) -> bool:
@@ -416,9 +462,10 @@ class QmdBackend:
 
     def _search_once(self, command: str, query: str, limit: int, names: list[str]
                      ) -> list[dict[str, Any]]:
-        args = [command, query, "--json", "-n", str(limit)]
+        args = [command, "--json", "-n", str(limit)]
         for n in names:
             args += ["-c", n]
+        args += ["--", query]  # a query starting with "-" is never read as one of qmd's flags
         try:
             res = self.run(args, self.q.timeout_ms)
         except QmdError as e:
@@ -494,13 +541,16 @@ class QmdBackend:
             parts = urlsplit(file)
             hint_coll = unquote(parts.hostname or "") or collection
             hint_file = unquote(parts.path).lstrip("/") or None
-        doc = (docid or "").lstrip("#")
+        doc = (docid or "").strip().strip("\"'").lstrip("#")
         if doc:
+            if not _DOCID_RE.fullmatch(doc):
+                return None  # not a docid (qmd's isDocid: 6+ hex digits); never a pattern
+            doc = doc.lower()
             rows = self._rows("SELECT collection, path FROM documents WHERE hash = ? AND "
                               "active = 1", doc)
             if not rows:
-                rows = self._rows("SELECT collection, path FROM documents WHERE hash LIKE ? "
-                                  "AND active = 1", doc.replace("%", "") + "%")
+                rows = self._rows("SELECT collection, path FROM documents WHERE "
+                                  "substr(hash, 1, ?) = ? AND active = 1", len(doc), doc)
             rows.sort(key=lambda r: (r[0] != hint_coll, r[1] != hint_file))
             for coll, path in rows:
                 loc = self.to_location(coll, path)
@@ -516,7 +566,13 @@ class QmdBackend:
         if root is None:
             return None
         rel = rel.replace("\\", "/")
+        if rel.startswith("/") or "\x00" in rel or ".." in rel.split("/"):
+            return None  # qmd's index names a file outside its collection: never cited
         abs_path = Path(os.path.normpath(root.path / rel))
+        if not abs_path.is_relative_to(os.path.normpath(root.path)):
+            return None
+        if root.kind == "sessions":  # exports are cited by collection, as the reference's are
+            return f"qmd/{collection}/{rel.lstrip('/')}", root.source
         if abs_path.is_relative_to(self.workspace):
             ws_rel = abs_path.relative_to(self.workspace).as_posix()
             if ws_rel in ("", "."):

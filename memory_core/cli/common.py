@@ -104,6 +104,17 @@ def open_backend_for(idx: MemoryIndex, args: argparse.Namespace) -> Any:
     return open_backend(idx, "qmd")
 
 
+def qmd_timers_for(backend: Any, on_update: Any = None) -> Any:
+    """The reference's qmd update timers (boot, interval, embed interval, debounce after a
+    change) started for a long-running face, when ``backend`` is qmd; else ``None``."""
+    from ..backends import FallbackBackend
+    from ..backends.qmd_timers import QmdTimers
+
+    if not isinstance(backend, FallbackBackend):
+        return None
+    return QmdTimers(backend, backend.primary.q, on_update).start()
+
+
 def add_workspace_args(p: argparse.ArgumentParser, profile: bool = True) -> None:
     """Add ``--workspace`` (or ``--openclaw-home`` with ``--agent``), ``--json``,
     ``--provider``, ``--db`` (and ``--profile``) to ``p``."""
@@ -116,7 +127,7 @@ def add_workspace_args(p: argparse.ArgumentParser, profile: bool = True) -> None
                    help="with --openclaw-home: the agent (default: the home's default, main)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--provider", help="embedding provider: local, e5, openai, ollama, lmstudio, "
-                   "none (keyword-only)")
+                   "gemini, voyage, mistral, auto, none (keyword-only)")
     p.add_argument("--db", help="index file (default: inside the workspace, .memory/)")
     if profile:
         p.add_argument("--profile", choices=PROFILES, help="ranking profile (default: default)")

@@ -63,9 +63,9 @@ def cmd_index(args: argparse.Namespace) -> int:
               f"{report.files_deleted} deleted, {report.files_failed} skipped")
         print(f"  chunks written: {report.chunks_written}; embedded: {report.embedded}; "
               f"cache hits: {report.cache_hits}; {report.duration_ms / 1000:.1f} s")
-        if idx.fallback:
-            print(f"  fallback: {idx.fallback['from']} → {idx.choice.id}: "
-                  f"{idx.fallback['reason']}")
+        if idx.fallback:  # one line on stderr: what was asked, what answers, and why
+            print(f"warning: embeddings fell back from {idx.fallback['from']} to "
+                  f"{idx.choice.id}: {idx.fallback['reason']}", file=sys.stderr)
         for w in report.warnings:
             print(f"  warning: {w}", file=sys.stderr)
     return 0

@@ -11,7 +11,14 @@ import socket
 import sys
 from typing import Any
 
-from .common import CliError, add_backend_arg, add_workspace_args, open_backend_for, open_index
+from .common import (
+    CliError,
+    add_backend_arg,
+    add_workspace_args,
+    open_backend_for,
+    open_index,
+    qmd_timers_for,
+)
 
 
 def register(sub: Any) -> None:
@@ -63,7 +70,11 @@ def cmd_mcp(args: argparse.Namespace) -> int:
                            tuple(args.allowed_host), tuple(args.allowed_origin))
     idx = open_index(args)
     backend = open_backend_for(idx, args)  # --backend qmd: qmd answers, builtin as fallback
-    live = LiveIndex(idx, watch=False if args.no_watch else None, owner="memory-core mcp")
+    timers = qmd_timers_for(backend)  # qmd's boot, interval and debounced updates
+    live = LiveIndex(idx, watch=False if args.no_watch else None, owner="memory-core mcp",
+                     on_sync=None if timers is None else (
+                         lambda ev: timers.poke() if ev.report and ev.report.wrote_anything
+                         else None))
     try:
         if opts is None:
             live.start()
@@ -78,5 +89,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         return 0
     finally:
         live.close()
+        if timers is not None:
+            timers.stop()
         if backend is not None:
             backend.close()

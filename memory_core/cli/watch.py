@@ -14,14 +14,23 @@ import threading
 import time
 from typing import Any
 
-from .common import add_workspace_args, open_index
+from .common import (
+    add_backend_arg,
+    add_workspace_args,
+    open_backend_for,
+    open_index,
+    qmd_timers_for,
+)
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("watch", help="follow the files and sync the index as they change",
                        description="Sync now, then follow MEMORY.md, memory/, the extra paths "
-                       "and the transcripts; print a line per sync. Ctrl-C stops.")
+                       "and the transcripts; print a line per sync. With --backend qmd, qmd's "
+                       "update timers run too ([qmd] on_boot, update_interval_ms, debounce_ms, "
+                       "embed_interval_ms). Ctrl-C stops.")
     add_workspace_args(p)
+    add_backend_arg(p)
     p.add_argument("--once", action="store_true",
                    help="sync once (waiting its turn behind another sync) and exit")
     p.set_defaults(func=cmd_watch)
@@ -44,16 +53,47 @@ def _line(ev: Any, as_json: bool) -> str:
             f"generation {ev.generation}")
 
 
+def _qmd_line(ev: Any, as_json: bool) -> str:
+    if as_json:
+        return json.dumps({"qmd": ev.reason, "ok": ev.ok, "error": ev.error,
+                           "report": ev.report}, ensure_ascii=False, default=str)
+    stamp = time.strftime("%H:%M:%S")
+    if not ev.ok:
+        return f"{stamp} qmd update ({ev.reason}) failed: {ev.error}"
+    r = ev.report if isinstance(ev.report, dict) else {}
+    if r.get("backend") != "qmd":
+        return f"{stamp} qmd update ({ev.reason}): builtin answers (qmd fell back)"
+    if not r.get("updated"):
+        return f"{stamp} qmd update ({ev.reason}): skipped, {r.get('skipped')}"
+    extra = "".join(f"; {k} {r[k]}" for k in ("embedded", "embedSkipped", "embedError",
+                                             "sessions") if k in r)
+    return f"{stamp} qmd update ({ev.reason}): {r.get('updateMs')} ms{extra}"
+
+
 def cmd_watch(args: argparse.Namespace) -> int:
     from ..live import LiveIndex
 
     lock = threading.Lock()
+    timers: Any = None
 
     def show(ev: Any) -> None:
         with lock:
             print(_line(ev, args.json), flush=True)
+        if timers is not None and ev.report is not None and ev.report.wrote_anything:
+            timers.poke()  # qmd follows the files, debounce_ms after the last change
+
+    def show_qmd(ev: Any) -> None:
+        with lock:
+            print(_qmd_line(ev, args.json), flush=True)
 
     idx = open_index(args)
+    backend = open_backend_for(idx, args)  # --backend qmd: qmd's timers run as well
+    if backend is not None and args.once:
+        report = backend.sync(force=True)
+        print(json.dumps(report, default=str) if args.json else f"qmd: {report}", flush=True)
+        backend.close()
+        return 0
+    timers = qmd_timers_for(backend, show_qmd)
     live = LiveIndex(idx, watch=not args.once, on_sync=show, owner="memory-core watch")
     # SIGTERM (a service manager, `kill`) exits cleanly like Ctrl-C: the heartbeat file goes
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -68,3 +108,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
             time.sleep(3600)
     finally:
         live.close()
+        if timers is not None:
+            timers.stop()
+        if backend is not None:
+            backend.close()

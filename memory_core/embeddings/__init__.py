@@ -7,7 +7,11 @@ reference's FTS-only mode.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import importlib
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
 
 from ..config import ProviderConfig
 from .base import (
@@ -19,6 +23,7 @@ from .base import (
     normalize_rows,
     provider_key_for,
 )
+from .batch import with_batch
 
 __all__ = [
     "FTS_ONLY_KEY",
@@ -60,10 +65,37 @@ class ProviderChoice:
         return self.provider.provider_key if self.provider else FTS_ONLY_KEY
 
 
+#: The remote providers and the modules that speak their APIs.
+_REMOTE: dict[str, tuple[str, str]] = {
+    "gemini": (".gemini", "GeminiEmbeddingProvider"),
+    "voyage": (".voyage", "VoyageEmbeddingProvider"),
+    "mistral": (".mistral", "MistralEmbeddingProvider"),
+}
+#: ``provider = "auto"``: the reference's order after local (spec §7.2; copilot, deepinfra and
+#: bedrock have no equivalent here).
+AUTO_ORDER = ("openai", "gemini", "voyage", "mistral")
+KNOWN = ("local", "e5", "openai", "ollama", "lmstudio", "gemini", "voyage", "mistral", "auto",
+         "none")
+
+
+def _remote_options(cfg: ProviderConfig) -> dict[str, Any]:
+    return {"timeout_s": cfg.timeout_s, "query_timeout_s": cfg.query_timeout_s,
+            "max_batch_items": cfg.batch_items, "max_batch_bytes": cfg.batch_bytes,
+            "concurrency": cfg.concurrency, "max_retries": cfg.max_retries,
+            "headers": cfg.headers}
+
+
 def build_provider(name: str, cfg: ProviderConfig) -> EmbeddingProvider | None:
-    """Start one provider by name; raises :class:`ProviderUnavailable` if it cannot start."""
+    """Start one provider by name; raises :class:`ProviderUnavailable` if it cannot start.
+
+    ``model``, ``base_url``, ``api_key_env`` and ``dimensions`` apply to the configured provider
+    (``provider``, or each candidate of ``auto``); a fallback starts with its own defaults.
+    """
+    own = cfg.provider in (name, "auto")
     if name == "none":
         return None
+    if name == "auto":
+        raise ProviderUnavailable("auto is a selection, not a provider")
     if name == "local":
         from .local import LocalEmbeddingProvider
 
@@ -72,20 +104,30 @@ def build_provider(name: str, cfg: ProviderConfig) -> EmbeddingProvider | None:
         from .e5 import E5EmbeddingProvider
 
         return E5EmbeddingProvider(cfg.model if cfg.provider == "e5" else None)
+    provider: EmbeddingProvider
     if name in ("openai", "ollama", "lmstudio"):
         from .openai import PRESETS, OpenAIEmbeddingProvider
 
-        base_url = cfg.base_url or PRESETS.get(name, PRESETS["openai"])
-        model = cfg.model if cfg.provider == name and cfg.model else _default_remote_model(name)
-        return OpenAIEmbeddingProvider(
-            base_url=base_url, model=model, api_key_env=cfg.api_key_env,
-            dimensions=cfg.dimensions, timeout_s=cfg.timeout_s,
-            query_timeout_s=cfg.query_timeout_s, max_batch_items=cfg.batch_items,
-            max_batch_bytes=cfg.batch_bytes, concurrency=cfg.concurrency,
-            max_retries=cfg.max_retries,
-        )
-    raise ProviderUnavailable(f"unknown provider {name!r} (local, e5, openai, ollama, lmstudio, "
-                              "none)")
+        base_url = (cfg.base_url if own else None) or PRESETS.get(name, PRESETS["openai"])
+        model = cfg.model if own and cfg.model else _default_remote_model(name)
+        provider = OpenAIEmbeddingProvider(
+            base_url=base_url, model=model,
+            api_key_env=(cfg.api_key_env if own else None) or "OPENAI_API_KEY",
+            dimensions=cfg.dimensions if own else None, **_remote_options(cfg))
+        return with_batch(provider, cfg.batch) if name == "openai" else provider
+    if name in _REMOTE:
+        module, cls_name = _REMOTE[name]
+        cls = getattr(importlib.import_module(module, __name__), cls_name)
+        kwargs: dict[str, Any] = {}
+        if own and cfg.base_url:
+            kwargs["base_url"] = cfg.base_url
+        if own and cfg.model:
+            kwargs["model"] = cfg.model
+        provider = cls(api_key_env=cfg.api_key_env if own else None,
+                       dimensions=cfg.dimensions if own else None, **kwargs,
+                       **_remote_options(cfg))
+        return with_batch(provider, cfg.batch)
+    raise ProviderUnavailable(f"unknown provider {name!r} ({', '.join(KNOWN)})")
 
 
 def _default_remote_model(name: str) -> str:
@@ -94,12 +136,52 @@ def _default_remote_model(name: str) -> str:
     return PRESET_MODELS.get(name, DEFAULT_MODEL)
 
 
+def _auto_select(cfg: ProviderConfig) -> tuple[EmbeddingProvider | None, list[str]]:
+    """The reference's auto selection: local only when ``model`` names an existing local path,
+    then each remote provider in order, moving on only when its key is missing (any other
+    failure to start ends the selection, as the reference aborts). Returns the provider (or
+    ``None``) and why each earlier candidate was skipped."""
+    skipped: list[str] = []
+    if cfg.model and Path(os.path.expanduser(cfg.model)).exists():
+        try:
+            return build_provider("local", replace(cfg, provider="local")), skipped
+        except ProviderUnavailable as e:
+            skipped.append(f"local: {e}")
+    for name in AUTO_ORDER:
+        try:
+            provider = build_provider(name, cfg)  # cfg.provider is "auto": its settings apply
+        except ProviderUnavailable as e:
+            skipped.append(str(e))
+            if "missing API key" not in str(e):
+                return None, skipped
+            continue
+        if name == "openai" and not os.environ.get(
+                cfg.api_key_env or "OPENAI_API_KEY", "").strip():
+            # auto never picks a keyless local OpenAI-compatible server: the reference asks
+            # every auto candidate for its key
+            skipped.append(f"openai embeddings: missing API key: set the environment variable "
+                           f"{cfg.api_key_env or 'OPENAI_API_KEY'}")
+            continue
+        return provider, skipped
+    return None, skipped
+
+
 def create_provider(cfg: ProviderConfig, skip: set[str] | None = None) -> ProviderChoice:
-    """The configured provider, or the first fallback that starts, with the reasons."""
-    chain = [cfg.provider] + [f for f in cfg.fallback if f != cfg.provider]
+    """The configured provider, or the first fallback that starts, with the reasons.
+
+    ``auto`` picks as the reference does (:func:`_auto_select`); when nothing can start it is
+    keyword-only, the reasons recorded (the reference's ``providerUnavailableReason``).
+    """
     errors: list[str] = []
+    if cfg.provider == "auto" and not (skip and "auto" in skip):
+        provider, skipped = _auto_select(cfg)
+        errors.extend(skipped)
+        if provider is not None and not (skip and provider.id in skip):
+            return ProviderChoice(provider, "auto", errors=errors,
+                                  reason="; ".join(skipped) or None)
+    chain = [cfg.provider] + [f for f in cfg.fallback if f != cfg.provider]
     for name in chain:
-        if skip and name in skip:
+        if (skip and name in skip) or name == "auto":
             continue
         try:
             provider = build_provider(name, cfg)

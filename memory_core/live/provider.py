@@ -48,6 +48,10 @@ class SerializedProvider:
 
     def embed_documents(self, texts: Sequence[str], progress: ProgressFn | None = None
                         ) -> np.ndarray:
+        if getattr(self._inner, "whole_calls", False):
+            # a provider batch API: one job for the whole call, not one per slice; it holds no
+            # model, so queries need not wait for it
+            return self._inner.embed_documents(texts, progress)
         parts: list[np.ndarray] = []
         total = len(texts)
         for start in range(0, total, SLICE):

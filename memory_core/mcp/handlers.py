@@ -34,8 +34,8 @@ SEARCH_DESCRIPTION = (
     "whenever the user refers to something you should remember. Works for exact identifiers "
     "(error codes, ticket numbers, config keys), paraphrases and Chinese. Returns up to "
     "maxResults snippets (default 6), best first, each with path, startLine, endLine, score "
-    "and a 'Source: path#Lx-Ly' citation; then call memory_get for the exact lines you need "
-    "and cite the Source line in your answer. An empty result means nothing relevant is stored.")
+    "and (unless citations are off) a 'Source: path#Lx-Ly' citation; then call memory_get for "
+    "the exact lines you need. An empty result means nothing relevant is stored.")
 GET_DESCRIPTION = (
     "Read exact lines of a memory file, usually one that memory_search returned: pass its "
     "path and startLine as 'from' (1-based) and how many 'lines' to read (default 120). Only "
@@ -237,8 +237,9 @@ class MemoryTools:
         res = backend.search(query, max_results=max_results, min_score=min_score,
                              sources=None if corpus in (None, "all") else [corpus],
                              on_hits=on_hits)
-        out: Payload = {"results": tools.tool_results(res.hits), "backend": res.backend,
-                        "mode": res.mode, "citations": "on"}
+        mode = self.live.config.settings().citations
+        out: Payload = {"results": tools.tool_results(res.hits, tools.citations_included(mode)),
+                        "backend": res.backend, "mode": res.mode, "citations": mode}
         if res.fallback is not None:
             out["fallback"] = res.fallback.to_json()
         return out, False

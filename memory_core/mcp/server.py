@@ -29,6 +29,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from .. import __version__
 from ..live import LiveIndex
+from ..tools import memory_instructions
 from .handlers import (
     GET_DESCRIPTION,
     GET_SCHEMA,
@@ -42,10 +43,8 @@ from .stdio import serve_answering_malformed
 
 DEFAULT_TOKEN_ENV = "MEMORY_CORE_MCP_TOKEN"
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
-INSTRUCTIONS = (
-    "This server is the agent's long-term memory. Before answering questions about prior work, "
-    "decisions, dates, people, preferences or todos, run memory_search; then use memory_get to "
-    "read only the lines you need. Cite the 'Source: path#line' of what you used.")
+#: The guidance with citations on (``build_server`` gives ``[search] citations``' own).
+INSTRUCTIONS = memory_instructions("on")
 #: Tool calls run in worker threads, at most this many at once, so that a burst of calls cannot
 #: pile threads up; the others wait their turn, and one whose client cancels or goes away while
 #: it waits is dropped without running. A call already running is bounded by the argument caps
@@ -113,7 +112,8 @@ def build_server(live: LiveIndex, *, record_recalls: bool = True,
                                     structured_content=json.loads(text), is_error=is_error)
 
     return Server("memory-core", version=__version__, title="Memory Workbench",
-                  instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
+                  instructions=memory_instructions(live.config.settings().citations),
+                  on_list_tools=list_tools, on_call_tool=call_tool)
 
 
 async def _serve_stdio(server: Server[Any]) -> None:

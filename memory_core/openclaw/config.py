@@ -29,7 +29,8 @@ CONFIG_NAME = "openclaw.json"
 #: has credentials, which cannot be known from the file).
 PROVIDER_MAP: dict[str, str] = {
     "openai": "openai", "openai-compatible": "openai", "ollama": "ollama",
-    "lmstudio": "lmstudio", "local": "local", "none": "none",
+    "lmstudio": "lmstudio", "local": "local", "none": "none", "gemini": "gemini",
+    "voyage": "voyage", "mistral": "mistral",
 }
 
 
@@ -303,6 +304,7 @@ def map_memory_search(blocks: Blocks) -> MappedSettings:
     if api_key:
         m.notes.append("remote.apiKey is not read from openclaw.json; put the key in the "
                        "OPENAI_API_KEY environment variable")
+    _map_batch(m, blocks)
     fallback, where = blocks.get("fallback")
     if isinstance(fallback, str):
         fb = PROVIDER_MAP.get(fallback.strip().lower(), "none")
@@ -320,6 +322,32 @@ def map_memory_search(blocks: Blocks) -> MappedSettings:
     if sm_where:
         m.provenance["sources.session_memory"] = sm_where
     return m
+
+
+def _map_batch(m: MappedSettings, blocks: Blocks) -> None:
+    """``remote.batch`` {enabled, wait, concurrency, pollIntervalMs, timeoutMinutes} →
+    ``[provider.batch]`` (spec §7.4); values of the wrong type are left out with a note."""
+    batch: dict[str, Any] = {}
+    wheres: list[str] = []
+    for key, ours, kind in (("enabled", "enabled", bool), ("wait", "wait", bool),
+                            ("concurrency", "concurrency", int),
+                            ("pollIntervalMs", "poll_interval_ms", int),
+                            ("timeoutMinutes", "timeout_minutes", float)):
+        v, where = blocks.get("remote", "batch", key)
+        if v is None:
+            continue
+        n = _num(v)
+        if kind is bool and isinstance(v, bool):
+            batch[ours] = v
+        elif kind is not bool and n is not None and n > 0:
+            batch[ours] = max(1, int(n)) if kind is int else n
+        else:
+            m.notes.append(f"{where}: remote.batch.{key} {v!r} ignored")
+            continue
+        if where:
+            wheres.append(where)
+    if batch:
+        _put(m, "provider.batch", batch, " + ".join(dict.fromkeys(wheres)) or None)
 
 
 def _map_query(m: MappedSettings, blocks: Blocks) -> None:
@@ -354,8 +382,15 @@ def _map_query(m: MappedSettings, blocks: Blocks) -> None:
 
 
 def memory_search_settings(raw: dict[str, Any], agent: str) -> MappedSettings:
-    """:func:`map_memory_search` of ``agent``'s blocks in the parsed ``openclaw.json``."""
-    return map_memory_search(memory_search_blocks(raw, agent))
+    """:func:`map_memory_search` of ``agent``'s blocks in the parsed ``openclaw.json``, and
+    ``memory.citations`` (a setting of the whole ``memory`` block, not of an agent's search)."""
+    m = map_memory_search(memory_search_blocks(raw, agent))
+    citations = dig(raw, "memory", "citations")
+    if citations in ("auto", "on", "off"):
+        _put(m, "search.citations", citations, "memory.citations")
+    elif citations is not None:
+        m.notes.append(f"memory.citations {citations!r} is not auto, on or off; auto is used")
+    return m
 
 
 def agent_workspace(raw: dict[str, Any], agent: str, home: Path) -> tuple[Path, str]:
