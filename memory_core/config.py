@@ -609,7 +609,7 @@ def provider_name(name: str, key: str = "provider") -> ProviderName:
     if name not in PROVIDERS:
         raise ConfigError(f"{key}: unknown provider {_shown(name)} (expected one of "
                           f"{', '.join(PROVIDERS)})")
-    return name  # type: ignore[return-value]  # checked just above
+    return name
 
 
 def _check_merged(cfg: MemoryConfig, source: str) -> None:

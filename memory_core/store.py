@@ -23,9 +23,9 @@ from .common.dates import now_ms
 from .common.topk import smallest_first
 
 try:  # sqlean can load extensions; fall back to the stdlib where it is missing.
-    import sqlean as sqlite  # type: ignore[import-untyped]
+    import sqlean as sqlite
 except ImportError:  # pragma: no cover - sqlean is a dependency
-    import sqlite3 as sqlite  # type: ignore[no-redef]
+    import sqlite3 as sqlite
 
 DatabaseError = sqlite.DatabaseError
 #: sqlite-vec's largest ``k``.
@@ -236,7 +236,7 @@ class Store:
             self.vec_error = "sqlite-vec disabled by MEMORY_CORE_DISABLE_SQLITE_VEC"
             return
         try:
-            import sqlite_vec  # type: ignore[import-untyped]
+            import sqlite_vec
 
             self.db.enable_load_extension(True)
             sqlite_vec.load(self.db)
@@ -589,7 +589,7 @@ class Store:
         # one buffer and one view, not one array per row and a vstack copy
         mat = (np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
                if blobs and len({len(b) for b in blobs}) == 1
-               else np.vstack([_vec(b) for b in blobs]) if blobs
+               else np.vstack([np.frombuffer(b, dtype=np.float32) for b in blobs]) if blobs
                else np.zeros((0, 0), dtype=np.float32))
         self._matrix_cache = (key, ids, mat)
         return ids, mat

@@ -458,7 +458,7 @@ class QmdBackend:
             rel, source = loc
             snippet = (e.get("snippet") or "")[: self.q.max_snippet_chars]
             start, end = snippet_lines(e, snippet)
-            score = e.get("score") if isinstance(e.get("score"), float) else 0.0
+            score = e["score"] if isinstance(e.get("score"), float) else 0.0
             if score < min_score:
                 continue
             hits.append(Hit(id=(e.get("docid") or rel).lstrip("#"), path=rel, source=source,

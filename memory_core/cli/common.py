@@ -192,6 +192,8 @@ class DeferredParser(argparse.ArgumentParser):
             configure, self._configure = self._configure, None
             configure(self)
 
+    # override: argparse declares overloads (a namespace instance in, its type out); this
+    # one signature serves both, as argparse's own body does
     def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
                          namespace: argparse.Namespace | None = None
                          ) -> tuple[argparse.Namespace, list[str]]:

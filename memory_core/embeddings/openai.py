@@ -30,7 +30,7 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from datetime import UTC, datetime
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -220,7 +220,7 @@ class OpenAIEmbeddingProvider:
 
     @classmethod
     def from_preset(
-        cls, preset: str, model: str | None = None, **kwargs: object
+        cls, preset: str, model: str | None = None, **kwargs: Any
     ) -> OpenAIEmbeddingProvider:
         """Build a provider for a named preset (``openai``, ``ollama``, ``lmstudio``).
 
@@ -233,7 +233,7 @@ class OpenAIEmbeddingProvider:
             )
         if preset == "ollama":
             kwargs.setdefault("concurrency", 1)
-        return cls(PRESETS[preset], model or PRESET_MODELS[preset], **kwargs)  # type: ignore[arg-type]
+        return cls(PRESETS[preset], model or PRESET_MODELS[preset], **kwargs)
 
     # -- the Protocol ---------------------------------------------------------------------------
 
