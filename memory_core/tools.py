@@ -11,6 +11,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from .config import ConfigError, SearchSettings, check_values
 from .embeddings import EmbeddingError
 from .fusion import Hit
 from .index import MemoryIndex
@@ -117,7 +118,11 @@ def memory_search(index: MemoryIndex, query: object, maxResults: object = None,
         min_score = _number(minScore, "minScore", integer=False)
         if corpus not in _CORPORA:
             raise _BadArgument(f"corpus must be one of memory, sessions, all (got {corpus!r:.40})")
-    except _BadArgument as e:
+        if min_score is not None:
+            min_score = min(1.0, max(0.0, min_score))  # clamped, as the reference does
+        check_values(SearchSettings, {"max_results": max_results}, "memory_search",
+                     {"max_results": "maxResults"})
+    except (_BadArgument, ConfigError) as e:
         return {"results": [], "error": str(e)}
     sources = None if corpus in (None, "all") else [str(corpus)]
     try:

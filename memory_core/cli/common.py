@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..config import PROFILES
+from ..config import PROFILES, SearchSettings, check_values, setting_meta
 from ..index import MemoryIndex
 
 #: Exit code of every error the user can act on (bad input, missing data, refused path).
@@ -90,6 +90,34 @@ def open_backend_for(idx: MemoryIndex, args: argparse.Namespace) -> Any:
     from ..backends import open_backend
 
     return open_backend(idx, "qmd")
+
+
+def flag_of(name: str) -> str:
+    """A setting's command-line flag: ``vector_weight`` → ``--vector-weight``."""
+    return "--" + name.replace("_", "-")
+
+
+def add_setting_flags(p: argparse.ArgumentParser, names: Sequence[str]) -> None:
+    """One flag per :class:`SearchSettings` field in ``names``: its type, choices and help
+    from the setting's declaration (range and reference default included in the help)."""
+    for name in names:
+        meta = setting_meta(SearchSettings, name)
+        rng = [f"{sym} {meta[k]}" for k, sym in (("ge", "≥"), ("gt", ">"), ("le", "≤"),
+                                                  ("lt", "<")) if k in meta]
+        text = meta["help"] + (f" ({', '.join(rng)})" if rng else "")
+        if "choices" in meta:
+            p.add_argument(flag_of(name), choices=meta["choices"], help=text)
+        else:
+            kind = int if isinstance(meta["default"], int) else float
+            p.add_argument(flag_of(name), type=kind, metavar="N", help=text)
+
+
+def setting_flags(args: argparse.Namespace, names: Sequence[str], command: str
+                  ) -> dict[str, Any]:
+    """The given ones of ``names``' flags, checked by their declarations (one line naming the
+    flag, exit 2, for a value out of range): ``{field: value}``."""
+    return check_values(SearchSettings, {n: getattr(args, n, None) for n in names},
+                        command, {n: flag_of(n) for n in names})
 
 
 def add_workspace_args(p: argparse.ArgumentParser, profile: bool = True) -> None:

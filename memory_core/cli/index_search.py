@@ -21,12 +21,18 @@ from .batch import cap_query, search_batch
 from .common import (
     CliError,
     add_backend_arg,
+    add_setting_flags,
     add_workspace_args,
     dump_json,
     open_backend_for,
     open_index,
     progress_bar,
+    setting_flags,
 )
+
+#: The search settings ``search`` takes as flags (``--vector-weight`` ...).
+SEARCH_FLAGS = ("max_results", "min_score", "vector_weight", "text_weight",
+                "candidate_multiplier", "fusion")
 
 
 def _backend_index(backend: Any, args: argparse.Namespace) -> int:
@@ -72,11 +78,10 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """The search-setting flags of ``search`` as :meth:`MemoryIndex.search` keywords."""
-    return {
-        "vector_weight": args.vector_weight, "text_weight": args.text_weight,
-        "candidate_multiplier": args.candidate_multiplier, "fusion": args.fusion,
-    }
+    """The search-setting flags of ``search`` (but ``--max-results`` and ``--min-score``,
+    passed on their own) as :meth:`MemoryIndex.search` keywords, checked."""
+    flags = setting_flags(args, SEARCH_FLAGS, "search")
+    return {k: v for k, v in flags.items() if k not in ("max_results", "min_score")}
 
 
 class LazyRecallRecorder:
@@ -163,6 +168,7 @@ def _backend_search(backend: Any, idx: MemoryIndex, args: argparse.Namespace,
 
 def cmd_search(args: argparse.Namespace) -> int:
     sources = args.sources.split(",") if args.sources else None
+    settings_overrides(args)  # a flag out of range: one line and exit 2 before any work
     with open_index(args) as idx:
         on_hits = None if args.no_record else LazyRecallRecorder(idx)
         backend = open_backend_for(idx, args)
@@ -293,12 +299,7 @@ def register(sub: Any) -> None:
     add_workspace_args(p)
     p.add_argument("--batch", help="JSONL file of {qid, query}; one JSON line out per query")
     add_backend_arg(p)
-    p.add_argument("--max-results", type=int)
-    p.add_argument("--min-score", type=float)
-    p.add_argument("--vector-weight", type=float)
-    p.add_argument("--text-weight", type=float)
-    p.add_argument("--candidate-multiplier", type=int)
-    p.add_argument("--fusion", choices=["reference", "rrf", "normalized"])
+    add_setting_flags(p, SEARCH_FLAGS)
     p.add_argument("--sources", help="comma-separated: memory,sessions")
     p.add_argument("--explain", action="store_true", help="show each leg's score and rank")
     p.add_argument("--numpy", action="store_true", help="vector search in numpy (not sqlite-vec)")
