@@ -8,7 +8,6 @@ its call; a crashed server helps nobody.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,9 +15,8 @@ from typing import Any
 from .. import tools
 from ..live import LiveIndex, LiveUnavailable
 from ..reading import PathRefused
+from ..tools import GET_SCHEMA, SEARCH_SCHEMA, STATUS_SCHEMA, BadArgument, check_arguments
 
-#: ``maxResults`` above this is refused (the reference's candidate pool is 200).
-MAX_RESULTS_CAP = 100
 Payload = dict[str, Any]
 Outcome = tuple[Payload, bool]
 
@@ -43,79 +41,9 @@ STATUS_DESCRIPTION = (
     "pending transcript bytes/messages), the index generation and the last sync. Call it when "
     "memory_search returns nothing you expected, to see whether indexing is still catching up.")
 
-SEARCH_SCHEMA: Payload = {
-    "type": "object",
-    "properties": {
-        "query": {"type": "string", "description": "what to look for: words, an identifier, "
-                  "or a question"},
-        "maxResults": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS_CAP,
-                       "description": "how many snippets at most (default 6)"},
-        "minScore": {"type": "number", "minimum": 0, "maximum": 1,
-                     "description": "drop hits scoring below this (default: the profile's)"},
-        "corpus": {"type": "string", "enum": ["memory", "sessions", "all"],
-                   "description": "memory files only, session transcripts only, or all "
-                   "(default)"},
-    },
-    "required": ["query"],
-    "additionalProperties": False,
-}
-GET_SCHEMA: Payload = {
-    "type": "object",
-    "properties": {
-        "path": {"type": "string", "description": "workspace-relative path, e.g. "
-                 "memory/2026-11-03.md"},
-        "from": {"type": "integer", "minimum": 1, "description": "first line, 1-based "
-                 "(default 1)"},
-        "lines": {"type": "integer", "minimum": 1, "description": "how many lines (default "
-                  "120)"},
-    },
-    "required": ["path"],
-    "additionalProperties": False,
-}
-STATUS_SCHEMA: Payload = {"type": "object", "properties": {}, "additionalProperties": False}
-
-
-class BadArgument(ValueError):
-    """A tool argument the caller must fix; the message names it and says what is expected."""
-
 
 def _error(message: str, **extra: Any) -> Outcome:
     return {"error": message, **extra}, True
-
-
-def _check_keys(args: Mapping[str, Any], schema: Payload) -> None:
-    unknown = sorted(set(args) - set(schema["properties"]))
-    if unknown:
-        raise BadArgument(f"unknown argument(s) {', '.join(map(repr, unknown))}; expected "
-                          f"{', '.join(schema['properties'])}")
-    for key in schema.get("required", ()):
-        if args.get(key) is None:
-            raise BadArgument(f"'{key}' is required")
-
-
-def _int(args: Mapping[str, Any], key: str, lo: int, hi: int | None = None) -> int | None:
-    v = args.get(key)
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, int | float):
-        raise BadArgument(f"'{key}' must be an integer, got {type(v).__name__} {v!r:.40}")
-    if isinstance(v, float):
-        if not math.isfinite(v) or not v.is_integer():
-            raise BadArgument(f"'{key}' must be an integer, got {v!r}")
-        v = int(v)
-    if v < lo or (hi is not None and v > hi):
-        bound = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
-        raise BadArgument(f"'{key}' must be {bound}, got {v}")
-    return v
-
-
-def _text(args: Mapping[str, Any], key: str) -> str:
-    v = args.get(key)
-    if not isinstance(v, str):
-        raise BadArgument(f"'{key}' must be a string, got {type(v).__name__}")
-    if "\x00" in v:
-        raise BadArgument(f"'{key}' must not contain NUL characters")
-    return v
 
 
 @dataclass
@@ -148,21 +76,9 @@ class MemoryTools:
             return _error(f"internal error: {type(e).__name__}: {e}")
 
     def search(self, args: Mapping[str, Any]) -> Outcome:
-        _check_keys(args, SEARCH_SCHEMA)
-        query = _text(args, "query")
-        max_results = _int(args, "maxResults", 1, MAX_RESULTS_CAP)
-        min_score = args.get("minScore")
-        if min_score is not None:
-            if isinstance(min_score, bool) or not isinstance(min_score, int | float) or \
-                    not math.isfinite(min_score):
-                raise BadArgument(f"'minScore' must be a number between 0 and 1, got "
-                                  f"{min_score!r:.40}")
-            min_score = min(1.0, max(0.0, float(min_score)))  # clamped, as the reference does
-        corpus = args.get("corpus")
-        if corpus is not None and corpus not in ("memory", "sessions", "all"):
-            raise BadArgument(f"'corpus' must be one of memory, sessions, all; got {corpus!r:.40}")
-        if not query.strip():
-            return {"results": [], "note": "empty query"}, False
+        a = check_arguments(args, SEARCH_SCHEMA)
+        query, max_results, min_score = a["query"], a.get("maxResults"), a.get("minScore")
+        corpus = a.get("corpus")
         if self.backend is not None:
             return self._backend_search(query, max_results, min_score, corpus)
         index = self.live.search_index()
@@ -174,12 +90,8 @@ class MemoryTools:
         return out, bool(out.get("unavailable") or out.get("error"))
 
     def get(self, args: Mapping[str, Any]) -> Outcome:
-        _check_keys(args, GET_SCHEMA)
-        path = _text(args, "path").strip()
-        if not path:
-            raise BadArgument("'path' must not be empty")
-        start = _int(args, "from", 1)
-        lines = _int(args, "lines", 1)
+        a = check_arguments(args, GET_SCHEMA)
+        path, start, lines = a["path"], a.get("from"), a.get("lines")
         if self.backend is not None:
             try:
                 out = self.backend.get(path, start, lines).to_dict()
@@ -190,7 +102,7 @@ class MemoryTools:
         return out, bool(out.get("disabled") or out.get("error"))
 
     def status(self, args: Mapping[str, Any]) -> Outcome:
-        _check_keys(args, STATUS_SCHEMA)
+        check_arguments(args, STATUS_SCHEMA)
         st: Any = (self.backend.status() if self.backend is not None
                    else self.live.search_index().status())
         out = st.to_json() if hasattr(st, "to_json") else dict(st)
