@@ -45,7 +45,7 @@ from ..reading import PathRefused, ReadResult, read_lines
 from ..sources import is_readable_memory_path
 from ..status import ChunkingInfo, FtsInfo, SourceCount, VectorInfo
 from ..sync import SyncProgress
-from .protocol import BackendSearch, BackendStatus, OnHits
+from .protocol import OWN_INDEX, BackendSearch, BackendStatus, FallbackNote, OnHits
 from .qmd_process import QmdError, parse_query_json, qmd_env, resolve_command, run_qmd
 from .qmd_results import (
     clamp_injected,
@@ -135,6 +135,8 @@ class QmdBackend:
     :class:`~memory_core.backends.fallback.FallbackBackend`). Raises :class:`QmdError`."""
 
     kind = "qmd"
+    capabilities: frozenset[str] = frozenset({OWN_INDEX})
+    fallback: FallbackNote | None = None
 
     def __init__(self, workspace: Path, config: MemoryConfig) -> None:
         self.workspace = workspace
@@ -174,6 +176,9 @@ class QmdBackend:
         if self._db is not None:
             self._db.close()
             self._db = None
+
+    def release(self) -> None:
+        self.close()  # qmd's own connection only: it was given no MemoryIndex
 
     def open(self, mode: str = "full") -> QmdBackend:
         """Create the XDG folders, share the user's downloaded models, add the collections.

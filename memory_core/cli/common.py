@@ -13,10 +13,13 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import PROFILES, SearchSettings, check_values, setting_meta
 from ..index import MemoryIndex
+
+if TYPE_CHECKING:
+    from ..backends import MemoryBackend
 
 #: Exit code of every error the user can act on (bad input, missing data, refused path).
 EXIT_USAGE = 2
@@ -81,15 +84,12 @@ def add_backend_arg(p: argparse.ArgumentParser) -> None:
                    "builtin, and says why, when it cannot answer")
 
 
-def open_backend_for(idx: MemoryIndex, args: argparse.Namespace) -> Any:
-    """The qmd backend over ``idx`` when ``--backend`` (or the config) asks for qmd, else
-    ``None`` (the caller keeps using ``idx``, the builtin engine)."""
-    kind = getattr(args, "backend", None) or idx.config.backend.kind
-    if kind != "qmd":
-        return None
+def open_backend_for(idx: MemoryIndex, args: argparse.Namespace) -> MemoryBackend:
+    """The backend ``--backend`` (or the config) asks for, over ``idx``: the builtin engine
+    (:data:`~memory_core.backends.ENGINE` in its capabilities), or qmd with its fallback."""
     from ..backends import open_backend
 
-    return open_backend(idx, "qmd")
+    return open_backend(idx, getattr(args, "backend", None) or idx.config.backend.kind)
 
 
 def flag_of(name: str) -> str:

@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
+from ..backends import ENGINE, MemoryBackend
 from ..chunking import chunk_markdown
 from ..fusion import FusionResult, Hit
 from ..index import MemoryIndex
@@ -35,7 +36,7 @@ SEARCH_FLAGS = ("max_results", "min_score", "vector_weight", "text_weight",
                 "candidate_multiplier", "fusion")
 
 
-def _backend_index(backend: Any, args: argparse.Namespace) -> int:
+def _backend_index(backend: MemoryBackend, args: argparse.Namespace) -> int:
     """``index --backend qmd``: ``qmd update`` (forced), or builtin's sync after a fallback."""
     with backend:
         report = backend.sync(force=True, progress=progress_bar(not args.no_progress))
@@ -55,7 +56,7 @@ def _backend_index(backend: Any, args: argparse.Namespace) -> int:
 def cmd_index(args: argparse.Namespace) -> int:
     with open_index(args) as idx:
         backend = open_backend_for(idx, args)
-        if backend is not None:
+        if ENGINE not in backend.capabilities:
             return _backend_index(backend, args)
         report = idx.sync(force=args.force, progress=progress_bar(not args.no_progress),
                           verify=args.verify)
@@ -172,7 +173,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     with open_index(args) as idx:
         on_hits = None if args.no_record else LazyRecallRecorder(idx)
         backend = open_backend_for(idx, args)
-        if backend is not None:
+        if ENGINE not in backend.capabilities:
             return _backend_search(backend, idx, args, sources, on_hits)
         if args.batch:
             return search_batch(idx, args.batch, max_results=args.max_results,
@@ -199,7 +200,7 @@ def _answerer(idx: MemoryIndex, args: argparse.Namespace) -> AbstractContextMana
     """What answers ``get`` and ``status``: the qmd backend when ``--backend`` (or the config)
     asks for it, else ``idx`` itself (left open: the caller's ``open_index`` closes it)."""
     backend = open_backend_for(idx, args)
-    return nullcontext(idx) if backend is None else backend
+    return nullcontext(idx) if ENGINE in backend.capabilities else backend
 
 
 def cmd_get(args: argparse.Namespace) -> int:

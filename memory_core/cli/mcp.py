@@ -78,5 +78,4 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         return 0
     finally:
         live.close()
-        if backend is not None:
-            backend.close()
+        backend.release()  # qmd's own processes; the index closes with ``live``

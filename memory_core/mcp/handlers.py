@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import tools
+from ..backends import ENGINE, OWN_INDEX, MemoryBackend
 from ..live import LiveIndex, LiveUnavailable
 from ..reading import PathRefused
 from ..tools import GET_SCHEMA, SEARCH_SCHEMA, STATUS_SCHEMA, BadArgument, check_arguments
@@ -52,10 +53,16 @@ class MemoryTools:
 
     live: LiveIndex
     record_recalls: bool = True
-    #: A ``memory_core.backends`` backend (``--backend qmd``) answering instead of the live
-    #: index; ``None``: the builtin engine through ``live``.
-    backend: Any = None
+    #: The backend (``memory_core.backends``) the server was opened with; one that is not
+    #: the builtin :data:`~memory_core.backends.ENGINE` (``--backend qmd``) answers instead of
+    #: the live index. ``None``: the builtin engine, through ``live``.
+    backend: MemoryBackend | None = None
     _backend_generation: int = field(default=-1, init=False, repr=False)
+
+    def _other(self) -> MemoryBackend | None:
+        """The backend answering in place of the live index's builtin engine, if any."""
+        b = self.backend
+        return b if b and ENGINE not in b.capabilities else None
 
     def call(self, name: str, arguments: Mapping[str, Any] | None) -> Outcome:
         """Run tool ``name``; never raises."""
@@ -79,8 +86,9 @@ class MemoryTools:
         a = check_arguments(args, SEARCH_SCHEMA)
         query, max_results, min_score = a["query"], a.get("maxResults"), a.get("minScore")
         corpus = a.get("corpus")
-        if self.backend is not None:
-            return self._backend_search(query, max_results, min_score, corpus)
+        other = self._other()
+        if other:
+            return self._backend_search(other, query, max_results, min_score, corpus)
         index = self.live.search_index()
         out = tools.memory_search(index, query, max_results, min_score, corpus,
                                   record=self.record_recalls)
@@ -92,9 +100,10 @@ class MemoryTools:
     def get(self, args: Mapping[str, Any]) -> Outcome:
         a = check_arguments(args, GET_SCHEMA)
         path, start, lines = a["path"], a.get("from"), a.get("lines")
-        if self.backend is not None:
+        other = self._other()
+        if other:
             try:
-                out = self.backend.get(path, start, lines).to_dict()
+                out = other.get(path, start, lines).to_dict()
             except PathRefused as e:
                 out = {"path": path, "text": "", "disabled": True, "error": str(e)}
             return out, bool(out.get("disabled") or out.get("error"))
@@ -103,22 +112,20 @@ class MemoryTools:
 
     def status(self, args: Mapping[str, Any]) -> Outcome:
         check_arguments(args, STATUS_SCHEMA)
-        st: Any = (self.backend.status() if self.backend is not None
-                   else self.live.search_index().status())
-        out = st.to_json() if hasattr(st, "to_json") else dict(st)
+        other = self._other()
+        out = (other.status() if other else self.live.search_index().status()).to_json()
         out["live"] = self.live.status().to_json()
         return out, False
 
-    def _backend_search(self, query: str, max_results: int | None, min_score: float | None,
-                        corpus: str | None) -> Outcome:
+    def _backend_search(self, backend: MemoryBackend, query: str, max_results: int | None,
+                        min_score: float | None, corpus: str | None) -> Outcome:
         """``memory_search`` through the backend, in the builtin tool's shape.
 
         qmd is updated (debounced, as the reference's watcher makes it dirty) whenever the live
         index saw the files change since its last update.
         """
-        backend = self.backend
         generation = self.live.status().generation
-        if generation != self._backend_generation and hasattr(backend, "primary"):
+        if generation != self._backend_generation and OWN_INDEX in backend.capabilities:
             backend.sync()
             self._backend_generation = generation
         on_hits = None
