@@ -220,10 +220,9 @@ def _merge(cands: Candidates, vector: list[LegHit], keyword: list[LegHit]) -> li
         h.vector_score, h.vector_rank = v.score, v.rank
         by_id[v.id] = h
     for k in keyword:
-        h = by_id.get(k.id)
-        if h is None:
-            h = _make_hit(cands.chunks[k.id])
-            by_id[k.id] = h
+        if k.id not in by_id:
+            by_id[k.id] = _make_hit(cands.chunks[k.id])
+        h = by_id[k.id]
         h.text_score, h.text_rank = k.score, k.rank
     for h in by_id.values():
         h.via = ("both" if h.vector_rank and h.text_rank else

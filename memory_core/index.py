@@ -29,6 +29,7 @@ from .config import (
     MemoryConfig,
     ProfileName,
     SearchSettings,
+    checked_settings,
     load_config,
     profile_settings,
     provider_name,
@@ -357,9 +358,7 @@ class MemoryIndex:
         model-dependent constants follow it; explicit ``[search]`` keys win), then the
         per-call overrides (CLI flags, tool arguments), which win over both.
         """
-        s = self.config.settings(self.choice.id)
-        clean = {k: v for k, v in overrides.items() if v is not None}
-        return replace(s, **clean) if clean else s
+        return checked_settings(self.config.settings(self.choice.id), "settings", **overrides)
 
     def profile_defaults(self, profile: ProfileName | str | None = None) -> SearchSettings:
         """A profile's own settings (default: this index's) for the provider in use, without
@@ -474,10 +473,8 @@ class MemoryIndex:
         any (promotion's ``recall_recorder(index)`` records recalls this way; nothing is
         recorded unless the caller asks).
         """
-        s = settings or self.settings(**overrides)
-        s = replace(s, max_results=max_results if max_results is not None else s.max_results,
-                    min_score=min(1.0, max(0.0, min_score)) if min_score is not None
-                    else s.min_score)
+        s = checked_settings(settings or self.settings(**overrides), "search",
+                             max_results=max_results, min_score=min_score)
         # one fusion under ``s``: only the rows it reads
         cands = self.candidates(query, sources, s, use_numpy=use_numpy,
                                 rows_for=rows_needed(query, s))

@@ -91,11 +91,11 @@ def or_query_topk(store: Store, table: str, phrases: Sequence[str], pool: int,
             return got, "postings"
     if len(phrases) >= 2:
         try:
-            got = _split_topk(store, table, phrases, pool, sources)
+            split = _split_topk(store, table, phrases, pool, sources)
         except OperationalError:
-            got = None  # whatever FTS5 refuses, the full query handles as it always has
-        if got is not None:
-            return got
+            split = None  # whatever FTS5 refuses, the full query handles as it always has
+        if split is not None:
+            return split
     return store.keyword_search(match, [], pool, table=table, sources=sources), "full"
 
 

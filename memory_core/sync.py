@@ -168,7 +168,9 @@ def chunk_id(source: str, path: str, c: Chunk, model: str) -> str:
 
 def split_utf8(text: str, limit: int) -> list[str]:
     """Cut ``text`` into pieces of at most ``limit`` UTF-8 bytes, never inside a character."""
-    pieces, cur, size = [], [], 0
+    pieces: list[str] = []
+    cur: list[str] = []
+    size = 0
     for ch in text:
         n = len(ch.encode("utf-8", "replace"))
         if size + n > limit and cur:
@@ -425,7 +427,7 @@ class Indexer:
         if reason is None and old is not None:
             known = old.file_signatures()
             reason = mostly_changed(listing.files, known)
-        if reason is None and old is not None:
+        if reason is None and old is not None and known is not None:
             try:
                 self._incremental(old, listing.files, report, known)
                 # the connection already open: a second open costs a migration check,

@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import PROFILES, SearchSettings, profile_settings
+from ..config import PROFILES, SearchSettings, check_values, checked_settings, profile_settings
 from .common import EXIT_USAGE, CliError, progress_bar
 
 if TYPE_CHECKING:
@@ -40,8 +40,15 @@ def _ints(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x.strip()]
 
 
-def _coerce(field: str, raw: str) -> Any:
-    """``raw`` as the type of :class:`SearchSettings`' ``field`` (bool, int, float or str)."""
+def _coerce(field: str, raw: str, flag: str = "--set") -> Any:
+    """``raw`` as the type of :class:`SearchSettings`' ``field`` (bool, int, float or str),
+    checked by the field's declaration (its range or choices) like any other door."""
+    value = _typed(field, raw)
+    check_values(SearchSettings, {field: value}, f"eval {flag}")
+    return value
+
+
+def _typed(field: str, raw: str) -> Any:
     defaults = SearchSettings()
     if not hasattr(defaults, field):
         raise CliError(f"unknown search setting {field!r}")
@@ -51,7 +58,7 @@ def _coerce(field: str, raw: str) -> Any:
             if raw.lower() not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
                 raise ValueError(raw)
             return raw.lower() in ("1", "true", "yes", "on")
-        if isinstance(current, int) and field != "now_ms":
+        if isinstance(current, int) or field == "now_ms":
             return int(raw)
         if isinstance(current, float):
             return float(raw)
@@ -66,8 +73,8 @@ def _pairs(items: list[str], many: bool) -> dict[str, Any]:
         if "=" not in item:
             raise CliError(f"{item!r}: expected FIELD=VALUE")
         field, raw = (x.strip() for x in item.split("=", 1))
-        out[field] = ([_coerce(field, v) for v in raw.split(",") if v.strip()] if many
-                      else _coerce(field, raw))
+        out[field] = ([_coerce(field, v, "--grid") for v in raw.split(",") if v.strip()]
+                      if many else _coerce(field, raw))
     return out
 
 
@@ -214,9 +221,8 @@ def _settings(args: argparse.Namespace, profile: str,
               overrides: dict[str, Any]) -> SearchSettings:
     """``profile``'s settings for ``--provider``, with ``--max-results`` and ``overrides`` (the
     ``--set`` pairs, or none for a compared profile)."""
-    s = profile_settings(profile, args.provider)
-    if args.max_results:
-        s = replace(s, max_results=args.max_results)
+    s = checked_settings(profile_settings(profile, args.provider), "eval",
+                         {"max_results": "--max-results"}, max_results=args.max_results or None)
     return replace(s, **overrides) if overrides else s
 
 

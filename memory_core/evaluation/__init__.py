@@ -21,117 +21,59 @@ Public API (used by the CLI's ``eval`` command, the workbench's Evaluate page an
 
 The data under ``../shared/datasets`` is licensed for evaluation only: it is read in place, never
 copied into the project; generated workspaces and indexes live in a cache folder outside it
-(``$MEMORY_WORKBENCH_CACHE`` or ``~/.cache/memory-workbench``, see :func:`cache_dir`).
+(``$MEMORY_WORKBENCH_CACHE`` or ``~/.cache/memory-workbench``, see :func:`.datasets.cache_dir`).
 """
 
-from ..common.locations import REPO_ROOT, datasets_dir
-from .cv import (
-    DEFAULT_CV_GRID,
-    CVResult,
-    Fold,
-    JointCVResult,
-    cross_validate,
-    cross_validate_sets,
-    make_folds,
-    run_cv,
-    run_cv_sets,
-)
+from ..common.locations import datasets_dir
+from .cv import cross_validate, cross_validate_sets, make_folds, run_cv
 from .datasets import (
-    APART_CATEGORIES,
     BEIR_SETS,
-    DEMO_QUERIES,
     DEMO_WORKSPACE,
-    LOCOMO_CATEGORIES,
-    LOCOMO_CONVS,
     DatasetMissing,
     EvalQuery,
     Evidence,
     QuerySet,
     available_query_sets,
-    beir_workspace,
-    cache_dir,
     load_query_set,
     same_workspace,
 )
-from .metrics import (
-    DEPTH,
-    KS,
-    METRIC_KEYS,
-    aggregate,
-    covers,
-    ideal_counts,
-    max_new_unit_sequence,
-    score_ranking,
-)
-from .report import (
-    EvalReport,
-    RunResult,
-    compare,
-    compare_markdown,
-    markdown_table,
-    sweep_markdown,
-)
+from .metrics import max_new_unit_sequence, score_ranking
+from .report import EvalReport, compare, compare_markdown, sweep_markdown
 from .runner import (
     DEFAULT_GRID,
     CollectedQuery,
     EvalConfig,
-    Progress,
     collect,
-    evaluate_rows,
     leg_audit,
     leg_configs,
-    open_eval_index,
     run_eval,
     sweep,
 )
 
 __all__ = [
-    "APART_CATEGORIES",
     "BEIR_SETS",
-    "DEFAULT_CV_GRID",
     "DEFAULT_GRID",
-    "DEMO_QUERIES",
     "DEMO_WORKSPACE",
-    "DEPTH",
-    "KS",
-    "LOCOMO_CATEGORIES",
-    "LOCOMO_CONVS",
-    "METRIC_KEYS",
-    "REPO_ROOT",
-    "CVResult",
     "CollectedQuery",
     "DatasetMissing",
     "EvalConfig",
     "EvalQuery",
     "EvalReport",
     "Evidence",
-    "Fold",
-    "JointCVResult",
-    "Progress",
     "QuerySet",
-    "RunResult",
-    "aggregate",
     "available_query_sets",
-    "beir_workspace",
-    "cache_dir",
     "collect",
     "compare",
     "compare_markdown",
-    "covers",
     "cross_validate",
     "cross_validate_sets",
     "datasets_dir",
-    "evaluate_rows",
-    "ideal_counts",
     "leg_audit",
     "leg_configs",
     "load_query_set",
     "make_folds",
-    "markdown_table",
     "max_new_unit_sequence",
-    "open_eval_index",
     "run_cv",
-    "run_cv_sets",
     "run_eval",
     "same_workspace",
     "score_ranking",

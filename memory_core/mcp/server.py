@@ -17,7 +17,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,8 +57,9 @@ TOOL_QUEUE_TIMEOUT_S = 60.0
 MAX_BODY_BYTES = 1024 * 1024
 log = logging.getLogger("memory_core.mcp")
 
-ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]],
-                    Callable[[dict[str, Any]], Awaitable[None]]], Awaitable[None]]
+Scope = MutableMapping[str, Any]  # ASGI's own types, as Starlette declares them
+ASGIApp = Callable[[Scope, Callable[[], Awaitable[Scope]], Callable[[Scope], Awaitable[None]]],
+                   Awaitable[None]]
 
 
 class ServerConfigError(ValueError):
@@ -150,7 +151,7 @@ def bearer_guard(app: ASGIApp, token: str) -> ASGIApp:
     """Refuse HTTP requests that lack ``Authorization: Bearer <token>`` (401, one JSON line)."""
     expected = f"Bearer {token}".encode()
 
-    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def guarded(scope: Scope, receive: Any, send: Any) -> None:
         if scope.get("type") == "http":
             given = dict(scope.get("headers") or []).get(b"authorization", b"")
             if not hmac.compare_digest(given, expected):

@@ -74,9 +74,9 @@ class DreamingConfig:
             dreaming.get("storage"), dict) else None
         if mode in ("separate", "inline", "both"):
             c.storage = mode
-        phases = dreaming.get("phases") if isinstance(dreaming.get("phases"), dict) else {}
-        light = phases.get("light") if isinstance(phases.get("light"), dict) else {}
-        rem = phases.get("rem") if isinstance(phases.get("rem"), dict) else {}
+        phases = dreaming["phases"] if isinstance(dreaming.get("phases"), dict) else {}
+        light = phases["light"] if isinstance(phases.get("light"), dict) else {}
+        rem = phases["rem"] if isinstance(phases.get("rem"), dict) else {}
         for src, key, attr in ((light, "lookbackDays", "light_lookback_days"),
                                (light, "limit", "light_limit"),
                                (rem, "lookbackDays", "rem_lookback_days"),

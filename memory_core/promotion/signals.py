@@ -170,7 +170,7 @@ def daily_snippets(text: str) -> list[Signal]:
     than 8 characters are dropped, longer than 280 are cut. ``path`` is left empty.
     """
     lines = text.split("\n")
-    blank = set()
+    blank: set[int] = set()
     for a, b in fenced_ranges(lines):
         blank.update(range(a, b + 1))
     in_managed = False
