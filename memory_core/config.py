@@ -186,7 +186,7 @@ class ProviderConfig:
     max_retries: int = setting(3, ge=0, help="retries of a failed request")
     #: Extra HTTP headers for a remote provider (secrets such as Authorization are dropped).
     headers: dict[str, str] = setting(factory=dict, help="extra HTTP headers of a remote provider")
-    batch: BatchConfig = field(default_factory=BatchConfig)
+    batch: BatchConfig = setting(factory=BatchConfig, help="[provider.batch]: the batch API")
 
 
 @dataclass
@@ -263,7 +263,8 @@ class QmdConfig:
     command_timeout_ms: int = setting(30_000, ge=1, help="other qmd commands' timeout (ms)")
     update_timeout_ms: int = setting(120_000, ge=1, help="`qmd update`'s timeout (ms)")
     embed_timeout_ms: int = setting(120_000, ge=1, help="`qmd embed`'s timeout (ms)")
-    sessions: QmdSessionsConfig = field(default_factory=QmdSessionsConfig)
+    sessions: QmdSessionsConfig = setting(factory=QmdSessionsConfig,
+                                          help="[qmd.sessions]: transcripts exported for qmd")
 
 
 @dataclass

@@ -112,7 +112,7 @@ def _in_clause(column: str, values: Sequence[str] | None) -> tuple[str, list[Any
     return f" AND {column} IN ({','.join('?' * len(values))})", list(values)
 
 
-class MetaDamaged(DatabaseError):  # type: ignore[misc, valid-type]
+class MetaDamaged(DatabaseError):
     """The index meta is not what a sync writes: damage that ``quick_check`` cannot see."""
 
 

@@ -165,7 +165,7 @@ def bearer_guard(app: ASGIApp, token: str) -> ASGIApp:
 
 def body_limit(app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> ASGIApp:
     """Refuse HTTP requests that declare a body over ``max_bytes`` (413, one JSON line)."""
-    async def limited(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def limited(scope: Scope, receive: Any, send: Any) -> None:
         if scope.get("type") == "http":
             declared = dict(scope.get("headers") or []).get(b"content-length", b"0")
             if not declared.isdigit() or int(declared) > max_bytes:
@@ -202,8 +202,8 @@ def http_app(live: LiveIndex, opts: HttpOptions, *, record_recalls: bool = True,
     server = build_server(live, record_recalls=record_recalls, backend=backend)
     app = server.streamable_http_app(streamable_http_path="/mcp", transport_security=security,
                                      host=opts.host)
-    app = body_limit(app)
-    return bearer_guard(app, token) if token else app
+    limited = body_limit(app)
+    return bearer_guard(limited, token) if token else limited
 
 
 def run_http(live: LiveIndex, opts: HttpOptions, *, record_recalls: bool = True,
