@@ -148,7 +148,7 @@ class LabelStore:
         self.folder.mkdir(parents=True, exist_ok=True)
         text = "".join(json.dumps(dict(rec), ensure_ascii=False) + "\n"
                        for rec in queries.values())
-        atomic_write(self.queries_file, text.encode("utf-8"), durable=False)
+        atomic_write(self.queries_file, text.encode("utf-8"), durable=False, mode=0o644)
         write_qrels(self.qrels_file, qrels)
 
     def mark(self, query: str, docid: str, relevant: bool | None,

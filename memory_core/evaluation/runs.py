@@ -199,8 +199,8 @@ def save_run(report: EvalReport, query_set: QuerySet, name: str | None = None, *
                                        for k, v in query_set.workspaces.items()}},
             "settings": run.settings, "index": report.info.get("indexes", {}),
             "code": code_version(), "metrics": run.metrics, "per_query": per_query}
-    atomic_write(folder / "run.json", json.dumps(meta, ensure_ascii=False, indent=1,
-                                                 default=str).encode("utf-8"), durable=False)
+    data = json.dumps(meta, ensure_ascii=False, indent=1, default=str).encode("utf-8")
+    atomic_write(folder / "run.json", data, durable=False, mode=0o644)
     return SavedRun(folder, meta)
 
 

@@ -70,7 +70,7 @@ def write_run(path: str | os.PathLike[str], run: Mapping[str, Sequence[tuple[str
     """Write ``run`` as a TREC run file (atomically); return its path."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(p, format_run(run, tag).encode("utf-8"), durable=False)
+    atomic_write(p, format_run(run, tag).encode("utf-8"), durable=False, mode=0o644)
     return p
 
 
@@ -134,7 +134,7 @@ def write_qrels(path: str | os.PathLike[str], qrels: Mapping[str, Mapping[str, i
     """Write ``qrels`` as a TREC qrels file (atomically); return its path."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(p, format_qrels(qrels).encode("utf-8"), durable=False)
+    atomic_write(p, format_qrels(qrels).encode("utf-8"), durable=False, mode=0o644)
     return p
 
 
