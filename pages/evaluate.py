@@ -71,14 +71,12 @@ def _saved_runs_section() -> None:
                  key="eval_runs_table")
     by_id = {r.id: r for r in runs}
     ids = list(by_id)
-    if st.session_state.get("eval_runs_seen") != ids:  # a run was saved: newest is B again
-        st.session_state["eval_runs_seen"] = ids
-        for k in ("eval_run_a", "eval_run_b"):
-            st.session_state.pop(k, None)
+    # new pickers when a run is saved (the browser keeps a picker's value): B the newest again
+    tag = f"{len(ids)}-{ids[0]}"
     c1, c2 = st.columns(2)
-    a_id = c1.selectbox("Run A (baseline)", ids, index=min(1, len(ids) - 1), key="eval_run_a",
-                        format_func=lambda i: f"{by_id[i].name} · {i}")
-    b_id = c2.selectbox("Run B (change)", ids, index=0, key="eval_run_b",
+    a_id = c1.selectbox("Run A (baseline)", ids, index=min(1, len(ids) - 1),
+                        key=f"eval_run_a-{tag}", format_func=lambda i: f"{by_id[i].name} · {i}")
+    b_id = c2.selectbox("Run B (change)", ids, index=0, key=f"eval_run_b-{tag}",
                         format_func=lambda i: f"{by_id[i].name} · {i}")
     if st.button("Compare runs", key="eval_cmp_runs"):
         try:

@@ -26,7 +26,9 @@ def test_save_two_runs_compare_them_and_open_a_loss(open_app: OpenApp, demo_ws: 
         assert not at.exception and any("Saved run" in s.value for s in at.success)
     runs = _table(at, "query_set")
     assert len(runs) == 2 and set(runs["n_queries"]) == {27}
-    assert at.selectbox(key="eval_run_b").value != at.selectbox(key="eval_run_a").value
+    pickers = {s.label: s.value for s in at.selectbox if s.label.startswith("Run ")}
+    assert pickers["Run A (baseline)"] != pickers["Run B (change)"]
+    assert pickers["Run B (change)"].endswith("A-tuned")  # the newest run is B
     at.button(key="eval_cmp_runs").click().run()
     cmp = _table(at, "p-value")
     assert list(cmp["metric"])[:5] == ["ndcg@10", "mrr@10", "recall@5", "recall@10", "success@1"]

@@ -151,3 +151,26 @@ def test_recall_any_and_recall_all_at_file_level() -> None:
     assert m["recall_all@3"] == 1.0 and m["recall_any@5"] == 1.0
     miss = score_ranking([("b.md", 1, 2)], [Evidence("a.md", 1)])["file"]
     assert miss["recall_any@10"] == 0.0 and miss["recall_all@10"] == 0.0
+
+
+def test_beir_folder_with_other_qrels_and_its_own_ids_in_the_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORY_WORKBENCH_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "tiny"
+    (folder / "qrels").mkdir(parents=True)
+    docs = [{"_id": "d1", "title": "Pools", "text": "The connection pool was exhausted."},
+            {"_id": "d/2", "title": "Backups", "text": "Backups go to S3 Glacier nightly."}]
+    (folder / "corpus.jsonl").write_text("\n".join(json.dumps(d) for d in docs) + "\n")
+    (folder / "queries.jsonl").write_text('{"_id": "q1", "text": "connection pool"}\n'
+                                          '{"_id": "q2", "text": "backups glacier"}\n')
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    other = tmp_path / "other.qrels"  # judges q2 too, in TREC form and the corpus' own ids
+    other.write_text("q1 0 d1 1\nq2 0 d/2 1\n")
+    out = tmp_path / "run.trec"
+    report = tmp_path / "r.json"
+    assert main(["eval", "--queries", str(folder), "--qrels", str(other), "--provider", "none",
+                 "--no-progress", "--run-out", str(out), "--out", str(report)]) == 0
+    assert json.loads(report.read_text())["reports"][0]["runs"][0]["metrics"]["n_queries"] == 2
+    run = read_run(out)
+    assert run["q1"][0][0] == "d1" and run["q2"][0][0] == "d/2"  # BEIR ids, not paths
+    assert score_run(run, read_qrels(other))["q2"]["success@1"] == 1.0
