@@ -46,6 +46,7 @@ def test_saved_runs_list_compare_and_side_by_side(demo_ws: Path, tmp_path: Path,
     meta = ref.meta
     assert meta["query_set"] == "demo" and meta["settings"]["fusion"] == "reference"
     assert meta["code"]["version"] and meta["index"]["workspace"]["chunks"] > 0
+    assert meta["index"]["workspace"]["generation"] >= 1 and meta["index"]["workspace"]["store"]
     assert meta["metrics"]["n_queries"] == 27
     trec = read_run(ref.trec_file)
     assert set(trec) <= {q.qid for q in qs.queries}

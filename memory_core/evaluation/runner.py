@@ -285,7 +285,8 @@ def collect_workspace(query_set: QuerySet, ws_key: str, queries: Sequence[EvalQu
         ws_info = {"workspace": str(idx.workspace), "store": str(idx.store_path),
                    "chunks": st.get("chunks"), "files": st.get("files"),
                    "provider": idx.choice.id, "model": idx.choice.model,
-                   "chunking": st.get("chunking"), "profile": idx.config.profile}
+                   "chunking": st.get("chunking"), "profile": idx.config.profile,
+                   "generation": idx.generation}
         cfile = _cache_file(idx, st.get("chunks"), queries, keys) if cache else None
         cached = _load_cached(cfile) if cfile is not None and cfile.is_file() else None
         if cached is not None and len(cached) == len(queries):
