@@ -78,3 +78,22 @@ def test_labels_marked_in_search_are_evaluated(open_app: OpenApp, demo_ws: Path)
     moved = evaluate()
     assert moved["success@1"] == 0.0 and moved["success@10"] == 1.0
     assert 0 < moved["mrr@10"] < 1.0
+
+
+def test_a_sweep_cell_applied_to_search_and_tune(open_app: OpenApp, demo_ws: Path) -> None:
+    at = open_app(demo_ws, "pages/search.py", timeout=300)  # its sliders drawn once already
+    assert at.slider(key="t_vector_weight").value != 0.3
+    at.switch_page("pages/evaluate.py").run()
+    at.toggle(key="eval_legs").set_value(False).run()
+    at.button(key="eval_run").click().run()
+    at.button(key="eval_sweep").click().run()
+    assert not at.exception
+    at.selectbox(key="eval_cell_vw").set_value(0.3).run()
+    at.selectbox(key="eval_cell_ms").set_value(0.1).run()
+    at.button(key="eval_apply_cell").click().run()
+    assert any("vector weight 0.3" in s.value for s in at.success)
+    at.switch_page("pages/search.py").run()
+    assert not at.exception
+    assert at.slider(key="t_vector_weight").value == 0.3
+    assert at.slider(key="t_text_weight").value == 0.7
+    assert at.slider(key="t_min_score").value == 0.1
