@@ -203,7 +203,7 @@ with main:
                 marks[docid] = st.radio(
                     f"{i}. `{h.citation}`", evalruns.LABEL_CHOICES, horizontal=True,
                     index=evalruns.LABEL_CHOICES.index(evalruns.label_of(judged, docid)),
-                    key=f"lbl_{docid}")
+                    key=evalruns.label_key(query, docid))
             if st.button("Save labels", key="search_save_labels"):
                 n = evalruns.save_labels(key, query, marks)
                 st.success(f"{n} hit(s) of this query judged, beside the index "

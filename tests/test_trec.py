@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 
 from memory_core.cli import main
-from memory_core.evaluation import datasets_dir, load_query_set
+from memory_core.evaluation import Evidence, datasets_dir, load_query_set
 from memory_core.evaluation.run_compare import compare_per_query, compare_runs
 from memory_core.evaluation.run_metrics import mean_metrics, score_run
 from memory_core.evaluation.significance import bootstrap_ci, randomization_p
 from memory_core.evaluation.trec import (
     FormatError,
+    chunk_docid,
     evidence_of,
     format_run,
     read_qrels,
@@ -100,6 +101,11 @@ def test_docids_name_files_lines_and_chunks() -> None:
     assert evidence_of("memory/a.md").line is None
     assert evidence_of("memory/a.md#L7").line == 7
     assert evidence_of("memory/a.md#L10-L20").line == 15  # the marked chunk's middle line
+    # a space would split a TREC line: it is written %20 and read back as a space
+    doc = chunk_docid("notes/my file.md", 1, 3)
+    assert doc == "notes/my%20file.md#L1-L3" and "my%20file" in format_run({"q": [(doc, 1.0)]})
+    assert evidence_of(doc) == Evidence("notes/my file.md", 2)
+    assert evidence_of("notes/100%25.md") == Evidence("notes/100%.md")
 
 
 def test_bad_files_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]

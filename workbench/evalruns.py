@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import pandas as pd
@@ -11,6 +12,7 @@ import streamlit as st
 from memory_core.evaluation.labels import LabelStore, labels_dir
 from memory_core.evaluation.run_compare import Comparison
 from memory_core.evaluation.runs import SavedRun, side_by_side
+from memory_core.evaluation.trec import chunk_docid
 
 from . import state
 
@@ -27,7 +29,12 @@ def label_store(key: state.IndexKey) -> LabelStore:
 
 def hit_docid(path: str, start: int, end: int) -> str:
     """The qrels id of a hit (its chunk)."""
-    return f"{path}#L{start}-L{end}"
+    return chunk_docid(path, start, end)
+
+
+def label_key(query: str, docid: str) -> str:
+    """The widget key of one hit's label for one query (a hit keeps no label across queries)."""
+    return f"lbl_{hashlib.sha1(query.encode()).hexdigest()[:8]}_{docid}"
 
 
 def label_of(judged: dict[str, int], docid: str) -> str:

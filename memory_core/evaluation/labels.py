@@ -23,7 +23,7 @@ from typing import Any
 from ..common.fileio import atomic_write
 from ..common.locations import REPO_ROOT
 from .datasets import APART_CATEGORIES, EvalQuery, QuerySet
-from .trec import Qrels, evidence_of, read_qrels, read_topics, write_qrels
+from .trec import Qrels, docid_of_evidence, evidence_of, read_qrels, read_topics, write_qrels
 
 DEMO_LABELS = REPO_ROOT / "examples" / "demo-labels"
 QUERIES_FILE = "queries.jsonl"
@@ -190,8 +190,7 @@ class LabelStore:
         have, judged = self.queries(), self.qrels()
         for q in qs.queries:
             have[q.qid] = {"qid": q.qid, "query": q.query, "category": q.category}
-            judged[q.qid] = {(ev.path if ev.line is None else f"{ev.path}#L{ev.line}"): 1
-                             for ev in q.relevant}
+            judged[q.qid] = {docid_of_evidence(ev): 1 for ev in q.relevant}
         self._write(have, judged)
         return len(qs.queries)
 

@@ -22,6 +22,7 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ from .report import EvalReport, RunResult
 from .run_compare import DEFAULT_THRESHOLD, Comparison, compare_per_query
 from .run_metrics import RUN_METRICS
 from .significance import DEFAULT_ROUNDS, DEFAULT_SEED
-from .trec import Qrels, Run, docid_of_evidence, write_qrels, write_run
+from .trec import Qrels, Run, docid_of_evidence, path_id, write_qrels, write_run
 
 #: Bumped when a run folder's layout changes.
 RUN_FORMAT = 1
@@ -77,7 +78,9 @@ def trec_run(run: RunResult, level: str = "file", doc_ids: Mapping[str, str] | N
         ranked: list[tuple[str, float]] = []
         seen: set[str] = set()
         for res, score in zip(row["results"], scores, strict=False):
-            doc = res if level == "chunk" else ids.get(res.split("#L")[0], res.split("#L")[0])
+            path, lines = res.rsplit("#L", 1)
+            doc = (f"{path_id(path)}#L{lines}" if level == "chunk"
+                   else ids.get(path, path_id(path)))
             if doc not in seen:
                 seen.add(doc)
                 ranked.append((doc, float(score)))
@@ -94,7 +97,7 @@ def query_qrels(query_set: QuerySet, level: str = "file") -> Qrels:
     out: Qrels = {}
     for q, row in zip(query_set.queries, rows, strict=True):
         if level == "file":
-            docs = [query_set.doc_ids.get(ev.path, ev.path) for ev in q.relevant]
+            docs = [query_set.doc_ids.get(ev.path, path_id(ev.path)) for ev in q.relevant]
         else:
             docs = [docid_of_evidence(ev) for ev in q.relevant]
         out[_key(row, qualified)] = dict.fromkeys(docs, 1)
@@ -171,7 +174,8 @@ def save_run(report: EvalReport, query_set: QuerySet, name: str | None = None, *
     """Save ``report.runs[run_index]`` as a run folder (see the module's docstring)."""
     run = report.runs[run_index]
     level = level or "file"
-    created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    # microseconds: runs saved within one second still list in the order they were saved
+    created = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     name = name or f"{query_set.name} {run.label}"
     base = runs_dir(root)
     base.mkdir(parents=True, exist_ok=True)

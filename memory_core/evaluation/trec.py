@@ -200,9 +200,26 @@ def _trec_topics(text: str) -> dict[str, str]:
 # =============================================================================== ids
 
 
+_QUOTES = (("%", "%25"), (" ", "%20"), ("\t", "%09"), ("\n", "%0A"), ("\r", "%0D"))
+
+
+def path_id(path: str) -> str:
+    """A workspace path as a document id: TREC fields are split on white space, so a space in a
+    path is written ``%20`` (and ``%`` itself ``%25``)."""
+    for raw, quoted in _QUOTES:
+        path = path.replace(raw, quoted)
+    return path
+
+
+def _unquote(docid: str) -> str:
+    for raw, quoted in reversed(_QUOTES):
+        docid = docid.replace(quoted, raw)
+    return docid
+
+
 def chunk_docid(path: str, start: int, end: int) -> str:
     """The document id of a chunk: ``path#Lstart-Lend``."""
-    return f"{path}#L{start}-L{end}"
+    return f"{path_id(path)}#L{start}-L{end}"
 
 
 def evidence_of(docid: str) -> Evidence:
@@ -210,15 +227,15 @@ def evidence_of(docid: str) -> Evidence:
     (``#L10-L20``: the chunk the label was given to, and its neighbours that hold that line)."""
     m = CHUNK_ID.match(docid)
     if not m:
-        return Evidence(docid)
+        return Evidence(_unquote(docid))
     start = int(m.group("start"))
     end = int(m.group("end") or start)
-    return Evidence(m.group("path"), (start + end) // 2)
+    return Evidence(_unquote(m.group("path")), (start + end) // 2)
 
 
 def docid_of_evidence(ev: Evidence) -> str:
     """The qrels document id of a judged unit (``path`` or ``path#L<line>``)."""
-    return ev.path if ev.line is None else f"{ev.path}#L{ev.line}"
+    return path_id(ev.path) if ev.line is None else f"{path_id(ev.path)}#L{ev.line}"
 
 
 def _lines(path: str | os.PathLike[str]) -> list[tuple[int, list[str]]]:
