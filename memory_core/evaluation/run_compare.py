@@ -116,14 +116,15 @@ def compare_per_query(a: Mapping[str, Mapping[str, Any]], b: Mapping[str, Mappin
                   "p_value": randomization_p(va, vb, rounds=rounds, seed=seed),
                   "wins": sum(1 for x, y in zip(va, vb, strict=True) if y > x + 1e-12),
                   "losses": sum(1 for x, y in zip(va, vb, strict=True) if y < x - 1e-12)}
-    rows, regressions = [], []
+    rows: list[dict[str, Any]] = []
+    regressions: list[dict[str, Any]] = []
     for q in qids:
         fa, fb = a[q].get("first_rank"), b[q].get("first_rank")
-        row = {"qid": q, "query": (queries or {}).get(q, ""),
-               "a": {m: float(a[q][m]) for m in metrics},
-               "b": {m: float(b[q][m]) for m in metrics},
-               "delta": float(b[q][primary]) - float(a[q][primary]),
-               "a_first_rank": fa, "b_first_rank": fb}
+        row: dict[str, Any] = {
+            "qid": q, "query": (queries or {}).get(q, ""),
+            "a": {m: float(a[q][m]) for m in metrics}, "b": {m: float(b[q][m]) for m in metrics},
+            "delta": float(b[q][primary]) - float(a[q][primary]),
+            "a_first_rank": fa, "b_first_rank": fb}
         rows.append(row)
         drop = _rank(fb) - _rank(fa)
         if drop > threshold:
