@@ -175,3 +175,17 @@ def test_beir_folder_with_other_qrels_and_its_own_ids_in_the_run(
     run = read_run(out)
     assert run["q1"][0][0] == "d1" and run["q2"][0][0] == "d/2"  # BEIR ids, not paths
     assert score_run(run, read_qrels(other))["q2"]["success@1"] == 1.0
+
+
+def test_compare_profile_reports_intervals_and_p_values(demo_ws: Path,
+                                                        capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    assert main(["eval", "--queries", "demo", "--provider", "none", "--compare-profile",
+                 "reference", "--no-progress", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    sig = out["significance"]
+    assert sig["a"] == "reference" and sig["b"] == "default" and sig["n_queries"] == 27
+    ndcg = sig["metrics"]["ndcg@10"]
+    a, b = (r["runs"][0]["metrics"]["chunk"]["ndcg@10"] for r in reversed(out["reports"]))
+    assert ndcg["a"] == pytest.approx(a) and ndcg["b"] == pytest.approx(b)
+    assert ndcg["ci"][0] <= ndcg["delta"] <= ndcg["ci"][1] and 0 < ndcg["p_value"] <= 1

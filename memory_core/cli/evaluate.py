@@ -341,6 +341,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
             out["compare"] = rows
             md += [f"### Per-query {metric}: {orep.runs[0].label} (a) vs "
                    f"{rep.runs[0].label} (b)", "", compare_markdown(rows)]
+            from ..evaluation.runs import compare_rows
+
+            sig = compare_rows(orep.per_query, rep.per_query,
+                               "file" if qs.level == "files" else "chunk",
+                               label_a=orep.runs[0].label, label_b=rep.runs[0].label)
+            out["significance"] = {k: v for k, v in sig.to_dict().items() if k != "per_query"}
+            md.append(sig.to_markdown(limit=0))
         for note in write_runs(args, rep, qs):
             print(note, file=sys.stderr)
     _emit(args, out, "\n".join(md))

@@ -253,18 +253,30 @@ def compare_saved(a: SavedRun, b: SavedRun, *, level: str | None = None,
                   threshold: int = DEFAULT_THRESHOLD) -> Comparison:
     """``a`` vs ``b`` on their own per-query metrics at ``level`` (default: the set's level),
     queries paired by (workspace, qid)."""
-    lvl = _level_key(a, level)
+    return compare_rows(a.per_query, b.per_query, _level_key(a, level), label_a=a.name,
+                        label_b=b.name, metrics=metrics, primary=primary, rounds=rounds,
+                        seed=seed, threshold=threshold)
 
-    def table(run: SavedRun) -> dict[str, dict[str, Any]]:
-        return {f"{r['workspace']}/{r['qid']}" if r.get("workspace") else str(r["qid"]):
-                r["metrics"][lvl] for r in run.per_query if not r.get("apart")}
 
-    texts = {f"{r['workspace']}/{r['qid']}" if r.get("workspace") else str(r["qid"]):
-             r.get("query", "") for r in a.per_query}
-    cmp = compare_per_query(table(a), table(b), metrics, label_a=a.name, label_b=b.name,
-                            primary=primary, queries=texts, rounds=rounds, seed=seed,
-                            threshold=threshold)
-    cmp.settings["level"] = lvl
+def _row_key(r: Mapping[str, Any]) -> str:
+    return f"{r['workspace']}/{r['qid']}" if r.get("workspace") else str(r["qid"])
+
+
+def compare_rows(rows_a: Sequence[Mapping[str, Any]], rows_b: Sequence[Mapping[str, Any]],
+                 level: str, *, label_a: str = "a", label_b: str = "b",
+                 metrics: Sequence[str] = RUN_METRICS, primary: str = "ndcg@10",
+                 rounds: int = DEFAULT_ROUNDS, seed: int = DEFAULT_SEED,
+                 threshold: int = DEFAULT_THRESHOLD) -> Comparison:
+    """Two evaluations' per-query rows (a report's or a saved run's; the main set, not the
+    queries reported apart) compared on their ``level`` metrics."""
+    def table(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+        return {_row_key(r): r["metrics"][level] for r in rows if not r.get("apart")}
+
+    cmp = compare_per_query(table(rows_a), table(rows_b), metrics, label_a=label_a,
+                            label_b=label_b, primary=primary,
+                            queries={_row_key(r): r.get("query", "") for r in rows_a},
+                            rounds=rounds, seed=seed, threshold=threshold)
+    cmp.settings["level"] = level
     return cmp
 
 
@@ -272,11 +284,8 @@ def side_by_side(a: SavedRun, b: SavedRun, qid: str) -> list[dict[str, Any]]:
     """Both runs' hit lists for one query (``qid`` as :func:`compare_saved` names it), rank by
     rank, each hit with whether it holds gold evidence."""
     def row_of(run: SavedRun) -> dict[str, Any]:
-        for r in run.per_query:
-            key = f"{r['workspace']}/{r['qid']}" if r.get("workspace") else str(r["qid"])
-            if key == qid:
-                return r
-        return {"results": [], "gold": [], "scores": []}
+        return next((r for r in run.per_query if _row_key(r) == qid),
+                    {"results": [], "gold": [], "scores": []})
 
     ra, rb = row_of(a), row_of(b)
     n = max(len(ra["results"]), len(rb["results"]))
