@@ -125,8 +125,13 @@ def _shot(page, name: str) -> Path:  # type: ignore[no-untyped-def]
 
 
 def _go(page, title: str) -> None:  # type: ignore[no-untyped-def]
-    page.locator('[data-testid="stSidebarNav"] a', has_text=title).first.click()
-    _settle(page)
+    """Open a page through the sidebar; a click the live indicator's rerun swallowed is
+    repeated (the page's title says whether it arrived)."""
+    for _ in range(3):
+        page.locator('[data-testid="stSidebarNav"] a', has_text=title).first.click()
+        _settle(page)
+        if page.locator("h1", has_text=title).count():
+            return
 
 
 def _click_for(page, button: str, result: str, timeout_s: float = 600.0) -> None:  # type: ignore[no-untyped-def]
@@ -241,8 +246,15 @@ def test_every_page_in_chromium(server: str) -> None:
 def _choose(page, label: str, option: str) -> None:  # type: ignore[no-untyped-def]
     """Pick ``option`` (a prefix of its text) in the selectbox labelled ``label``."""
     box = page.locator('[data-testid="stSelectbox"]', has_text=label).first
-    box.locator('input[role="combobox"]').click()
-    page.locator('[role="option"]', has_text=option).first.click()
+    for attempt in range(4):  # the live indicator's rerun (every 2 s) can close the list
+        box.locator('input[role="combobox"]').click()
+        try:
+            page.locator('[role="option"]', has_text=option).first.click(timeout=10_000)
+            break
+        except playwright_sync.TimeoutError:
+            if attempt == 3:
+                raise
+            page.keyboard.press("Escape")
     _settle(page)
 
 
