@@ -15,7 +15,7 @@ from memory_core import MemoryIndex, SearchSettings
 from memory_core import openclaw as oc
 from memory_core import promotion as pr
 from memory_core.config import FusionMode, KeywordQueryMode
-from workbench import charts, state, tuning
+from workbench import charts, evalruns, state, tuning
 
 key = state.current_key()
 idx = state.open_index(key)
@@ -197,6 +197,20 @@ with main:
                                "signals, spec §6.2). The workbench never records on its own."):
             n = pr.record_search(idx, query, result.hits)
             st.success(f"{n} recall(s) recorded (only hits on dated diaries count).")
+        with st.expander("Label these hits (your own qrels, evaluated on Evaluate)"):
+            judged = evalruns.label_store(key).judgements(query)
+            marks: dict[str, str] = {}
+            for i, h in enumerate(result.hits, 1):
+                docid = evalruns.hit_docid(h.path, h.start_line, h.end_line)
+                marks[docid] = st.radio(
+                    f"{i}. `{h.citation}`", evalruns.LABEL_CHOICES, horizontal=True,
+                    index=evalruns.LABEL_CHOICES.index(evalruns.label_of(judged, docid)),
+                    key=evalruns.label_key(query, docid))
+            if st.button("Save labels", key="search_save_labels"):
+                n = evalruns.save_labels(key, query, marks)
+                st.success(f"{n} hit(s) of this query judged, beside the index "
+                           f"({evalruns.label_store(key).folder}); evaluate them on Evaluate "
+                           "with the query set **labels**.")
         with st.expander("Snippets of the returned hits"):
             for i, h in enumerate(result.hits, 1):
                 st.markdown(f"**{i}. `{h.citation}`** · {h.source} · score {h.score:.3f} "

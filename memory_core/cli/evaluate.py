@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import PROFILES, SearchSettings, check_values, checked_settings, profile_settings
 from .common import EXIT_USAGE, CliError, progress_bar
+from .eval_runs import add_run_flags, load_with_qrels, run_action, write_runs
 
 if TYPE_CHECKING:
     from ..evaluation import EvalReport
@@ -83,6 +84,9 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "eval", help="measure retrieval on labelled queries (Recall@k, Success@k, MRR, nDCG)",
         description=__doc__.split("\n")[0])
+    p.add_argument("action", nargs="*", metavar="compare RUN_A RUN_B | runs",
+                   help="compare two runs (TREC files with --qrels, or saved runs) with 95%% "
+                   "intervals and p-values; or list the saved runs")
     p.add_argument("--queries", "-q", help="a query set name (see --list), a LoCoMo-style .jsonl "
                    "file (with --workspace) or a BEIR folder")
     p.add_argument("--list", action="store_true", help="list the query sets available here")
@@ -105,8 +109,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--grid", action="append", default=[], metavar="FIELD=V1,V2,…",
                    help="with --sweep: sweep any search setting, e.g. --grid rrf_k=10,60 "
                    "(repeatable; replaces the default vector weight × minScore axes)")
-    p.add_argument("--metric", default="success@5", help="metric of the sweep table and of the "
-                   "win/loss list (default success@5)")
+    p.add_argument("--metric", help="metric of the sweep table and of the win/loss list "
+                   "(default success@5; ndcg@10 for 'eval compare')")
     p.add_argument("--max-results", type=int, help="override maxResults")
     p.add_argument("--chunk-tokens", type=int, help="chunk budget of the evaluation index "
                    "(named sets only; default 400)")
@@ -136,6 +140,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--address", help="with --executor ray: a running Ray cluster "
                    "(ray://HOST:10001 or HOST:6379) whose nodes have this package and see the "
                    "same paths; default: a local Ray with 2 workers, stopped afterwards")
+    add_run_flags(p)
     p.set_defaults(func=cmd_eval)
 
 
@@ -241,6 +246,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         sweep_markdown,
     )
 
+    if args.action:
+        return run_action(args)
+    metric = args.metric or "success@5"
     if args.list:
         names = available_query_sets()
         print("\n".join(names) if names else "No query sets found (../shared/datasets absent).")
@@ -269,15 +277,21 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return _eval_cv(args, names, _settings(args, profile, _pairs(args.set, many=False)),
                         None, profile, progress_bar(not args.no_progress))
     try:
-        qs = load_query_set(args.queries, args.workspace)
+        qs = (load_with_qrels(args) if args.qrels
+              else load_query_set(args.queries, args.workspace))
     except DatasetMissing as e:
         print(f"memory-core eval: {e}", file=sys.stderr)
         return EXIT_USAGE
     if qs.workspaces.get("") is None and len(qs.workspaces) == 1 and not args.workspace:
         raise CliError(f"{args.queries}: a query file needs --workspace")
+    if (args.run_out or args.save_run is not None) and (args.cv or args.sweep
+                                                         or args.backend == "qmd"):
+        raise CliError("--run-out and --save-run apply to a plain evaluation (not --cv, "
+                       "--sweep or --backend qmd)")
     if args.backend == "qmd":
         return _eval_qmd(args, qs)
-    target = args.workspace if args.workspace and Path(args.queries).suffix == ".jsonl" else None
+    target = (args.workspace if args.workspace and (Path(args.queries).suffix == ".jsonl"
+                                                    or args.qrels) else None)
     progress = progress_bar(not args.no_progress)
     md: list[str] = []
     out: dict[str, Any] = {}
@@ -304,7 +318,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         rows = sweep(target, qs, settings_for(profile), grid, progress, profile=profile,
                      provider=args.provider, limit=args.limit, chunk_tokens=args.chunk_tokens)
         out["sweep"] = rows
-        md += [f"### Sweep of {qs.name} ({profile} profile)", "", sweep_markdown(rows, args.metric)]
+        md += [f"### Sweep of {qs.name} ({profile} profile)", "", sweep_markdown(rows, metric)]
     else:
         label = profile + (" (" + ", ".join(f"{k}={v}" for k, v in overrides.items()) + ")"
                            if overrides else "")
@@ -329,9 +343,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if len(reports) > 1:
             orep = reports[1]
             md.append(orep.to_markdown())
-            rows = compare(orep, rep, args.metric)
+            rows = compare(orep, rep, metric)
             out["compare"] = rows
-            md += [f"### Per-query {args.metric}: {orep.runs[0].label} (a) vs "
+            md += [f"### Per-query {metric}: {orep.runs[0].label} (a) vs "
                    f"{rep.runs[0].label} (b)", "", compare_markdown(rows)]
+            from ..evaluation.runs import compare_rows
+
+            sig = compare_rows(orep.per_query, rep.per_query,
+                               "file" if qs.level == "files" else "chunk",
+                               label_a=orep.runs[0].label, label_b=rep.runs[0].label)
+            out["significance"] = {k: v for k, v in sig.to_dict().items() if k != "per_query"}
+            md.append(sig.to_markdown(limit=0))
+        for note in write_runs(args, rep, qs):
+            print(note, file=sys.stderr)
     _emit(args, out, "\n".join(md))
     return 0

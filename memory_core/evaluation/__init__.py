@@ -10,6 +10,13 @@ The evaluator measures what the agent would receive. One module per job:
 * :mod:`.report`: :class:`EvalReport` (Markdown, JSON), sweep tables, :func:`compare`;
 * :mod:`.cv`: cross-validation (:func:`run_cv`, :func:`cross_validate`): constants chosen on
   training folds, figures from held-out ones (leave one conversation out on LoCoMo).
+* :mod:`.trec`: TREC run and qrels files, BEIR qrels TSV, TREC topics (the field's formats);
+* :mod:`.run_metrics`: the field's metrics of a TREC run against qrels (``ranx``'s definitions);
+* :mod:`.significance`: the paired bootstrap interval and the paired randomization test;
+* :mod:`.run_compare`: run A vs run B (``eval compare``): per-metric delta, interval, p-value,
+  wins, losses and regression flags;
+* :mod:`.runs`: saved runs (TREC file + settings, dataset, index, code version, metrics);
+* :mod:`.labels`: your own labels, kept as qrels beside a workspace's index.
 
 Public API (used by the CLI's ``eval`` command, the workbench's Evaluate page and the notebooks):
 
@@ -18,6 +25,9 @@ Public API (used by the CLI's ``eval`` command, the workbench's Evaluate page an
   ``.to_markdown()``, ``.to_json()``);
 * :func:`sweep` → a tidy list of dicts (one per setting combination) for a heatmap;
 * :func:`compare` → the per-query wins and losses between two reports.
+* :func:`~.runs.save_run`, :func:`~.runs.list_runs`, :func:`~.runs.compare_saved` (saved runs)
+  and :func:`~.run_compare.compare_runs` (two TREC runs and qrels) → a
+  :class:`~.run_compare.Comparison`.
 
 The data under ``../shared/datasets`` is licensed for evaluation only: it is read in place, never
 copied into the project; generated workspaces and indexes live in a cache folder outside it
