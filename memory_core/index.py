@@ -34,7 +34,7 @@ from .config import (
 )
 from .embeddings import EmbeddingError, ProviderChoice, create_provider
 from .expansion import with_decomposition, with_feedback
-from .fusion import FusionResult, Hit, fuse, rows_needed
+from .fusion import FusionResult, Hit, fuse, rows_needed, scores_info
 from .reading import ReadResult, read_lines
 from .search import fetch_candidates
 from .sources import SourceFile, list_files, load
@@ -487,6 +487,7 @@ class MemoryIndex:
             sources=list(cfg.sources.sources),
             extra_paths=[e.path for e in cfg.sources.extra_paths],
             chunking=ChunkingInfo(cfg.chunking.tokens, cfg.chunking.overlap, cfg.chunking.mode),
+            scores=scores_info(self.settings()),
         )
         guard_index_path(self.store_path, self.workspace, cfg)  # a user's file: refused
         listing = list_files(self.workspace, cfg)

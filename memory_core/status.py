@@ -218,6 +218,8 @@ class Status:
     built_at: int | None = None
     last_sync: dict[str, Any] | None = None
     truncation: TruncationInfo | None = None
+    #: What a search's ``score`` means under the settings in force, and when it abstains.
+    scores: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The reference's camelCase shape (the keys of ``memory-core status --json``)."""
@@ -250,4 +252,6 @@ class Status:
             out["lastSync"] = self.last_sync
         if self.truncation is not None:
             out["truncation"] = self.truncation.to_json()
+        if self.scores is not None:
+            out["scores"] = dict(self.scores)
         return out

@@ -130,9 +130,12 @@ def memory_search(index: MemoryIndex, query: object, maxResults: object = None,
         return unavailable_result(str(e))
     except Exception as e:  # the tool answers whatever happened inside; the model reads it
         return {"results": [], "error": f"internal error: {type(e).__name__}: {e}"}
-    return {"results": tool_results(res.hits), "provider": index.choice.id,
-            "model": index.choice.model, "mode": res.mode, "fallback": index.fallback,
-            "citations": "on"}
+    out = {"results": tool_results(res.hits), "provider": index.choice.id,
+           "model": index.choice.model, "mode": res.mode, "fallback": index.fallback,
+           "citations": "on"}
+    if res.abstention:  # an empty result says why: nothing relevant, and on what evidence
+        out["debug"] = {"abstained": res.abstention}
+    return out
 
 
 def tool_results(hits: Sequence[Hit]) -> list[dict[str, Any]]:
