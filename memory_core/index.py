@@ -33,6 +33,7 @@ from .config import (
     provider_name,
 )
 from .embeddings import EmbeddingError, ProviderChoice, create_provider
+from .embeddings.windows import windowed_share
 from .expansion import with_decomposition, with_feedback
 from .fusion import FusionResult, Hit, fuse, rows_needed, scores_info
 from .reading import ReadResult, read_lines
@@ -66,6 +67,7 @@ from .sync import (
     SyncProgress,
     SyncReport,
     cleanup_stale_temp,
+    embeds_whole,
     guard_index_path,
     identity_diff,
     index_identity,
@@ -556,7 +558,9 @@ class MemoryIndex:
         )
 
     def truncation(self) -> TruncationInfo:
-        """Share of chunks longer than the local model reads (it silently cuts the rest)."""
+        """Share of chunks the model does not read whole. A provider that declares an input
+        limit has longer chunks embedded in windows (``windowed``): only a window that still
+        exceeds the limit (an unbreakable run) counts as truncated."""
         p = self.choice.provider
         counter = getattr(p, "token_counts", None)
         limit = getattr(p, "max_seq_length", None)
@@ -567,9 +571,12 @@ class MemoryIndex:
         for i in range(0, len(texts), 256):
             counts.extend(counter(texts[i : i + 256]))
         over = sum(1 for n in counts if n > limit)
+        windowed = 0
+        if embeds_whole(self.config, p):
+            windowed, over = windowed_share(p, texts)
         return TruncationInfo(True, int(limit), len(counts), over,
                               (over / len(counts)) if counts else 0.0,
-                              float(np.mean(counts)) if counts else 0.0)
+                              float(np.mean(counts)) if counts else 0.0, windowed)
 
 
 def _sample_texts(store: Store, paths: Sequence[str], files: int = 24, per_file: int = 4

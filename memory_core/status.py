@@ -159,7 +159,7 @@ class FallbackInfo:
 
 @dataclass(frozen=True)
 class TruncationInfo:
-    """Share of chunks longer than the local model reads (it silently cuts the rest)."""
+    """Share of chunks the model does not read whole, and how many it reads in windows."""
 
     available: bool
     max_seq_length: int | None = None
@@ -167,13 +167,14 @@ class TruncationInfo:
     truncated: int = 0
     share: float = 0.0
     mean_tokens: float = 0.0
+    windowed: int = 0
 
     def to_json(self) -> dict[str, Any]:
         if not self.available:
             return {"available": False}
         return {"available": True, "maxSeqLength": self.max_seq_length, "chunks": self.chunks,
                 "truncated": self.truncated, "share": self.share,
-                "meanTokens": self.mean_tokens}
+                "meanTokens": self.mean_tokens, "windowed": self.windowed}
 
 
 @dataclass(frozen=True)

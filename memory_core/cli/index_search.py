@@ -263,8 +263,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             print(f"Files skipped (unreadable; see warnings): {st.skipped_files}")
         t = st.truncation
         if t is not None and t.available:
-            print(f"Model truncation: {t.truncated}/{t.chunks} chunks "
-                  f"({t.share:.0%}) are longer than {t.max_seq_length} word pieces")
+            print(f"Model truncation: {t.truncated}/{t.chunks} chunks ({t.share:.0%}) cut; "
+                  f"{t.windowed} longer than {t.max_seq_length} word pieces embedded in windows")
         for w in st.warnings:
             print(f"warning: {w}")
         if st.error:

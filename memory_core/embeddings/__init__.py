@@ -19,11 +19,13 @@ from .base import (
     normalize_rows,
     provider_key_for,
 )
+from .windows import InputLimit
 
 __all__ = [
     "FTS_ONLY_KEY",
     "EmbeddingError",
     "EmbeddingProvider",
+    "InputLimit",
     "ProgressFn",
     "ProviderChoice",
     "ProviderStats",
