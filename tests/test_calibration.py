@@ -97,3 +97,17 @@ def test_probe_sets_are_the_projects_own() -> None:
     assert kinds == set(OWN_KINDS) and len(probes) >= 140
     assert len({p.qid for p in probes}) == len(probes)
     assert all(0 <= p.part(5) < 5 for p in probes)
+
+
+def test_the_readme_showcase_queries_are_answered(indexed_demo: Path) -> None:
+    """The queries README.md shows are ones the default answers (issue #21 item 5)."""
+    with MemoryIndex.open(indexed_demo, profile="default") as idx:
+        top = idx.search("COOKIE_EXPIRED").hits[0]
+        assert top.path == "memory/2026-11-03.md" and top.start_line <= 9 <= top.end_line
+        hits = idx.search("Why did we switch the backup target to S3 Glacier?").hits
+        assert any(h.path == "memory/2026-11-10.md" and h.start_line <= 23 <= h.end_line
+                   for h in hits[:3])
+        even = idx.fuse(idx.candidates("Why did we choose WireGuard instead of OpenVPN?"),
+                        idx.settings(min_score=0.5)).hits
+        assert even and all(h.score >= 0.5 for h in even)
+        assert even[0].path == "memory/2026-10-30.md"
