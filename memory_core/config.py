@@ -24,6 +24,8 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
+from .calibration_fitted import GATES as CALIBRATED_GATES
+
 CONFIG_FILE = "memory-workbench.toml"
 #: A named set of search settings: ``reference`` (OpenClaw 2026.5.20) or ``default`` (measured).
 ProfileName = Literal["reference", "default"]
@@ -82,6 +84,14 @@ def setting(default: Any = MISSING, *, factory: Callable[[], Any] | None = None,
     if factory is not None:
         return field(default_factory=factory, metadata=meta)
     return field(default=default, metadata=meta)
+
+
+def _known_calibration(value: str) -> str:
+    """A calibration is one of the fitted models (:mod:`memory_core.calibration_fitted`)."""
+    if value and value not in CALIBRATED_GATES:
+        known = ", ".join(repr(k) for k in CALIBRATED_GATES) or "none fitted"
+        raise ValueError(f"unknown calibration {value!r} (\"\" for none, or {known})")
+    return value
 
 
 def _extra_paths(value: Any) -> Any:
@@ -322,6 +332,16 @@ class SearchSettings:
                                   help="normalized fusion reads cosines from this floor")
     #: ``Source:`` lines in tool snippets (the reference's ``memory.citations``).
     citations: CitationsMode = setting("auto", help="Source: lines in snippets: auto, on or off")
+    #: ``normalized`` fusion then maps each hit's absolute evidence to the probability that it
+    #: is relevant (a fitted model named here, :mod:`memory_core.calibration`), and ``min_score``
+    #: gates that probability; "" = the fused score as it is.
+    calibration: str = setting("", after=_known_calibration,
+                               help="a fitted model turning scores into probabilities")
+    #: With a calibration: return nothing unless the best hit's probability reaches this
+    #: (abstention: "nothing relevant is stored"); ``min_score`` still gates each hit.
+    abstain_below: float = setting(0.0, ge=0.0, le=1.0,
+                                   help="no result unless the best hit's probability reaches "
+                                        "this")
 
     def normalized_weights(self) -> tuple[float, float]:
         """Clamp both weights to 0..1 and divide by their sum (0.7/0.3 when the sum is 0)."""
@@ -346,8 +366,13 @@ PROVIDER_SETTINGS: dict[tuple[str, str], dict[str, Any]] = {
     ("default", "e5"): {"vector_weight": 0.9, "text_weight": 0.1, "vector_floor": 0.0,
                         "date_hint": 0.2},
 }
+#: The default profile's calibration (issue #21) was fitted on the local model's cosines; with
+#: any other provider it is off (the normalized fusion's scores, no abstention).
+CALIBRATED_PROVIDERS: frozenset[str] = frozenset({"local"})
+DEFAULT_CALIBRATION = "local-v1"
 #: The fields :data:`PROVIDER_SETTINGS` may change: a profile's value of these depends on the model.
-MODEL_DEPENDENT: frozenset[str] = frozenset(k for v in PROVIDER_SETTINGS.values() for k in v)
+MODEL_DEPENDENT: frozenset[str] = frozenset(
+    {k for v in PROVIDER_SETTINGS.values() for k in v} | {"calibration", "abstain_below"})
 
 
 def profile_settings(profile: ProfileName | str, provider: str | None = None) -> SearchSettings:
@@ -358,7 +383,10 @@ def profile_settings(profile: ProfileName | str, provider: str | None = None) ->
     """
     s = _profile_settings(profile)
     tuned = PROVIDER_SETTINGS.get((str(profile), provider or ""))
-    return replace(s, **tuned) if tuned else s
+    s = replace(s, **tuned) if tuned else s
+    if s.calibration and provider and provider not in CALIBRATED_PROVIDERS:
+        s = replace(s, calibration="", abstain_below=0.0)
+    return s
 
 
 def resolve_settings(profile: ProfileName | str, provider: str | None,
@@ -403,6 +431,10 @@ def _profile_settings(profile: ProfileName | str) -> SearchSettings:
             cjk_bigrams=True,
             date_hint=0.4,
             vector_floor=0.2,
+            # issue #21: scores are calibrated probabilities of relevance, and nothing is
+            # returned when the best is below the gate chosen with the model (held out)
+            calibration=DEFAULT_CALIBRATION if DEFAULT_CALIBRATION in CALIBRATED_GATES else "",
+            abstain_below=CALIBRATED_GATES.get(DEFAULT_CALIBRATION, 0.0),
         )
     raise ValueError(f"unknown profile {profile!r} (expected one of {', '.join(PROFILES)})")
 

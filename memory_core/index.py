@@ -38,8 +38,9 @@ from .embeddings import EmbeddingError, ProviderChoice, create_provider
 from .embeddings.batch import FLAVOURS as BATCH_APIS
 from .embeddings.batch import BatchingProvider, BatchState
 from .embeddings.batch import status_json as batch_status
+from .embeddings.windows import windowed_share
 from .expansion import with_decomposition, with_feedback
-from .fusion import FusionResult, Hit, fuse, rows_needed
+from .fusion import FusionResult, Hit, fuse, rows_needed, scores_info
 from .reading import ReadResult, read_lines
 from .search import fetch_candidates
 from .sources import SourceFile, list_files, load
@@ -71,6 +72,7 @@ from .sync import (
     SyncProgress,
     SyncReport,
     cleanup_stale_temp,
+    embeds_whole,
     guard_index_path,
     identity_diff,
     index_identity,
@@ -552,6 +554,7 @@ class MemoryIndex:
             sources=list(cfg.sources.sources),
             extra_paths=[e.path for e in cfg.sources.extra_paths],
             chunking=ChunkingInfo(cfg.chunking.tokens, cfg.chunking.overlap, cfg.chunking.mode),
+            scores=scores_info(self.settings()),
         )
         guard_index_path(self.store_path, self.workspace, cfg)  # a user's file: refused
         listing = list_files(self.workspace, cfg)
@@ -629,7 +632,9 @@ class MemoryIndex:
         return BatchState.from_meta(meta.get("batch"), wanted)
 
     def truncation(self) -> TruncationInfo:
-        """Share of chunks longer than the local model reads (it silently cuts the rest)."""
+        """Share of chunks the model does not read whole. A provider that declares an input
+        limit has longer chunks embedded in windows (``windowed``): only a window that still
+        exceeds the limit (an unbreakable run) counts as truncated."""
         p = self.choice.provider
         counter = getattr(p, "token_counts", None)
         limit = getattr(p, "max_seq_length", None)
@@ -640,9 +645,12 @@ class MemoryIndex:
         for i in range(0, len(texts), 256):
             counts.extend(counter(texts[i : i + 256]))
         over = sum(1 for n in counts if n > limit)
+        windowed = 0
+        if embeds_whole(self.config, p):
+            windowed, over = windowed_share(p, texts)
         return TruncationInfo(True, int(limit), len(counts), over,
                               (over / len(counts)) if counts else 0.0,
-                              float(np.mean(counts)) if counts else 0.0)
+                              float(np.mean(counts)) if counts else 0.0, windowed)
 
 
 def _sample_texts(store: Store, paths: Sequence[str], files: int = 24, per_file: int = 4

@@ -25,12 +25,13 @@ from typing import Any
 import numpy as np
 
 from . import postings
-from .chunking import Chunk, chunk_markdown, remap_chunk_lines, sha256_hex
+from .chunking import Chunk, chunk_context, chunk_markdown, remap_chunk_lines, sha256_hex
 from .common.dates import now_ms
 from .common.fileio import file_changed
 from .common.sql import sqlite
 from .config import MemoryConfig, fingerprint
 from .embeddings import EmbeddingProvider, ProviderChoice
+from .embeddings.windows import POOLING, declared_limit, embed_whole, pooled_key
 from .sources import (
     SourceDoc,
     SourceError,
@@ -59,8 +60,12 @@ from .version import __version__
 
 #: Called with (stage, done, total); stages are "scan", "embed" and "write".
 SyncProgress = Callable[[str, int, int], None]
-CHUNKING_VERSION = 1
+#: 2: the bounded chunker's overlap and long-line pieces start at a word, marked with "…".
+CHUNKING_VERSION = 2
 BIGRAM_VERSION = 1
+#: Whether the default profile's chunks are embedded with their context (file title or date,
+#: section heading) in front (docs/retrieval.md: measured, not kept).
+EMBED_CONTEXT = False
 _GROUP_CHUNKS = 256
 #: Page cache (MiB) of the connections a sync writes through. sqlite-vec appends each vector
 #: into a chunk blob of 1,024 vectors (1.5 MB at 384 dims) and walks its page chain on every
@@ -104,12 +109,19 @@ class SyncReport:
 MAX_SPLIT_BYTES = 8000
 #: Identity keys written only when they differ from the value every index built before they
 #: existed had (so adding one rebuilds only the indexes it concerns); compared both ways.
-OPTIONAL_IDENTITY = ("splitBytes",)
+OPTIONAL_IDENTITY = ("splitBytes", "embedWindows", "embedContext")
 
 
 def split_limit(provider: EmbeddingProvider | None) -> int | None:
     """The byte size above which a chunk is split before embedding (``None``: never split)."""
     return None if provider is None else min(provider.max_input_tokens, MAX_SPLIT_BYTES)
+
+
+def embeds_whole(config: MemoryConfig, provider: EmbeddingProvider | None) -> bool:
+    """True when chunks longer than the model reads are embedded in windows and pooled: the
+    default profile's (bounded) indexes, with a provider that declares its input limit. The
+    reference chunking reproduces OpenClaw, whose model cuts them."""
+    return config.chunking.mode == "bounded" and declared_limit(provider) is not None
 
 
 def index_identity(config: MemoryConfig, workspace: Path, choice: ProviderChoice) -> dict[str, Any]:
@@ -118,6 +130,8 @@ def index_identity(config: MemoryConfig, workspace: Path, choice: ProviderChoice
     ``splitBytes`` (the pieces a long chunk is cut into depend on it) appears only when the
     limit is not :data:`MAX_SPLIT_BYTES`, the one every index had before the key existed: an
     existing local or OpenAI index keeps its identity, an e5 one (512, then 2,048) is rebuilt.
+    ``embedWindows`` names the pooling of an index that embeds chunks whole (absent when the
+    model's own truncation applies, as in every index built before it existed).
     """
     s = config.sources
     scope = {
@@ -126,7 +140,12 @@ def index_identity(config: MemoryConfig, workspace: Path, choice: ProviderChoice
         "followSymlinks": s.follow_symlinks,
     }
     limit = split_limit(choice.provider)
-    split = {"splitBytes": limit} if limit is not None and limit != MAX_SPLIT_BYTES else {}
+    split: dict[str, Any] = ({"splitBytes": limit}
+                             if limit is not None and limit != MAX_SPLIT_BYTES else {})
+    if embeds_whole(config, choice.provider):
+        split["embedWindows"] = POOLING
+        if EMBED_CONTEXT:
+            split["embedContext"] = 1
     return {
         "provider": choice.id,
         "model": choice.model,
@@ -228,25 +247,44 @@ class Indexer:
         if self.provider is None:
             return {}
         p = self.provider
+        whole = embeds_whole(self.config, p)
+        # Pooled vectors are cached apart from the model's truncated ones (same text, other
+        # meaning): a cache seeded by an older index is never misread.
+        key = pooled_key(p.provider_key) if whole else p.provider_key
+        # chunk hash → (hash of the text embedded, that text): the chunk's own text, or with
+        # its context in front (then cached by that text's hash: same chunk, other vector)
+        embedded: dict[str, tuple[str, str]] = {}
+        for item in pending:
+            lines = item.doc.text.split("\n") if EMBED_CONTEXT and whole and \
+                item.doc.line_map is None else None
+            for c in item.chunks:
+                pre = chunk_context(item.doc.path, lines, c.start_line) if EMBED_CONTEXT and \
+                    whole else ""
+                text = f"{pre}\n{c.text}" if pre else c.text
+                embedded.setdefault(c.hash, (sha256_hex(text) if pre else c.hash, text))
         hashes = [c.hash for item in pending for c in item.chunks]
-        vectors: dict[str, np.ndarray] = {}
+        cached: dict[str, np.ndarray] = {}
         if self.config.store.cache_enabled:
-            vectors = store.cache_get(p.id, p.model, p.provider_key, hashes)
+            cached = store.cache_get(p.id, p.model, key, [e[0] for e in embedded.values()])
+        vectors = {h: cached[e[0]] for h, e in embedded.items() if e[0] in cached}
         report.cache_hits += sum(1 for h in hashes if h in vectors)
         missing: dict[str, str] = {}
-        for item in pending:
-            for c in item.chunks:
-                if c.hash not in vectors:
-                    missing.setdefault(c.hash, c.text)
+        for h, (_, text) in embedded.items():
+            if h not in vectors:
+                missing[h] = text
         if missing:
             texts = list(missing.values())
-            mat = p.embed_documents(
-                texts, lambda d, t: self.progress("embed", done_before + d, total))
+
+            def progress(done: int, _total: int) -> None:
+                self.progress("embed", done_before + done, total)
+
+            mat = embed_whole(p, texts, progress) if whole else p.embed_documents(texts, progress)
             fresh = {h: mat[i] for i, h in enumerate(missing)}
             report.embedded += len(fresh)
             vectors.update(fresh)
             if self.config.store.cache_enabled:
-                store.cache_put(p.id, p.model, p.provider_key, fresh.items())
+                store.cache_put(p.id, p.model, key,
+                                [(embedded[h][0], v) for h, v in fresh.items()])
         return vectors
 
     def _write(self, store: Store, pending: list[_Pending], vectors: dict[str, np.ndarray],

@@ -184,9 +184,12 @@ def memory_search(index: MemoryIndex, query: object, maxResults: object = None,
     except Exception as e:  # the tool answers whatever happened inside; the model reads it
         return {"results": [], "error": f"internal error: {type(e).__name__}: {e}"}
     mode = index.config.settings().citations
-    return {"results": tool_results(res.hits, citations_included(mode, session_key)),
-            "provider": index.choice.id, "model": index.choice.model, "mode": res.mode,
-            "fallback": index.fallback, "citations": mode}
+    out = {"results": tool_results(res.hits, citations_included(mode, session_key)),
+           "provider": index.choice.id, "model": index.choice.model, "mode": res.mode,
+           "fallback": index.fallback, "citations": mode}
+    if res.abstention:  # an empty result says why: nothing relevant, and on what evidence
+        out["debug"] = {"abstained": res.abstention}
+    return out
 
 
 def citations_included(mode: str, session_key: str | None = None) -> bool:

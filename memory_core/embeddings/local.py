@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from .base import ProgressFn, ProviderStats, ProviderUnavailable, normalize_rows, provider_key_for
+from .minilm_numpy import MAX_SEQ_LENGTH, count_pieces
+from .windows import InputLimit
 
 if TYPE_CHECKING:
     from .minilm_numpy import MiniLMQueryEncoder
@@ -109,7 +111,15 @@ class LocalEmbeddingProvider:
 
     @property
     def max_seq_length(self) -> int:
+        if self._model is None and self._numpy_encoder() is not None:
+            return MAX_SEQ_LENGTH  # known without loading sentence-transformers
         return int(getattr(self._st, "max_seq_length", 256) or 256)
+
+    @property
+    def input_limit(self) -> InputLimit:
+        """What the model reads (special tokens included): longer chunks are embedded in
+        windows and pooled (:mod:`.windows`), never cut."""
+        return InputLimit(self.max_seq_length)
 
     @property
     def provider_key(self) -> str:
@@ -160,7 +170,11 @@ class LocalEmbeddingProvider:
         return normalize_rows(vecs)
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
-        """Word pieces per text (before truncation), to report what the model cuts off."""
+        """Word pieces per text (special tokens included, before any truncation): what the
+        windows are cut by. The default model's are counted with its own ``tokenizer.json``
+        (no torch import, so a fully cached sync stays cheap)."""
+        if self._model is None and self._numpy_encoder() is not None:
+            return count_pieces(_resolve_model_path(self.model), texts)
         tok = getattr(self._st, "tokenizer", None)
         if tok is None:
             return [0] * len(texts)

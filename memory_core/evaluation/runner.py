@@ -31,7 +31,7 @@ from .report import EvalReport, RunResult
 #: ``progress(stage, done, total)``: indexing and querying report through it.
 Progress = Callable[[str, int, int], None]
 #: Bumped when what a cached candidate file holds changes shape.
-_CACHE_VERSION = 1
+_CACHE_VERSION = 2
 
 @dataclass(frozen=True)
 class EvalConfig:
