@@ -22,7 +22,8 @@ MEMORY_SEARCH_SCHEMA: dict[str, Any] = {
     "name": "memory_search",
     "description": "Search the agent's long-term memory (MEMORY.md, dated diaries, notes, past "
                    "sessions) before answering questions about prior work, decisions, dates, "
-                   "people, preferences or todos. Returns snippets with path and line range.",
+                   "people, preferences or todos. Returns snippets with path and line range; "
+                   "an empty result (no error) means nothing relevant is stored.",
     "parameters": {"type": "object", "properties": {
         "query": {"type": "string"}, "maxResults": {"type": "integer"},
         "minScore": {"type": "number"},
@@ -31,7 +32,8 @@ MEMORY_SEARCH_SCHEMA: dict[str, Any] = {
 }
 MEMORY_GET_SCHEMA: dict[str, Any] = {
     "name": "memory_get",
-    "description": "Read exact lines of a memory file found by memory_search.",
+    "description": "Read exact lines of a memory file or session transcript found by "
+                   "memory_search (its path, from = startLine, lines = endLine - startLine + 1).",
     "parameters": {"type": "object", "properties": {
         "path": {"type": "string"}, "from": {"type": "integer"}, "lines": {"type": "integer"}},
         "required": ["path"]},
@@ -142,7 +144,8 @@ def tool_results(hits: Sequence[Hit]) -> list[dict[str, Any]]:
     for h in sorted(hits, key=lambda h: (-h.score, h.path)):
         item = h.to_result()
         item["snippet"] = f"{h.snippet.strip()}\n\nSource: {h.citation}"
-        item["corpus"] = "memory"
+        # the input's vocabulary: a transcript hit belongs to corpus "sessions"
+        item["corpus"] = "sessions" if h.source == "sessions" else "memory"
         out.append(item)
     return out
 
