@@ -41,9 +41,9 @@ from .embeddings.batch import status_json as batch_status
 from .embeddings.windows import windowed_share
 from .expansion import with_decomposition, with_feedback
 from .fusion import FusionResult, Hit, fuse, rows_needed, scores_info
-from .reading import ReadResult, read_lines
+from .reading import PathRefused, ReadResult, read_lines, read_rendered
 from .search import fetch_candidates
-from .sources import SourceFile, list_files, load
+from .sources import SourceError, SourceFile, list_files, load
 from .status import (
     CacheInfo,
     ChunkingInfo,
@@ -489,8 +489,22 @@ class MemoryIndex:
 
     def get(self, path: str, from_line: int | None = None, lines: int | None = None
             ) -> ReadResult:
-        """``memory_get``: exact lines of a memory file (refuses anything else)."""
-        return read_lines(self.workspace, self.config, path, from_line, lines)
+        """``memory_get``: exact lines of a memory file, or of a session transcript the
+        rendered lines search indexed, by the JSONL line numbers its citations name (refuses
+        anything else: a ``.jsonl`` path must be one of the transcripts this index lists)."""
+        if not (path or "").strip().endswith(".jsonl"):
+            return read_lines(self.workspace, self.config, path, from_line, lines)
+        try:
+            view = self.file_view(path.strip())
+        except FileNotFoundError:
+            raise PathRefused(f"{path.strip()[:200]}: not a session transcript of this workspace "
+                              "(only the transcripts memory_search cites, under the sessions "
+                              "folder, with sessions among the sources)") from None
+        except SourceError as e:
+            raise PathRefused(f"{path.strip()[:200]}: cannot read ({e})") from e
+        if view.source != "sessions" or view.line_map is None:
+            raise PathRefused(f"{view.path}: not a session transcript")
+        return read_rendered(view.path, view.text, view.line_map, from_line, lines)
 
     def files(self) -> list[FileRow]:
         with self._lock:

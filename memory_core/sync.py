@@ -60,8 +60,9 @@ from .version import __version__
 
 #: Called with (stage, done, total); stages are "scan", "embed" and "write".
 SyncProgress = Callable[[str, int, int], None]
-#: 2: the bounded chunker's overlap and long-line pieces start at a word, marked with "…".
-CHUNKING_VERSION = 2
+#: 3: the bounded chunker's overlap and long-line pieces start at a word, marked with "…"
+#: (2 was this branch's first cut, whose overlap dropped a partial line instead).
+CHUNKING_VERSION = 3
 BIGRAM_VERSION = 1
 #: Whether the default profile's chunks are embedded with their context (file title or date,
 #: section heading) in front (docs/retrieval.md: measured, not kept).

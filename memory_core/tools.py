@@ -221,7 +221,8 @@ def tool_results(hits: Sequence[Hit], citations: bool = True) -> list[dict[str, 
             item["snippet"] = f"{h.snippet.strip()}\n\nSource: {h.citation}"
         else:
             item.pop("citation", None)
-        item["corpus"] = "memory"
+        # the input's vocabulary: a transcript hit belongs to corpus "sessions"
+        item["corpus"] = "sessions" if h.source == "sessions" else "memory"
         out.append(item)
     return out
 

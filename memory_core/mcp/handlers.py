@@ -32,15 +32,20 @@ SEARCH_DESCRIPTION = (
     "decisions, dates, people, preferences, todos or facts learned in earlier sessions, and "
     "whenever the user refers to something you should remember. Works for exact identifiers "
     "(error codes, ticket numbers, config keys), paraphrases and Chinese. Returns up to "
-    "maxResults snippets (default 6), best first, each with path, startLine, endLine, score "
-    "and (unless citations are off) a 'Source: path#Lx-Ly' citation; then call memory_get for "
-    "the exact lines you need. An empty result means nothing relevant is stored.")
+    "maxResults snippets (default 6), best first, each with path, startLine, endLine, score, "
+    "corpus ('memory' or 'sessions') and (unless citations are off) a 'Source: path#Lx-Ly' "
+    "citation (a snippet starting with '…' starts inside a line); then call memory_get with "
+    "that path and lines for the exact text. An empty results list (no error) means nothing "
+    "relevant is stored: say so rather than guess.")
 GET_DESCRIPTION = (
     "Read exact lines of a memory file, usually one that memory_search returned: pass its "
-    "path and startLine as 'from' (1-based) and how many 'lines' to read (default 120). Only "
-    "Markdown memory files can be read (MEMORY.md, memory/**/*.md, configured extra paths); "
-    "anything else is refused with an error. A long read is truncated with a "
-    "'nextFrom' line number to continue from. A missing file returns empty text.")
+    "path and startLine as 'from' (1-based) and how many 'lines' to read (default 120; "
+    "endLine - startLine + 1 reads the cited range). Markdown memory files (MEMORY.md, "
+    "memory/**/*.md, configured extra paths) and the session transcripts memory_search cites "
+    "(sessions/….jsonl: their rendered User/Assistant messages, 'from' and 'lines' counting "
+    "the JSONL lines of the citation) can be read; anything else is refused with an error. A "
+    "long read is truncated with a 'nextFrom' line number to continue from. Empty text means "
+    "the Markdown file is missing or has no lines there.")
 STATUS_DESCRIPTION = (
     "Report the state of the memory index: how many files and chunks it holds, the embedding "
     "provider and search mode, whether it is up to date with the files (dirty, behindMs, "

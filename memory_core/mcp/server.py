@@ -39,6 +39,7 @@ from .handlers import (
     STATUS_SCHEMA,
     MemoryTools,
 )
+from .schemas import GET_OUTPUT_SCHEMA, SEARCH_OUTPUT_SCHEMA, STATUS_OUTPUT_SCHEMA
 from .stdio import serve_answering_malformed
 
 DEFAULT_TOKEN_ENV = "MEMORY_CORE_MCP_TOKEN"
@@ -71,11 +72,12 @@ def tool_list() -> list[types.Tool]:
                                idempotent_hint=True, open_world_hint=False)
     return [
         types.Tool(name="memory_search", title="Search memory", description=SEARCH_DESCRIPTION,
-                   input_schema=SEARCH_SCHEMA, annotations=ro),
+                   input_schema=SEARCH_SCHEMA, output_schema=SEARCH_OUTPUT_SCHEMA, annotations=ro),
         types.Tool(name="memory_get", title="Read memory lines", description=GET_DESCRIPTION,
-                   input_schema=GET_SCHEMA, annotations=ro),
+                   input_schema=GET_SCHEMA, output_schema=GET_OUTPUT_SCHEMA, annotations=ro),
         types.Tool(name="memory_status", title="Memory index status",
-                   description=STATUS_DESCRIPTION, input_schema=STATUS_SCHEMA, annotations=ro),
+                   description=STATUS_DESCRIPTION, input_schema=STATUS_SCHEMA,
+                   output_schema=STATUS_OUTPUT_SCHEMA, annotations=ro),
     ]
 
 
