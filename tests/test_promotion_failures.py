@@ -227,3 +227,19 @@ def test_junk_lines() -> None:
                  "- Status of the migration: done on Friday.", "Status: done.",
                  "Note: the VPN is flaky on Mondays."):
         assert not junk_line(line), line
+
+
+def test_default_bullet_keeps_the_lines_the_queries_were_after() -> None:
+    from memory_core.promotion.policy import memory_lines
+
+    chunk = ["[D1:1] Ann: Hi Bob, how was the week?",
+             "[D1:2] Bob: Busy. Ann, the boat is now moored at pier 9 in Kiel.",
+             "[D1:3] Ann: Nice. I started pottery classes on Tuesdays.",
+             "$ git push --force",
+             "[D1:5] Ann: Bob, see you soon."]
+    # "Ann" and "Bob" are on every line: they do not choose a line
+    assert memory_lines(chunk, ["Where did Bob moor the boat?"]) == chunk[1]
+    assert memory_lines(chunk, ["When are Ann's pottery classes?",
+                                "Where is the boat moored?"]) == "\n".join(chunk[1:3])
+    assert memory_lines(chunk, ["nothing in common"]) == "\n".join(chunk[:3] + chunk[4:])
+    assert "$ git push" not in memory_lines(chunk)

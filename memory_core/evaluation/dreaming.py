@@ -61,13 +61,13 @@ class DreamingRun:
     def to_dict(self) -> dict[str, Any]:
         sizes = [n for _, _, n, _, _ in self.days]
         stores = [s for _, _, _, s, _ in self.days]
-        own = [o for _, _, _, _, o in self.days]
+        last = {c: o for c, _, _, _, o in self.days}  # each conversation's last night
         return {"profile": self.profile, "conversations": self.conversations,
                 "asks": self.asks, "saved": self.saved, "savedShare": self.saved_share,
                 "bullets": self.bullets, "junk": self.junk, "junkShare": self.junk_share,
                 "budget": self.budget, "withinBudget": self.within_budget,
                 "maxMemoryChars": max(sizes, default=0), "maxStore": max(stores, default=0),
-                "finalOwnShare": own[-1] if own else 0.0,
+                "finalOwnShare": sum(last.values()) / len(last) if last else 0.0,
                 "days": [{"conversation": c, "day": d, "memoryChars": n, "store": s,
                           "ownShare": o} for c, d, n, s, o in self.days]}
 

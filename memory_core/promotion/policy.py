@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .model import RecallEntry
+from .model import PROMOTED_TEXT_MAX_CHARS, RecallEntry
 
 if TYPE_CHECKING:
     from ..index import MemoryIndex
@@ -140,6 +140,46 @@ def junk_line(line: str) -> bool:
     return any(rx.search(line) for rx in _JUNK_LINE)
 
 
-def memory_lines(lines: Sequence[str]) -> str:
-    """The lines of a recalled range worth keeping in ``MEMORY.md``, joined (``""``: none)."""
-    return "\n".join(x for x in lines if x.strip() and not junk_line(x))
+_WORD = re.compile(r"[^\W_]{3,}")
+_STOP = frozenset("the and for are was were what when where which who whom whose how did does "
+                  "with from that this have has had you your they them their about into "
+                  "there been not but can could would should will".split())
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
+
+
+def memory_lines(lines: Sequence[str], queries: Sequence[str] = ()) -> str:
+    """The lines of a recalled range worth keeping in ``MEMORY.md``, joined (``""``: none).
+
+    Junk lines (:func:`junk_line`) are left out. With the ``queries`` that recalled the range,
+    only the lines sharing a distinctive word (one on at most a quarter of the range's lines) with
+    them are kept (a search chunk is 20-30 diary
+    lines, and the bullet's 640 characters would otherwise be its first few, whatever the agent
+    was after), the lines sharing the most first, then in the diary's order; all the clean
+    lines when none shares a word.
+    """
+    clean = [x for x in lines if x.strip() and not junk_line(x)]
+    if not queries or len(clean) <= 1:
+        return "\n".join(clean)
+    words = [_words(x) for x in clean]
+    # a word on most lines of the range (a speaker's name, the topic's heading word) tells
+    # nothing about which line the agent wanted
+    seen: dict[str, int] = {}
+    for ws in words:
+        for w in ws:
+            seen[w] = seen.get(w, 0) + 1
+    common = {w for w, n in seen.items() if n > max(1, len(clean) // 4)}
+    wanted = [_words(q) - common for q in queries]
+    overlap = [sum(len(w & x) for w in wanted) for x in words]
+    if not any(overlap):
+        return "\n".join(clean)
+    order = sorted((i for i, n in enumerate(overlap) if n), key=lambda i: (-overlap[i], i))
+    kept, size = [], 0
+    for i in order:
+        if kept and size + len(clean[i]) > PROMOTED_TEXT_MAX_CHARS:
+            break
+        kept.append(i)
+        size += len(clean[i]) + 1
+    return "\n".join(clean[i] for i in sorted(kept))
