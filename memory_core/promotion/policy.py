@@ -95,9 +95,11 @@ def entries_to_keep(entries: list[RecallEntry], policy: DreamingPolicy) -> set[s
 
 def retain(st: StateStore, policy: DreamingPolicy) -> int:
     """Bound the store to the policy's cap; return how many entries were evicted."""
-    entries = [RecallEntry.from_row(r) for r in st.recall_entries()]
-    if len(entries) <= policy.retention_cap:
+    # counted first: this runs after every recorded search, and is a no-op below the cap
+    (n,) = st.db.execute("SELECT COUNT(*) FROM recall_entries").fetchone()
+    if n <= policy.retention_cap:
         return 0
+    entries = [RecallEntry.from_row(r) for r in st.recall_entries()]
     keep = entries_to_keep(entries, policy)
     gone = [e.key for e in entries if e.key not in keep]
     with st.transaction():
