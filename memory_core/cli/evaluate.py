@@ -119,6 +119,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--out", help="write the JSON report (with per-query rows) to this file")
     p.add_argument("--markdown", help="write the Markdown tables to this file")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--dreaming", action="store_true", help="the dreaming evaluation: replay "
+                   "LoCoMo dev day by day under the reference and default profiles (issue 25; "
+                   "--provider, default none; --conversations to take a subset)")
+    p.add_argument("--conversations", help="with --dreaming: comma-separated, e.g. conv-26")
     p.add_argument("--cv", action="store_true", help="cross-validate: choose the constants "
                    "of --grid (default: weights, minScore, date hint) on training folds and "
                    "report the held-out folds (LoCoMo: leave one conversation out)")
@@ -153,6 +157,31 @@ def _emit(args: argparse.Namespace, out: dict[str, Any], text: str) -> None:
     if args.markdown:
         Path(args.markdown).write_text(text, encoding="utf-8")
     sys.stdout.write(report + "\n" if args.json else text)
+
+
+def _eval_dreaming(args: argparse.Namespace) -> int:
+    """``eval --dreaming``: both profiles' replay of LoCoMo dev, as a table or JSON."""
+    from ..evaluation.dreaming import dreaming_table, locomo_root, run_dreaming_eval
+
+    root = locomo_root()
+    if root is None:
+        raise CliError("the dreaming evaluation needs LoCoMo dev (../shared/datasets/locomo-dev)")
+    convs = [c.strip() for c in (args.conversations or "").split(",") if c.strip()] or None
+    known = {p.name for p in (root / "markdown").iterdir()}
+    unknown = sorted(set(convs or []) - known)
+    if unknown:
+        raise CliError(f"unknown conversation {unknown[0]!r} (known: {', '.join(sorted(known))})")
+
+    def progress(what: str) -> None:
+        if not args.no_progress:
+            sys.stderr.write(f"\r{what:<50}")
+            sys.stderr.flush()
+
+    runs = run_dreaming_eval(convs, provider=args.provider or "none", progress=progress)
+    if not args.no_progress:
+        sys.stderr.write("\n")
+    _emit(args, {"dreaming": [r.to_dict() for r in runs]}, dreaming_table(runs))
+    return 0
 
 
 def _eval_qmd(args: argparse.Namespace, qs: Any) -> int:
@@ -253,6 +282,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         names = available_query_sets()
         print("\n".join(names) if names else "No query sets found (../shared/datasets absent).")
         return 0
+    if args.dreaming:
+        return _eval_dreaming(args)
     if not args.queries:
         raise CliError("eval needs --queries SET_OR_FILE (or --list)")
     if args.address and args.executor != "ray":
