@@ -178,7 +178,8 @@ def memory_lines(lines: Sequence[str], queries: Sequence[str] = ()) -> str:
     if not any(overlap):
         return "\n".join(clean)
     order = sorted((i for i, n in enumerate(overlap) if n), key=lambda i: (-overlap[i], i))
-    kept, size = [], 0
+    kept: list[int] = []
+    size = 0
     for i in order:
         if kept and size + len(clean[i]) > PROMOTED_TEXT_MAX_CHARS:
             break
