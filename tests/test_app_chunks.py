@@ -76,7 +76,11 @@ def test_source_filter_and_transcript_line_numbers(at: AppTest) -> None:
     start, end = (int(x[1:]) for x in first.split("–"))
     hl = _highlighted(at)
     assert hl and min(hl) >= start and max(hl) <= end  # JSONL line numbers in the gutter
-    assert any("refuses" in w.value for w in at.warning)  # memory_get reads memory files only
+    # memory_get reads a transcript citation too (issue #21): its rendered lines, no refusal
+    assert not any("refuses" in w.value for w in at.warning)
+    got = next(j.value for j in at.json if "from" in str(j.value))
+    got = got if isinstance(got, dict) else json.loads(got)
+    assert got["path"] == path and got["text"].strip()
 
 
 def test_text_filter_narrows_files_and_marks_chunks(at: AppTest) -> None:
