@@ -146,7 +146,10 @@ def _apply_or_preview(idx: Any, args: argparse.Namespace, passed: list[pr.Promot
         queries = pr.load_query_log(args.impact)
         impact = pr.impact_preview(idx, plan, queries, now=now)
     if args.apply:
-        res = pr.apply(idx, plan)
+        # with --impact the plan just shown is what is written (or refused if anything changed
+        # since); otherwise nobody saw a plan, so apply plans under its own lock, and a diary
+        # the agent appends to meanwhile is no reason to refuse
+        res = pr.apply(idx, plan if impact else passed, now=now)
         if args.json:
             _dump_with_impact(res.to_dict(), impact)
             return 0
