@@ -188,7 +188,12 @@ def run(presses: int, provider: str, query: str, watch: bool) -> dict[str, Any]:
                 p_bare.goto(bare_url, wait_until="domcontentloaded")
                 settle(p_bare)
                 t = time.perf_counter()
-                p_wb.goto(f"{wb_url}/search", wait_until="domcontentloaded")
+                # through Home and the sidebar, as a person does (a first visit straight to
+                # /search would run the page without the app around it: no picker, no sidebar)
+                p_wb.goto(wb_url, wait_until="domcontentloaded")
+                settle(p_wb)
+                p_wb.locator('[data-testid="stSidebarNav"] a',
+                             has_text="Search & tune").first.click()
                 settle(p_wb)
                 box = p_wb.get_by_label("Query")
                 box.fill(query)
@@ -211,10 +216,15 @@ def run(presses: int, provider: str, query: str, watch: bool) -> dict[str, Any]:
                     print(f"round {i + 1}/{presses}: " + ", ".join(
                         f"{s.name} {s.times[-1]:.0f} ms" for s in sliders), file=sys.stderr)
                 exceptions = p_wb.locator('[data-testid="stException"]').count()
+                grid = p_wb.evaluate(  # the results table: is every column in view?
+                    "() => { const g = document.querySelector("
+                    "'.st-key-search_table .dvn-scroller');"
+                    " return g ? [g.scrollWidth, g.clientWidth] : null; }")
             finally:
                 browser.close()
     out: dict[str, Any] = {"presses": presses, "provider": provider, "query": query,
                            "watch": watch, "page_exceptions": exceptions,
+                           "results_grid_width": grid,
                            "sliders": {s.name: summary(s.times) for s in sliders}}
     for s in sliders:
         out["sliders"][s.name]["lost"] = s.lost
@@ -254,6 +264,10 @@ def main() -> int:
               f"{s['max']:>6.0f} ms{server:>10}{s['lost']:>6}")
     for name, r in res["ratios"].items():
         print(f"{name}: {r:.2f}x the bare slider (target ≤ {TARGET_RATIO:g}x)")
+    grid = res["results_grid_width"]
+    if grid:
+        print(f"results table at 1440 px: {grid[0]} px of columns in {grid[1]} px "
+              + ("(all in view)" if grid[0] <= grid[1] + 1 else "(scrolls)"))
     if res["page_exceptions"]:
         print(f"the page showed {res['page_exceptions']} exception(s)")
     return 0 if res["ok"] else 1
