@@ -154,13 +154,17 @@ def home() -> None:
         fts, vec = status.fts, status.vector
         fts_error = fts.error if fts else None
         vec_on = bool(vec and vec.enabled)
-        st.markdown(
-            f"- Keyword (FTS5): {_yes(fts.available if fts else False)}"
-            + (f" — {fts_error}" if fts_error else "") + "\n"
-            f"- Vector: {_yes(vec_on)} "
-            + (f"({vec.dims} dims, search via {vec.search})"
-               if vec and vec_on else "(no embedding provider: keyword only)")
-            + (f" — sqlite-vec: {vec.load_error}" if vec and vec.load_error else ""))
+        if fts is None:  # not read yet: nothing is known of the legs but what is asked for
+            st.markdown(f"Known once indexed (provider requested: "
+                        f"`{status.requested_provider}`).")
+        else:
+            st.markdown(
+                f"- Keyword (FTS5): {_yes(fts.available)}"
+                + (f" — {fts_error}" if fts_error else "") + "\n"
+                f"- Vector: {_yes(vec_on)} "
+                + (f"({vec.dims} dims, search via {vec.search})"
+                   if vec and vec_on else "(no embedding provider: keyword only)")
+                + (f" — sqlite-vec: {vec.load_error}" if vec and vec.load_error else ""))
         if status.indexed and provider not in ("none", "—"):
             tr = _truncation(key)
             if tr.available:

@@ -13,6 +13,7 @@ import streamlit as st
 
 from memory_core import evaluation as ev
 from memory_core import promotion as pr
+from memory_core.common.dates import path_date
 from workbench import charts, state
 
 key = state.current_key()
@@ -125,13 +126,19 @@ if not cands:
             "replay a query log above.")
     st.stop()
 
+today = now.date() if now is not None else datetime.now(UTC).date()
 show_all = st.toggle("Show gated entries too", value=False, key="promo_show_all")
 shown = cands if show_all else (passed or cands[:10])
 table = pd.DataFrame([{
     "rank": c.rank, "passed": c.passed, "score": round(c.score, 3),
     "where": f"{c.path}#L{c.start_line}-L{c.end_line}", "recalls": c.recall_count,
     "daily": c.daily_count, "unique queries": c.unique_queries,
-    "days": len(c.recall_days), "age (days)": round(c.age_days, 1),
+    "days": len(c.recall_days),
+    # the diary's own age, and §6.4's recency age (since the last recall: 0 after a replay
+    # ending today, which the old "age (days)" label passed off as the diary's age)
+    "diary date": (d.isoformat() if (d := path_date(c.path)) else "—"),
+    "diary age (days)": (today - d).days if d else None,
+    "since recall (days)": round(c.age_days, 1),
     "duplicate?": ("" if c.duplicate is None else
                    f"{'likely' if c.duplicate.likely else 'no'} (jaccard "
                    f"{c.duplicate.jaccard:.2f}"

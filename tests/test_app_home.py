@@ -81,6 +81,9 @@ def test_dataset_workspace_is_indexed_outside_the_data(open_app: OpenApp, demo_w
     at.radio(key="wb_ws_mode").set_value("dataset").run()
     assert at.selectbox(key="wb_ws_dataset").value == "locomo-dev/markdown/conv-x"
     assert any("Read-only data" in c.value for c in at.sidebar.caption)
+    # not indexed yet: the legs are unknown, not "no embedding provider" (issue #23)
+    legs = " ".join(m.value for m in at.markdown)
+    assert "no embedding provider" not in legs and "Known once indexed" in legs
     at.button(key="home_index").click().run()
     assert not at.exception
     assert _metrics(at)["Files"] == "1"

@@ -210,6 +210,38 @@ def test_home_follows_the_files_itself_and_shows_a_new_diary(
     assert live_watcher(store) is None and not heartbeat_path(store).exists()
 
 
+def test_a_watch_started_after_the_workbench_is_named_and_the_workbench_yields(
+        open_app: OpenApp, demo_ws: Path, monkeypatch: pytest.MonkeyPatch,
+        own_watchers: None) -> None:
+    """Issue #23: a ``memory-core watch`` started while the workbench follows the files itself
+    must be the one Home names, and the workbench's watcher must stop (two watchers would
+    follow one index); when the watch process ends, the workbench follows again."""
+    with MemoryIndex.open(demo_ws, provider="none") as idx:
+        idx.sync()
+    at = open_app(demo_ws, timeout=120)
+    monkeypatch.delenv("MEMORY_WORKBENCH_NO_WATCH")  # as a user runs it: the app follows
+    at.run()
+    assert "live: this workbench follows the files" in _main_captions(at)
+    store = _store(demo_ws)
+    with watching(demo_ws) as proc:
+        _heartbeat_of(store, proc.pid)
+        seen: list[int] = []
+        for _ in range(8):  # four beats of each: whoever wrote last must always be the watch
+            at.run()
+            assert not at.exception
+            assert f"live: watcher running (pid {proc.pid}" in _main_captions(at)
+            hb = read_heartbeat(store)
+            seen.append(hb.pid if hb is not None else 0)
+            time.sleep(0.5)
+        assert set(seen) == {proc.pid}, seen
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+    at.run()
+    assert "live: this workbench follows the files" in _main_captions(at)
+    hb = live_watcher(store)
+    assert hb is not None and hb.pid == os.getpid()
+
+
 def test_chunks_list_follows_a_watch_process(open_app: OpenApp, demo_ws: Path) -> None:
     with MemoryIndex.open(demo_ws, provider="none") as idx:
         idx.sync()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
@@ -29,6 +30,13 @@ def test_replay_then_apply_then_undo(open_app: OpenApp, demo_ws: Path) -> None:
     assert passed > 0
     table = next(d.value for d in at.dataframe if "why not" in d.value.columns)
     assert table["passed"].all() and (table["score"] >= 0.8).all()
+    # issue #23: a diary's age is its date's, not the days since the replay recalled it
+    today = datetime.now(UTC).date()
+    for _, row in table.iterrows():
+        if row["diary date"] != "—":
+            assert row["diary age (days)"] == (today - date.fromisoformat(row["diary date"])).days
+    assert (table["diary age (days)"].dropna() > 0).any()
+    assert (table["since recall (days)"] < 1).all()  # the replay's last day is today
     chart = json.loads(next(c for c in at.get("plotly_chart")
                             if c.key == "promo_chart").proto.spec)
     assert {t["name"] for t in chart["data"]} >= {"frequency", "relevance", "recency"}

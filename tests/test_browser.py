@@ -11,19 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from workbench.testing import APP, copy_demo, workbench_env
+from workbench.testing import APP, copy_demo, streamlit_server, workbench_env
 
 pytestmark = pytest.mark.browser
 
@@ -37,53 +32,14 @@ if not Path(CHROMIUM).exists():  # pragma: no cover - CI installs it (scripts/in
     pytest.skip("Debian's chromium is not installed", allow_module_level=True)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait_healthy(url: str, proc: subprocess.Popen[bytes], timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.read().strip() == b"ok":
-                    return
-        except OSError:
-            pass
-        time.sleep(0.5)
-    raise TimeoutError("streamlit did not become healthy")
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     tmp = tmp_path_factory.mktemp("browser")
     ws = copy_demo(tmp)
     env = {**os.environ, **workbench_env(ws, tmp / "cache", "local", umap=True),
            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    port = _free_port()
-    log = (tmp / "streamlit.log").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1",
-         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=str(APP.parent), env=env, stdout=log, stderr=subprocess.STDOUT,
-        start_new_session=True)  # its own process group: the UMAP worker dies with it
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(url, proc)
+    with streamlit_server(APP, env, tmp / "streamlit.log") as url:
         yield url
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=15)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=15)
-        log.close()
 
 
 def _settle(page, timeout: float = 240.0) -> None:  # type: ignore[no-untyped-def]

@@ -74,6 +74,8 @@ def test_search_page_writes_the_tuned_settings_into_openclaw_json(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     at = _open_home(monkeypatch, tmp_path, "pages/search.py")
     at.text_input(key="search_query").set_value("cookie").run()
+    at.session_state["search_tab"] = "Export settings"  # computed only while open
+    at.run()
     cfg = tmp_path / "oc-home" / "openclaw.json"
     assert any("already says this" in c.value for c in at.caption)
     # the file changes behind the open index: the export puts the tuned value (3) back
@@ -92,6 +94,8 @@ def test_search_page_export_into_a_read_only_openclaw_json_is_one_error(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     at = _open_home(monkeypatch, tmp_path, "pages/search.py")
     at.text_input(key="search_query").set_value("cookie").run()
+    at.session_state["search_tab"] = "Export settings"  # computed only while open
+    at.run()
     cfg = tmp_path / "oc-home" / "openclaw.json"
     cfg.write_text(cfg.read_text().replace("maxResults: 3,", "maxResults: 7,"))
     cfg.chmod(0o444)
@@ -118,3 +122,25 @@ def test_promotion_page_records_real_recalls_and_runs_the_phases(
     assert list((ws / "memory" / "dreaming" / "light").glob("*.md"))
     assert list((ws / "memory" / "dreaming" / "rem").glob("*.md"))
     assert any(s.value.startswith("light:") for s in at.success)
+
+
+def test_sidebar_shows_the_profile_the_page_runs_on_a_home(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Issue #23: "OpenClaw home" first tries ~/.openclaw, which is often missing, and stops
+    before the Profile box; the home typed next opens with the reference profile, and the box
+    the browser draws must say so (not its first option, "default")."""
+    home = build_home(tmp_path)
+    for k, v in workbench_env(home / "workspace", tmp_path / "cache", "none").items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("MEMORY_WORKBENCH_DATASETS", str(tmp_path / "no-datasets"))
+    monkeypatch.setenv("HOME", str(tmp_path / "no-home"))  # no ~/.openclaw
+    at = AppTest.from_file(str(APP), default_timeout=180).run()
+    at.radio(key="wb_ws_mode").set_value("openclaw").run()
+    assert any("Cannot open the OpenClaw home" in e.value for e in at.error)
+    at.text_input(key="wb_oc_home").set_value(str(home)).run()
+    assert not at.exception
+    assert at.session_state["wb_key"].profile == "reference"
+    box = at.selectbox(key="wb_profile").proto
+    # what the browser draws: the value the server sends with the box, else its default option
+    drawn = box.raw_value if box.set_value else box.options[box.default]
+    assert drawn == "reference"

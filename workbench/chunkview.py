@@ -86,7 +86,7 @@ def highlight_html(src: SourceLines, start: int, end: int, *, context: int | Non
         n = src.numbers[i] if i < len(src.numbers) else ""
         text = html.escape(src.lines[i]) or "&nbsp;"
         if needle:
-            text = _mark(text, html.escape(needle))
+            text = mark(text, [html.escape(needle)])
         cls = "wb-hl" if start <= (n if isinstance(n, int) else -1) <= end else ""
         out.append(f'<div class="wb-line {cls}"><span class="wb-no">{n}</span>'
                    f'<span class="wb-tx">{text}</span></div>')
@@ -102,16 +102,32 @@ def highlight_html(src: SourceLines, start: int, end: int, *, context: int | Non
     return style + '<div class="wb-src">' + "".join(out) + "</div>"
 
 
-def _mark(text: str, needle: str) -> str:
-    low, nl = text.casefold(), needle.casefold()
-    if not nl or nl not in low:
+def mark(text: str, needles: Sequence[str]) -> str:
+    """``text`` (HTML) with every case-insensitive occurrence of any of ``needles`` (HTML too)
+    wrapped in ``<mark>``; the longest needle wins where two start at one place."""
+    low = text.casefold()
+    # compared slice by slice: casefolding may change a string's length (ß → ss)
+    by_fold = {n.casefold(): len(n) for n in needles if n}
+    wanted = sorted(((f, n) for f, n in by_fold.items() if f in low), key=lambda fn: -fn[1])
+    if not wanted:
         return text
-    out, i = [], 0
-    while True:
-        j = low.find(nl, i)
-        if j < 0:
-            out.append(text[i:])
-            break
-        out.append(text[i:j] + "<mark>" + text[j:j + len(needle)] + "</mark>")
-        i = j + len(needle)
+    out, i, start = [], 0, 0
+    while i < len(text):
+        hit = next((n for f, n in wanted if text[i:i + n].casefold() == f), None)
+        if hit is None:
+            end = text.find(";", i) if text[i] == "&" else -1
+            i = end + 1 if 0 < end - i <= 8 else i + 1  # never inside an entity (&amp;)
+            continue
+        out.append(text[start:i] + "<mark>" + text[i:i + hit] + "</mark>")
+        i = start = i + hit
+    out.append(text[start:])
     return "".join(out)
+
+
+def snippet_html(text: str, terms: Sequence[str]) -> str:
+    """A hit's snippet as HTML: its text kept as written (a diary's ``# 2026-11-20`` is no
+    heading), the query's ``terms`` marked."""
+    body = mark(html.escape(text), [html.escape(t) for t in terms])
+    return ('<div style="white-space:pre-wrap;word-break:break-word;font-size:0.92em;'
+            'line-height:1.45;border-left:3px solid #e6e6e6;padding:2px 0 2px 10px">'
+            f'{body}</div>')

@@ -34,7 +34,7 @@ import streamlit as st
 
 from memory_core import MemoryIndex
 from memory_core.common.synclock import sync_running
-from memory_core.live import Heartbeat, LiveIndex, live_watcher
+from memory_core.live import Heartbeat, HeartbeatWriter, LiveIndex, live_watcher, read_heartbeat
 
 from . import state
 from .state import IndexKey
@@ -72,29 +72,67 @@ def watch_disabled(key: IndexKey, idx: MemoryIndex) -> str:
     return ""
 
 
+class YieldingHeartbeat(HeartbeatWriter):
+    """The workbench's own heartbeat: it never overwrites another process's live beat.
+
+    Two followers of one index take turns writing the one heartbeat file, so a reader sees
+    whichever wrote last. The workbench's watcher is only a stand-in for a ``memory-core watch``
+    or ``mcp`` process: while one of those beats, this one keeps quiet, so the other is the one
+    named, and :func:`ensure_follower` then stops the workbench's watcher (it yields).
+    """
+
+    def beat(self) -> None:
+        hb = read_heartbeat(self.index_path)
+        if hb is not None and hb.pid != os.getpid() and hb.alive:
+            return
+        super().beat()
+
+
+@st.cache_resource(show_spinner=False)
+def _own_keys() -> set[IndexKey]:
+    """Process-wide: the indexes this workbench follows itself right now."""
+    return set()
+
+
 @st.cache_resource(show_spinner=False, on_release=lambda live: live.close())
 def _own_watcher(workspace: str, profile: str, provider: str, home: str, agent: str
                  ) -> LiveIndex:
     """The workbench's watcher of one open index (one per server process)."""
     idx = state.open_index(IndexKey(workspace, profile, provider, home, agent))
-    return LiveIndex(idx, owner=OWNER, share_index=True).start()
+    live = LiveIndex(idx, owner=OWNER, share_index=True)
+    if live.heartbeat is not None:
+        live.heartbeat = YieldingHeartbeat(live.store_path, owner=OWNER,
+                                           workspace=live.workspace)
+    return live.start()
 
 
 def _own(key: IndexKey) -> LiveIndex:
+    _own_keys().add(key)
     return _own_watcher(key.workspace, key.profile, key.provider, key.home, key.agent)
+
+
+def _yield(key: IndexKey) -> None:
+    """Stop the workbench's own watcher of ``key``'s index, if it runs (another process
+    follows the files now: two watchers would sync one index twice)."""
+    keys = _own_keys()
+    if key in keys:
+        keys.discard(key)
+        _own_watcher.clear(key.workspace, key.profile, key.provider, key.home, key.agent)
 
 
 def stop_watchers() -> None:
     """Stop every watcher this process started (tests; a server stops them at exit)."""
+    _own_keys().clear()
     _own_watcher.clear()
 
 
 def ensure_follower(key: IndexKey) -> Follower:
-    """Start the workbench's watcher unless another process's heartbeat is alive; say who
-    follows the files now."""
+    """Start the workbench's watcher unless another process's heartbeat is alive (then stop
+    it, if it runs: the other one follows the files); say who follows them now."""
     idx = state.open_index(key)
     hb = live_watcher(idx.store_path)
     if hb is not None and hb.pid != os.getpid():
+        _yield(key)
         return Follower("external", hb)
     why = watch_disabled(key, idx)
     if why:

@@ -235,6 +235,12 @@ def workspace_picker() -> IndexKey:
                                 "memory/, sessions/).")
     elif mode == "openclaw":
         home_dir, agent, ws = _home_picker(sb)
+        if not st.session_state.get("wb_oc_seen"):
+            # a home's settings are the reference's: its profile is preselected, once, in the
+            # run that draws the selectbox (set in a run that stops before it, the value would
+            # reach the page but the browser would still show the widget's first option)
+            st.session_state["wb_oc_seen"] = True
+            st.session_state["wb_profile"] = "reference"
     else:
         ws = default_workspace()
         sb.caption(f"`{_short(ws)}`")
@@ -272,10 +278,6 @@ def _home_picker(sb: Any) -> tuple[str, str, str]:
     home_dir = sb.text_input("OpenClaw home", value=str(Path("~/.openclaw").expanduser()),
                              key="wb_oc_home", help="A folder with openclaw.json and agents/ "
                              "(~/.openclaw): the agent's workspace, transcripts and settings.")
-    if not st.session_state.get("wb_oc_seen"):
-        # a home's settings are the reference's: its profile is preselected (once)
-        st.session_state["wb_oc_seen"] = True
-        st.session_state["wb_profile"] = "reference"
     try:
         first = open_home(home_dir)
     except ValueError as e:

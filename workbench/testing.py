@@ -3,7 +3,16 @@ AppTest of the app wired to it (never writing into the repository's examples).""
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -20,6 +29,55 @@ def copy_demo(dest_dir: Path) -> Path:
     target = Path(dest_dir) / "demo-workspace"
     shutil.copytree(DEMO, target, ignore=shutil.ignore_patterns(".memory"))
     return target
+
+
+def wait_healthy(url: str, proc: subprocess.Popen[bytes], timeout: float = 90) -> None:
+    """Wait until the Streamlit server ``proc`` at ``url`` answers its health check (the
+    browser tests and ``benchmarks/bench_slider.py``); raise if it exits or stays silent."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.read().strip() == b"ok":
+                    return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise TimeoutError("streamlit did not become healthy")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def streamlit_server(script: Path, env: dict[str, str], log: Path,
+                     timeout: float = 90) -> Iterator[str]:
+    """``streamlit run script`` on a free port of 127.0.0.1 until the block ends (in its own
+    process group: a UMAP worker dies with it); yields its URL once it answers."""
+    with log.open("wb") as out:
+        port = free_port()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
+             "--server.port", str(port), "--server.address", "127.0.0.1",
+             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+            cwd=str(script.parent), env=env, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            wait_healthy(url, proc, timeout)
+            yield url
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=15)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=15)
 
 
 def workbench_env(workspace: Path, cache: Path, provider: str = "none", *,

@@ -17,8 +17,10 @@ from typing import Any
 
 import pandas as pd
 
-from memory_core import FusionResult, Hit, SearchSettings, profile_settings
+from memory_core import Candidates, FusionResult, Hit, SearchSettings, fuse, profile_settings
 from memory_core.config import checked_settings, setting_meta
+from memory_core.query import STOP_WORDS, tokens
+from memory_core.text import cjk_bigrams
 
 #: The SearchSettings fields the Search & tune page edits (the rest stay the profile's).
 TUNABLE: tuple[str, ...] = (
@@ -159,6 +161,103 @@ def blank_ranks(df: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     for c in columns:
         out[c] = [("–" if pd.isna(v) else str(int(v))) for v in out[c]]
     return out
+
+
+# --------------------------------------------------------------------------- reading the results
+
+
+def query_terms(query: str) -> list[str]:
+    """The words of ``query`` to mark in snippets: its tokens without stop words (unless
+    nothing else is left), and each Chinese/Japanese/Korean run's bigrams too (the keyword leg
+    matches those inside sentences)."""
+    toks = list(dict.fromkeys(t.lower() for t in tokens(query)))
+    kept = [t for t in toks if t not in STOP_WORDS and (len(t) > 1 or not t.isascii())]
+    out = list(kept or toks)
+    for t in kept or toks:
+        out.extend(b for b in tokens(cjk_bigrams(t)) if b != t and b not in out)
+    return out
+
+
+#: The weight sliders and the leg each one weighs.
+WEIGHTS = {"vector_weight": ("vectorWeight", "vector"), "text_weight": ("textWeight", "keyword")}
+
+
+def _ranking(r: FusionResult) -> list[tuple[str, float, bool]]:
+    return [(h.id, round(h.score, 9), h.passed) for h in [*r.hits, *r.below_gate]]
+
+
+def weight_notes(cands: Candidates, settings: SearchSettings) -> dict[str, str]:
+    """``{field: one line}`` for each weight slider that changes nothing for this query, saying
+    why (``{}`` when both matter).
+
+    Whether a weight matters is measured, not guessed: the candidates are fused with the weight
+    low and high (everything else as set); when no score and no rank moves, the slider is inert
+    and the reason is the leg that is missing (a keyword-only index, an empty leg, Hybrid off).
+    """
+    notes: dict[str, str] = {}
+    for field, (label, _) in WEIGHTS.items():
+        weighted: list[dict[str, Any]] = [{field: w} for w in (0.1, 0.9)]
+        lo, hi = (fuse(cands, replace(settings, **w)) for w in weighted)
+        if _ranking(lo) != _ranking(hi):
+            continue
+        notes[field] = f"{label} has no effect here: {_inert_reason(cands, settings)}."
+    return notes
+
+
+def _inert_reason(cands: Candidates, s: SearchSettings) -> str:
+    if cands.mode == "fts-only":
+        return ("the index is keyword-only (no embedding provider), and OpenClaw's FTS-only "
+                "ranking weighs nothing" if s.fusion == "reference" else
+                "the index is keyword-only (no embedding provider): only the keyword leg ranks")
+    if cands.mode == "vector-only":
+        return "the keyword leg is unavailable (no FTS5): only the vector leg ranks"
+    if not s.hybrid:
+        return "Hybrid is off: only the vector leg ranks"
+    if not cands.vector:
+        return "the vector leg found no candidate for this query: only the keyword leg ranks"
+    if not cands.keyword:
+        return ("the keyword leg found nothing for this query"
+                + (" (the `and` query needs every term in one chunk)"
+                   if s.keyword_query == "and" else "") + ": only the vector leg ranks")
+    return "moving it changes no score or rank of these candidates"
+
+
+def empty_reason(cands: Candidates, result: FusionResult) -> str:
+    """Why ``result`` returned no hit, in one line ("" when it returned some)."""
+    if result.hits:
+        return ""
+    s = result.settings
+    if not cands.vector and not cands.keyword:
+        why = "neither leg found a candidate for this query"
+        if cands.mode == "fts-only":
+            why += " (a keyword-only index"
+            why += ", and the `and` query needs every term in one chunk)" if (
+                s.keyword_query == "and") else ")"
+        elif s.keyword_query == "and":
+            why += " (the `and` keyword query needs every term in one chunk)"
+        return why
+    scored = list(result.below_gate)
+    if not scored:
+        return "no candidate entered the fusion (every leg it uses is empty under these settings)"
+    best = max(h.score for h in scored)
+    if best < s.min_score:
+        return (f"all {len(scored)} candidates score below minScore {s.min_score:.2f} (the best "
+                f"scores {best:.3f})")
+    return f"no candidate passed (maxResults {s.max_results})"
+
+
+def settings_line(s: SearchSettings) -> str:
+    """The settings a fusion ran with, in one line (under the metrics)."""
+    parts = [f"vectorWeight {s.vector_weight:.2f}", f"textWeight {s.text_weight:.2f}",
+             f"minScore {s.min_score:.2f}", f"maxResults {s.max_results}",
+             f"fusion {s.fusion}"]
+    if not s.hybrid:
+        parts.append("hybrid off")
+    if s.mmr_enabled:
+        parts.append(f"MMR λ {s.mmr_lambda:.2f}")
+    if s.decay_enabled:
+        parts.append(f"decay {s.half_life_days:g} d")
+    return " · ".join(parts)
 
 
 # --------------------------------------------------------------------------- A/B
