@@ -17,10 +17,10 @@ import hashlib
 import os
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -208,16 +208,42 @@ class _Pending:
     chunks: list[Chunk]
 
 
+class EmbedStream(Protocol):
+    """The vectors of a sync's planned groups, handed back one group at a time, in order."""
+
+    def take(self, texts: Sequence[str]) -> np.ndarray:
+        """The next planned group's vectors (``texts`` must be that group's texts)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class EmbedExecutor(Protocol):
+    """Embeds a sync's texts elsewhere while this process writes the index (the store stays
+    single-writer), e.g. :class:`memory_core.embeddings.ray_pool.RayEmbedPool`.
+
+    ``start`` gets every group's texts to embed, in the order the sync will ask for them (each
+    group exactly what the serial path would pass to ``embed_documents``, so the vectors are
+    the same), and ``progress(done, total)`` in texts.
+    """
+
+    def start(self, choice: ProviderChoice, groups: list[list[str]],
+              progress: Callable[[int, int], None]) -> EmbedStream: ...
+
+
 class Indexer:
     """Writes one workspace into one store with one provider."""
 
     def __init__(self, workspace: Path, config: MemoryConfig, choice: ProviderChoice,
-                 progress: SyncProgress | None = None):
+                 progress: SyncProgress | None = None, executor: EmbedExecutor | None = None):
         self.workspace = workspace
         self.config = config
         self.choice = choice
         self.provider = choice.provider
         self.progress = progress or (lambda stage, done, total: None)
+        #: None: embed here, group by group (the default); else see :class:`EmbedExecutor`.
+        self.executor = executor
+        self._stream: EmbedStream | None = None
 
     # --------------------------------------------------------------- embedding
 
@@ -231,14 +257,10 @@ class Indexer:
         if self.config.store.cache_enabled:
             vectors = store.cache_get(p.id, p.model, p.provider_key, hashes)
         report.cache_hits += sum(1 for h in hashes if h in vectors)
-        missing: dict[str, str] = {}
-        for item in pending:
-            for c in item.chunks:
-                if c.hash not in vectors:
-                    missing.setdefault(c.hash, c.text)
+        missing = _missing_texts(pending, vectors)
         if missing:
             texts = list(missing.values())
-            mat = p.embed_documents(
+            mat = self._stream.take(texts) if self._stream is not None else p.embed_documents(
                 texts, lambda d, t: self.progress("embed", done_before + d, total))
             fresh = {h: mat[i] for i, h in enumerate(missing)}
             report.embedded += len(fresh)
@@ -347,15 +369,37 @@ class Indexer:
                 raise
         total_chunks = sum(len(p.chunks) for p in to_do)
         state = [0]
-        group: list[_Pending] = []
-        size = 0
-        for item in to_do:
-            group.append(item)
-            size += len(item.chunks)
-            if size >= _GROUP_CHUNKS:
+        if self.executor is not None and self.provider is not None and to_do:
+            self._stream = self.executor.start(
+                self.choice, self._plan(store, to_do),
+                lambda d, t: self.progress("embed", d, t))
+        try:
+            for group in _groups(to_do):
                 self._flush(store, group, report, state, total_chunks)
-                size = 0
-        self._flush(store, group, report, state, total_chunks)
+        finally:
+            if self._stream is not None:
+                self._stream.close()
+                self._stream = None
+
+    def _plan(self, store: Store, to_do: list[_Pending]) -> list[list[str]]:
+        """Each group's texts that :meth:`_embed` will find missing, in flush order: what the
+        cache lacks, each hash once (with the cache on, a group's fresh vectors are cached
+        before the next group looks)."""
+        p = self.provider
+        assert p is not None
+        caching = self.config.store.cache_enabled
+        seen: set[str] = set()
+        if caching:
+            seen = set(store.cache_get(p.id, p.model, p.provider_key,
+                                       (c.hash for item in to_do for c in item.chunks)))
+        plan: list[list[str]] = []
+        for group in _groups(to_do):
+            missing = _missing_texts(group, seen)
+            if missing:
+                plan.append(list(missing.values()))
+            if caching:
+                seen.update(missing)
+        return plan
 
     def meta(self, store: Store, previous: dict[str, Any] | None = None) -> dict[str, Any]:
         """The index meta after a sync that changed something: identity, dims, times, and the
@@ -529,6 +573,32 @@ class Indexer:
             new.close()
             _remove_db(tmp)
             raise
+
+
+def _missing_texts(pending: list[_Pending], have: Container[str]) -> dict[str, str]:
+    """``hash → text`` of the chunks of ``pending`` whose hash is not in ``have``, each once,
+    in order: what a group sends to the provider."""
+    missing: dict[str, str] = {}
+    for item in pending:
+        for c in item.chunks:
+            if c.hash not in have:
+                missing.setdefault(c.hash, c.text)
+    return missing
+
+
+def _groups(to_do: list[_Pending]) -> Iterator[list[_Pending]]:
+    """``to_do`` cut into the groups a sync embeds and commits together: whole files, until
+    a group holds at least ``_GROUP_CHUNKS`` chunks (the last group may be smaller)."""
+    group: list[_Pending] = []
+    size = 0
+    for item in to_do:
+        group.append(item)
+        size += len(item.chunks)
+        if size >= _GROUP_CHUNKS:
+            yield group
+            group, size = [], 0
+    if group:
+        yield group
 
 
 #: When at least this share of the files changed (and at least ``REBUILD_MIN_FILES`` of them),
