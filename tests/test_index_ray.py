@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import signal
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
@@ -134,8 +135,8 @@ def test_ray_index_gives_the_serial_vectors(tmp_path: Path, embed_url: str,
     assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
 
 
-def test_cli_flags_without_ray_executor(tmp_path: Path,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_flags_without_ray_executor(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
     ws = tmp_path / "ws"
     (ws / "memory").mkdir(parents=True)
     (ws / "memory" / "2026-01-05.md").write_text("# Monday\n\nPool exhausted.\n")
@@ -144,5 +145,7 @@ def test_cli_flags_without_ray_executor(tmp_path: Path,
     assert "--executor ray" in capsys.readouterr().err
     assert main([*args, "--executor", "ray", "--actors", "0"]) == 2
     assert "at least 1" in capsys.readouterr().err
-
-
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails, as where it is absent
+    assert main([*args, "--executor", "ray"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "pip install" in err and ".[ray]" in err
