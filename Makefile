@@ -1,7 +1,8 @@
 # Two commands do all set-up: `make run` (the workbench on the demo workspace) and `make test`.
-# Both create .venv and install the project into it on first use. `make test-fast` is the quick
-# loop while developing: lint and every test except the browser, UMAP, notebook and long
-# evaluation ones (pytest markers, declared in pyproject.toml).
+# Both create .venv and install the project into it on first use. `make check` is the quick loop
+# while developing (under a minute): lint, types, and the unit tests of the pure parts, which load
+# no model. `make test-fast`: lint, types and every test except the browser, UMAP, notebook and
+# long evaluation ones (pytest markers, declared in pyproject.toml).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -11,8 +12,15 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
 FAST_MARKERS := not browser and not umap and not notebook and not longeval
+# `make check`'s tests: chunking (with its goldens), fusion (MMR, decay, date pool), query
+# building (the reference's keyword goldens), config and its doors, metrics, qmd's result
+# parsing, and the structure rules; none embeds with a model
+CHECK_TESTS := tests/test_architecture.py tests/test_chunking.py tests/test_config.py \
+	tests/test_evaluation.py tests/test_fusion_date_pool.py tests/test_vectors_mmr.py \
+	tests/test_topk.py tests/test_qmd_results.py \
+	tests/test_reference_goldens.py::test_fallback_keywords_are_the_engines
 
-.PHONY: run test test-fast lint bench clean
+.PHONY: run test test-fast check lint typecheck bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,14 +34,24 @@ run: $(STAMP)
 test: $(STAMP)
 	-bash scripts/install-node-tools.sh  # node 24, MCP Inspector, qmd in .tools/ (skipped without npm)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 	$(PY) -m pytest --nbmake tests notebooks
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
+typecheck: $(STAMP)  # mypy on memory_core/ and workbench/ ([tool.mypy] in pyproject.toml)
+	$(VENV)/bin/mypy
+
+check: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+	$(PY) -m pytest -q $(CHECK_TESTS)
+
 test-fast: $(STAMP)
 	-bash scripts/install-node-tools.sh  # node 24, MCP Inspector, qmd in .tools/ (skipped without npm)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 	$(PY) -m pytest tests -m "$(FAST_MARKERS)"
 
 bench: $(STAMP)

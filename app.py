@@ -165,9 +165,10 @@ def home() -> None:
             tr = _truncation(key)
             if tr.available:
                 st.metric("Chunks the model truncates", f"{tr.share:.0%}",
-                          help=f"{tr.truncated} of {tr.chunks} chunks are longer than "
-                               f"the model reads ({tr.max_seq_length} tokens; mean "
-                               f"{tr.mean_tokens:.0f}). It silently ignores the rest.")
+                          help=f"{tr.truncated} of {tr.chunks} chunks lose text to the model "
+                               f"({tr.max_seq_length} tokens a read; mean "
+                               f"{tr.mean_tokens:.0f}); {tr.windowed} longer ones are embedded "
+                               "in windows the model reads whole, and pooled.")
     _home_settings(key, idx)
     warnings = list(status.warnings)
     warnings += [f"{p}: {w}" for p, w in status.file_warnings.items()]

@@ -60,3 +60,9 @@ class Candidates:
     #: ``None``: ``chunks`` holds every hit's row. A number: only each leg's first that many
     #: (what one fusion with ``candidate_count()`` up to it reads; see ``fetch_candidates``).
     rows_for: int | None = None
+    #: The OR keyword query's phrases' document counts on ``keyword_table`` and that table's row
+    #: count (bm25's ``nHit`` and ``N``): what the query's own best possible bm25 is made of, so
+    #: fusion can read a keyword hit against it (absolute evidence, ``memory_core.calibration``).
+    #: Empty for the reference's AND query.
+    keyword_df: tuple[int, ...] = ()
+    keyword_rows: int = 0

@@ -15,11 +15,16 @@ import json
 import os
 import string
 import tomllib
-from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
+
+from .calibration_fitted import GATES as CALIBRATED_GATES
 
 CONFIG_FILE = "memory-workbench.toml"
 #: A named set of search settings: ``reference`` (OpenClaw 2026.5.20) or ``default`` (measured).
@@ -56,31 +61,99 @@ class ConfigError(ValueError):
     """
 
 
+def setting(default: Any = MISSING, *, factory: Callable[[], Any] | None = None,
+            help: str, ge: float | None = None, gt: float | None = None,
+            le: float | None = None, lt: float | None = None, min_length: int | None = None,
+            validate_as: Any = None, before: Callable[[Any], Any] | None = None,
+            after: Callable[[Any], Any] | None = None,
+            slider: tuple[float, float, float] | None = None) -> Any:
+    """One setting: its default, range and help, declared once on the dataclass field.
+
+    The validation models (:data:`CONFIG_MODELS`), the CLI's flags and choices, the tools'
+    schema bounds and the workbench's slider bounds are all generated from these. ``validate_as``
+    narrows the field's type for validation only (a ``str`` field checked as a ``Literal``);
+    ``before``/``after`` are pydantic field validators (plain functions of the value);
+    ``slider``: the workbench's ``(low, high, step)`` for it, within the range.
+    """
+    meta: dict[str, Any] = {"help": help}
+    for key, value in (("ge", ge), ("gt", gt), ("le", le), ("lt", lt),
+                       ("min_length", min_length), ("validate_as", validate_as),
+                       ("before", before), ("after", after), ("slider", slider)):
+        if value is not None:
+            meta[key] = value
+    if factory is not None:
+        return field(default_factory=factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def _known_calibration(value: str) -> str:
+    """A calibration is one of the fitted models (:mod:`memory_core.calibration_fitted`)."""
+    if value and value not in CALIBRATED_GATES:
+        known = ", ".join(repr(k) for k in CALIBRATED_GATES) or "none fitted"
+        raise ValueError(f"unknown calibration {value!r} (\"\" for none, or {known})")
+    return value
+
+
+def _extra_paths(value: Any) -> Any:
+    """A bare string is one path written without its list: refused, not read per letter."""
+    if isinstance(value, str):
+        raise ValueError(f"expects a list of folders or .md files, e.g. [{json.dumps(value)}]")
+    if not isinstance(value, list):
+        return value  # the list type reports it
+    out: list[Any] = []
+    for item in value:
+        if isinstance(item, str):
+            out.append({"path": item})
+        elif isinstance(item, dict):
+            out.append(item)
+        else:
+            raise ValueError("each entry is a path or a { path, pattern } table "
+                             f"(got {_shown(item)})")
+    return out
+
+
+def _store_template(value: str) -> str:
+    allowed = ", ".join("{" + f + "}" for f in STORE_PATH_FIELDS)
+    try:
+        names = [name for _, name, _, _ in string.Formatter().parse(value) if name is not None]
+    except ValueError as e:
+        raise ValueError(f"is not a valid path template ({e}); placeholders: {allowed}, "
+                         "a literal brace is written twice") from None
+    for name in names:
+        if name not in STORE_PATH_FIELDS:
+            raise ValueError(f"unknown placeholder {{{name}}} (known: {allowed})")
+    return value
+
+
 @dataclass
 class ExtraPath:
     """A folder (walked with ``pattern``) or a single ``.md`` file outside ``memory/``."""
 
-    path: str
-    pattern: str = "**/*.md"
+    path: str = setting(help="a folder or a .md file, relative to the workspace", min_length=1)
+    pattern: str = setting("**/*.md", help="which files of the folder", min_length=1)
 
 
 @dataclass
 class SourcesConfig:
-    sources: list[str] = field(default_factory=lambda: ["memory", "sessions"])
-    extra_paths: list[ExtraPath] = field(default_factory=list)
-    sessions_dir: str = "sessions"
-    follow_symlinks: bool = False
+    sources: list[str] = setting(factory=lambda: ["memory", "sessions"],
+                                 validate_as=list[SourceName], help="what is indexed")
+    extra_paths: list[ExtraPath] = setting(factory=list, before=_extra_paths,
+                                           help="folders or .md files outside memory/")
+    sessions_dir: str = setting("sessions", min_length=1,
+                                help="the transcripts' folder, relative to the workspace")
+    follow_symlinks: bool = setting(False, help="index the targets of symbolic links")
     #: An OpenClaw agent id: ``sessions_dir`` is then that agent's sessions folder, listed as the
     #: reference lists it (flat; primary transcripts and ``.reset.``/``.deleted.`` archives) and
     #: cited ``sessions/<agent>/<file>`` (spec §2.2). ``None``: a workspace's own folder.
-    sessions_agent: str | None = None
+    sessions_agent: str | None = setting(None, min_length=1,
+                                         help="an OpenClaw agent id (its sessions folder)")
 
 
 @dataclass
 class ChunkingConfig:
-    tokens: int = 400
-    overlap: int = 80
-    mode: ChunkingMode = "bounded"
+    tokens: int = setting(400, ge=1, help="a chunk's size in tokens")
+    overlap: int = setting(80, ge=0, help="tokens carried into the next chunk")
+    mode: ChunkingMode = setting("bounded", help="reference boundaries, or long lines capped")
 
 
 @dataclass
@@ -88,11 +161,11 @@ class BatchConfig:
     """``[provider.batch]``: the provider's asynchronous batch API (OpenAI, Voyage, Gemini) for
     a large index, off by default as in the reference (``memorySearch.remote.batch``, §7.4)."""
 
-    enabled: bool = False
-    wait: bool = True
-    concurrency: int = 2
-    poll_interval_ms: int = 2000
-    timeout_minutes: float = 60.0
+    enabled: bool = setting(False, help="embed a large index through the batch API")
+    wait: bool = setting(True, help="wait for a batch job to finish")
+    concurrency: int = setting(2, ge=1, help="batch jobs in flight")
+    poll_interval_ms: int = setting(2000, ge=1, help="how often a job is polled (ms)")
+    timeout_minutes: float = setting(60.0, gt=0, help="a job's time limit (minutes)")
 
 
 @dataclass
@@ -106,40 +179,44 @@ class ProviderConfig:
     ``None``: the provider's own variable (``OPENAI_API_KEY``, ``GEMINI_API_KEY``...).
     """
 
-    provider: str = "local"
-    model: str | None = None
-    base_url: str | None = None
-    api_key_env: str | None = None
-    dimensions: int | None = None
-    fallback: list[str] = field(default_factory=lambda: ["none"])
-    batch_items: int = 96
-    batch_bytes: int = 8000
-    concurrency: int = 2
-    timeout_s: float = 120.0
-    query_timeout_s: float = 60.0
-    max_retries: int = 3
+    provider: str = setting("local", validate_as=ProviderName, help="the embedding provider")
+    model: str | None = setting(None, min_length=1, help="the provider's model (its default)")
+    base_url: str | None = setting(None, min_length=1, help="an OpenAI-compatible endpoint")
+    api_key_env: str | None = setting(None, min_length=1,
+                                      help="the environment variable holding the API key "
+                                           "(unset: the provider's own, e.g. GEMINI_API_KEY)")
+    dimensions: int | None = setting(None, ge=1, help="ask the model for this many dimensions")
+    fallback: list[str] = setting(factory=lambda: ["none"], validate_as=list[ProviderName],
+                                  help="providers tried in order when this one fails")
+    batch_items: int = setting(96, ge=1, help="texts per embedding request")
+    batch_bytes: int = setting(8000, ge=1, help="bytes of text per embedding request")
+    concurrency: int = setting(2, ge=1, help="embedding requests in flight")
+    timeout_s: float = setting(120.0, gt=0, help="an indexing request's timeout (s)")
+    query_timeout_s: float = setting(60.0, gt=0, help="a query embedding's timeout (s)")
+    max_retries: int = setting(3, ge=0, help="retries of a failed request")
     #: Extra HTTP headers for a remote provider (secrets such as Authorization are dropped).
-    headers: dict[str, str] = field(default_factory=dict)
-    batch: BatchConfig = field(default_factory=BatchConfig)
+    headers: dict[str, str] = setting(factory=dict, help="extra HTTP headers of a remote provider")
+    batch: BatchConfig = setting(factory=BatchConfig, help="[provider.batch]: the batch API")
 
 
 @dataclass
 class StoreConfig:
     #: ``{chunking}`` and ``{provider}`` are filled in, so that switching profile or provider
     #: opens another index instead of rebuilding this one back and forth.
-    path: str = ".memory/{chunking}-{provider}.sqlite"
-    cache_enabled: bool = True
-    cache_max_entries: int | None = None
-    busy_timeout_ms: int = 5000
+    path: str = setting(".memory/{chunking}-{provider}.sqlite", min_length=1,
+                        after=_store_template, help="the index file ({chunking}, {provider})")
+    cache_enabled: bool = setting(True, help="keep an embedding cache")
+    cache_max_entries: int | None = setting(None, ge=0, help="the cache's size cap (none)")
+    busy_timeout_ms: int = setting(5000, ge=0, help="how long SQLite waits for a lock (ms)")
 
 
 @dataclass
 class WatchConfig:
     """Live following of the files (``memory-core watch`` / ``mcp``), spec §3.4."""
 
-    enabled: bool = True
+    enabled: bool = setting(True, help="follow file changes")
     #: The reference's ``sync.watchDebounceMs``: memory-file events are batched this long.
-    debounce_ms: int = 1500
+    debounce_ms: int = setting(1500, ge=0, help="memory-file events are batched this long (ms)")
 
 
 @dataclass
@@ -147,15 +224,15 @@ class SessionsConfig:
     """Transcript delta thresholds (spec §3.5): a growing transcript is re-indexed only once
     this many bytes or newline-terminated messages were appended (0 = any change counts)."""
 
-    delta_bytes: int = 100_000
-    delta_messages: int = 50
+    delta_bytes: int = setting(100_000, ge=0, help="bytes appended before a re-index")
+    delta_messages: int = setting(50, ge=0, help="messages appended before a re-index")
 
 
 @dataclass
 class BackendConfig:
     """``[backend] kind``: the reference's ``memory.backend`` (default ``builtin``)."""
 
-    kind: BackendKind = "builtin"
+    kind: BackendKind = setting("builtin", help="which engine answers")
 
 
 @dataclass
@@ -164,9 +241,9 @@ class QmdSessionsConfig:
     reference's ``memory.qmd.sessions``); ``export_dir`` is relative to the workspace (default
     ``<[qmd] home>/<agent>/sessions``)."""
 
-    enabled: bool = False
-    export_dir: str | None = None
-    retention_days: int | None = None
+    enabled: bool = setting(False, help="export transcripts as Markdown for qmd")
+    export_dir: str | None = setting(None, min_length=1, help="the export folder")
+    retention_days: int | None = setting(None, ge=1, help="prune exports older than this")
 
 
 @dataclass
@@ -179,69 +256,92 @@ class QmdConfig:
     too, as the reference adds ``memorySearch.extraPaths``).
     """
 
-    command: str = "qmd"
-    search_mode: QmdSearchMode = "search"
-    include_default_memory: bool = True
-    paths: list[ExtraPath] = field(default_factory=list)
-    agent_id: str = "main"
-    home: str = ".memory/qmd"
-    max_results: int = 4
-    max_snippet_chars: int = 450
-    max_injected_chars: int = 2200
-    timeout_ms: int = 4000
-    update_interval_ms: int = 300_000
-    debounce_ms: int = 15_000
-    on_boot: bool = True
-    embed_interval_ms: int = 3_600_000
-    command_timeout_ms: int = 30_000
-    update_timeout_ms: int = 120_000
-    embed_timeout_ms: int = 120_000
-    sessions: QmdSessionsConfig = field(default_factory=QmdSessionsConfig)
+    command: str = setting("qmd", min_length=1, help="the qmd executable")
+    search_mode: QmdSearchMode = setting("search", help="qmd's search command")
+    include_default_memory: bool = setting(True, help="MEMORY.md and memory/ as collections")
+    paths: list[ExtraPath] = setting(factory=list, help="extra collections")
+    agent_id: str = setting("main", min_length=1, help="the agent whose qmd home is used")
+    home: str = setting(".memory/qmd", min_length=1, help="qmd's index and config folder")
+    max_results: int = setting(4, ge=1, help="results of one search")
+    max_snippet_chars: int = setting(450, ge=1, help="a snippet's length cap")
+    max_injected_chars: int = setting(2200, ge=0, help="all snippets' length cap (0: none)")
+    timeout_ms: int = setting(4000, ge=1, help="a search's timeout (ms)")
+    update_interval_ms: int = setting(300_000, ge=0, help="periodic `qmd update` (ms)")
+    debounce_ms: int = setting(15_000, ge=0, help="an update after a change waits this long")
+    on_boot: bool = setting(True, help="update when opened")
+    embed_interval_ms: int = setting(3_600_000, ge=0, help="periodic `qmd embed` (ms)")
+    command_timeout_ms: int = setting(30_000, ge=1, help="other qmd commands' timeout (ms)")
+    update_timeout_ms: int = setting(120_000, ge=1, help="`qmd update`'s timeout (ms)")
+    embed_timeout_ms: int = setting(120_000, ge=1, help="`qmd embed`'s timeout (ms)")
+    sessions: QmdSessionsConfig = setting(factory=QmdSessionsConfig,
+                                          help="[qmd.sessions]: transcripts exported for qmd")
 
 
 @dataclass
 class SearchSettings:
-    """Everything fusion needs. A pure value: the workbench's sliders edit a copy of it."""
+    """Everything fusion needs. A pure value: the workbench's sliders edit a copy of it.
 
-    max_results: int = 6
-    min_score: float = 0.35
-    vector_weight: float = 0.7
-    text_weight: float = 0.3
-    candidate_multiplier: int = 4
-    hybrid: bool = True
-    fusion: FusionMode = "reference"
-    rrf_k: int = 60
-    keyword_query: KeywordQueryMode = "and"
-    cjk_bigrams: bool = False
-    keyword_only_fill: bool = False  # keyword-only hits may fill unused result slots
-    relaxed_min_score: float = 0.0
-    mmr_enabled: bool = False
-    mmr_lambda: float = 0.7
-    decay_enabled: bool = False
-    half_life_days: float = 30.0
-    now_ms: int | None = None  # pins "now" for temporal decay; None = the clock
-    lexical_boost: bool = True  # only used in keyword-only mode, as in the reference
+    The defaults are the ``reference`` profile's; :func:`profile_settings` gives each profile's.
+    """
+
+    max_results: int = setting(6, ge=1, slider=(1, 30, 1), help="results returned at most")
+    min_score: float = setting(0.35, ge=0.0, le=1.0, slider=(0.0, 1.0, 0.01),
+                               help="drop hits scoring below this")
+    vector_weight: float = setting(0.7, ge=0.0, le=1.0, slider=(0.0, 1.0, 0.05),
+                                   help="the vector leg's weight")
+    text_weight: float = setting(0.3, ge=0.0, le=1.0, slider=(0.0, 1.0, 0.05),
+                                 help="the keyword leg's weight")
+    candidate_multiplier: int = setting(4, ge=1, slider=(1, 20, 1),
+                                        help="each leg fetches max_results × this (≤ 20)")
+    hybrid: bool = setting(True, help="both legs (off: vector only)")
+    fusion: FusionMode = setting("reference", help="how the two legs are combined")
+    rrf_k: int = setting(60, ge=0, slider=(1, 200, 1), help="rrf fusion's rank constant")
+    keyword_query: KeywordQueryMode = setting("and", help="how the keyword leg joins terms")
+    cjk_bigrams: bool = setting(False, help="the keyword leg reads CJK as bigrams")
+    keyword_only_fill: bool = setting(False, help="keyword-only hits may fill unused slots")
+    relaxed_min_score: float = setting(0.0, ge=0.0, le=1.0,
+                                       help="the gate when strict finds nothing (0: off)")
+    mmr_enabled: bool = setting(False, help="re-rank for diversity (MMR)")
+    mmr_lambda: float = setting(0.7, ge=0.0, le=1.0, slider=(0.0, 1.0, 0.05),
+                                help="MMR: relevance against diversity")
+    decay_enabled: bool = setting(False, help="older diaries score less")
+    half_life_days: float = setting(30.0, gt=0, slider=(1.0, 365.0, 1.0),
+                                    help="temporal decay's half-life (days)")
+    now_ms: int | None = setting(None, help="pins 'now' for temporal decay (none: the clock)")
+    lexical_boost: bool = setting(True, help="keyword-only mode's lexical boost (reference)")
     #: Bonus added to chunks of files named by a date the query names ("on 7 May 2023" →
     #: memory/2023-05-07.md), fading with distance; 0 = off (the reference has none).
-    date_hint: float = 0.0
+    date_hint: float = setting(0.0, ge=0.0, slider=(0.0, 0.5, 0.05),
+                               help="bonus for diaries of a date the query names")
     #: Expansions (memory_core/expansion.py), all off at 0: a further chunk of a file already
     #: listed pays ``diversity`` per earlier chunk; a neighbour of a strong hit gains
     #: ``adjacent`` × its score; pseudo-relevance feedback mixes a query of ``prf_terms`` terms
     #: from the top ``prf_docs`` keyword chunks into the keyword leg with weight ``prf_weight``.
-    diversity: float = 0.0
-    adjacent: float = 0.0
-    prf_terms: int = 0
-    prf_docs: int = 3
-    prf_weight: float = 0.3
+    diversity: float = setting(0.0, ge=0.0, help="penalty per earlier chunk of a file")
+    adjacent: float = setting(0.0, ge=0.0, help="a strong hit's neighbours gain this × its score")
+    prf_terms: int = setting(0, ge=0, help="pseudo-relevance feedback terms (0: off)")
+    prf_docs: int = setting(3, ge=1, help="feedback from this many keyword chunks")
+    prf_weight: float = setting(0.3, ge=0.0, le=1.0, help="the feedback query's weight")
     #: A question coordinating two things is also asked per conjunct; their keyword legs lift
     #: a chunk to ``max(original, decompose × sub-query)``; 0 = off.
-    decompose: float = 0.0
+    decompose: float = setting(0.0, ge=0.0, le=1.0, help="weight of per-conjunct sub-queries")
     #: ``normalized`` fusion reads the cosine as ``(cos - vector_floor) / (1 - vector_floor)``
     #: (at least 0): a model whose cosines sit in a narrow band (e5: unrelated text near 0.75)
     #: gets MiniLM's spread; 0 = the cosine as it is.
-    vector_floor: float = 0.0
+    vector_floor: float = setting(0.0, ge=0.0, lt=1.0,
+                                  help="normalized fusion reads cosines from this floor")
     #: ``Source:`` lines in tool snippets (the reference's ``memory.citations``).
-    citations: CitationsMode = "auto"
+    citations: CitationsMode = setting("auto", help="Source: lines in snippets: auto, on or off")
+    #: ``normalized`` fusion then maps each hit's absolute evidence to the probability that it
+    #: is relevant (a fitted model named here, :mod:`memory_core.calibration`), and ``min_score``
+    #: gates that probability; "" = the fused score as it is.
+    calibration: str = setting("", after=_known_calibration,
+                               help="a fitted model turning scores into probabilities")
+    #: With a calibration: return nothing unless the best hit's probability reaches this
+    #: (abstention: "nothing relevant is stored"); ``min_score`` still gates each hit.
+    abstain_below: float = setting(0.0, ge=0.0, le=1.0,
+                                   help="no result unless the best hit's probability reaches "
+                                        "this")
 
     def normalized_weights(self) -> tuple[float, float]:
         """Clamp both weights to 0..1 and divide by their sum (0.7/0.3 when the sum is 0)."""
@@ -266,8 +366,13 @@ PROVIDER_SETTINGS: dict[tuple[str, str], dict[str, Any]] = {
     ("default", "e5"): {"vector_weight": 0.9, "text_weight": 0.1, "vector_floor": 0.0,
                         "date_hint": 0.2},
 }
+#: The default profile's calibration (issue #21) was fitted on the local model's cosines; with
+#: any other provider it is off (the normalized fusion's scores, no abstention).
+CALIBRATED_PROVIDERS: frozenset[str] = frozenset({"local"})
+DEFAULT_CALIBRATION = "local-v1"
 #: The fields :data:`PROVIDER_SETTINGS` may change: a profile's value of these depends on the model.
-MODEL_DEPENDENT: frozenset[str] = frozenset(k for v in PROVIDER_SETTINGS.values() for k in v)
+MODEL_DEPENDENT: frozenset[str] = frozenset(
+    {k for v in PROVIDER_SETTINGS.values() for k in v} | {"calibration", "abstain_below"})
 
 
 def profile_settings(profile: ProfileName | str, provider: str | None = None) -> SearchSettings:
@@ -278,7 +383,10 @@ def profile_settings(profile: ProfileName | str, provider: str | None = None) ->
     """
     s = _profile_settings(profile)
     tuned = PROVIDER_SETTINGS.get((str(profile), provider or ""))
-    return replace(s, **tuned) if tuned else s
+    s = replace(s, **tuned) if tuned else s
+    if s.calibration and provider and provider not in CALIBRATED_PROVIDERS:
+        s = replace(s, calibration="", abstain_below=0.0)
+    return s
 
 
 def resolve_settings(profile: ProfileName | str, provider: str | None,
@@ -323,6 +431,10 @@ def _profile_settings(profile: ProfileName | str) -> SearchSettings:
             cjk_bigrams=True,
             date_hint=0.4,
             vector_floor=0.2,
+            # issue #21: scores are calibrated probabilities of relevance, and nothing is
+            # returned when the best is below the gate chosen with the model (held out)
+            calibration=DEFAULT_CALIBRATION if DEFAULT_CALIBRATION in CALIBRATED_GATES else "",
+            abstain_below=CALIBRATED_GATES.get(DEFAULT_CALIBRATION, 0.0),
         )
     raise ValueError(f"unknown profile {profile!r} (expected one of {', '.join(PROFILES)})")
 
@@ -331,7 +443,7 @@ def _profile_settings(profile: ProfileName | str) -> SearchSettings:
 class MemoryConfig:
     """The whole configuration of one workspace index."""
 
-    profile: ProfileName = "default"
+    profile: ProfileName = setting("default", help="ranking profile: reference or default")
     sources: SourcesConfig = field(default_factory=SourcesConfig)
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
     provider: ProviderConfig = field(default_factory=ProviderConfig)
@@ -378,209 +490,106 @@ class MemoryConfig:
 
 # --------------------------------------------------------------------------- validation
 #
-# The raw TOML (or an override dict) is validated against pydantic models that mirror the
-# dataclasses above, field for field (a test keeps them in step), before anything is built:
-# strict types (no "5000" for an integer, no letter-by-letter reading of a string given for a
-# list), ranges, the store path's placeholders, no unknown key. Only the keys given are then
-# applied, so a file and the overrides layer on the defaults as before; checks that involve two
-# keys run once on the merged result.
+# The raw TOML (or an override dict) is validated against pydantic models generated from the
+# dataclasses above (each field's type and :func:`setting` metadata: range, validators, help)
+# before anything is built: strict types (no "5000" for an integer, no letter-by-letter reading
+# of a string given for a list), ranges, the store path's placeholders, no unknown key. Only the
+# keys given are then applied, so a file and the overrides layer on the defaults as before;
+# checks that involve two keys run once on the merged result. To add a setting, add one field
+# with :func:`setting` to its dataclass: its TOML key, validation, CLI flag (where the command
+# offers it), tool-schema bounds and slider bounds all follow (docs/architecture.md).
 
 _STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
-_Count = Annotated[int, Field(ge=0)]
-_Positive = Annotated[int, Field(ge=1)]
-_Unit = Annotated[float, Field(ge=0.0, le=1.0)]
-_NonEmpty = Annotated[str, Field(min_length=1)]
+_BOUNDS = ("ge", "gt", "le", "lt", "min_length")
+_MODELS: dict[type, type[BaseModel]] = {}
 
 
-class _ExtraPathModel(BaseModel):
-    model_config = _STRICT
-    path: _NonEmpty
-    pattern: _NonEmpty = "**/*.md"
+def _model_type(tp: Any) -> Any:
+    """``tp`` with every config dataclass in it replaced by its validation model."""
+    if is_dataclass(tp) and isinstance(tp, type):
+        return model_of(tp)
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is list:
+        return list[_model_type(args[0])]  # type: ignore[misc]  # a type built at run time
+    if origin in (typing.Union, types.UnionType):
+        return typing.Union[tuple(_model_type(a) for a in args)]  # noqa: UP007
+    return tp
 
 
-class _SourcesModel(BaseModel):
-    model_config = _STRICT
-    sources: list[SourceName] = ["memory", "sessions"]
-    extra_paths: list[_ExtraPathModel] = []
-    sessions_dir: _NonEmpty = "sessions"
-    follow_symlinks: bool = False
-    sessions_agent: _NonEmpty | None = None
-
-    @field_validator("extra_paths", mode="before")
-    @classmethod
-    def _paths_or_tables(cls, value: Any) -> Any:
-        """A bare string is one path written without its list: refused, not read per letter."""
-        if isinstance(value, str):
-            raise ValueError(f"expects a list of folders or .md files, e.g. [{json.dumps(value)}]")
-        if not isinstance(value, list):
-            return value  # the list type reports it
-        out: list[Any] = []
-        for item in value:
-            if isinstance(item, str):
-                out.append({"path": item})
-            elif isinstance(item, dict):
-                out.append(item)
-            else:
-                raise ValueError("each entry is a path or a { path, pattern } table "
-                                 f"(got {_shown(item)})")
-        return out
+def _validator(fn: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
+    def check(cls: Any, value: Any) -> Any:
+        return fn(value)
+    return check
 
 
-class _ChunkingModel(BaseModel):
-    model_config = _STRICT
-    tokens: _Positive = 400
-    overlap: _Count = 80
-    mode: ChunkingMode = "bounded"
+def model_of(cls: type) -> type[BaseModel]:
+    """The pydantic model that validates ``cls``'s keys, generated once from its fields."""
+    if cls in _MODELS:
+        return _MODELS[cls]
+    hints = typing.get_type_hints(cls)
+    defs: dict[str, Any] = {}
+    checks: dict[str, Any] = {}
+    for f in fields(cls):
+        meta = f.metadata
+        if meta.get("internal"):
+            continue
+        tp = _model_type(meta.get("validate_as", hints[f.name]))
+        bounds = {k: meta[k] for k in _BOUNDS if k in meta}
+        required = f.default is MISSING and f.default_factory is MISSING
+        default: Any = ... if required else (None if f.default is MISSING else f.default)
+        defs[f.name] = (tp, Field(default, description=meta.get("help"), **bounds))
+        for mode in ("before", "after"):
+            if mode in meta:
+                checks[f"_{f.name}_{mode}"] = field_validator(f.name, mode=mode)(
+                    _validator(meta[mode]))
+    _MODELS[cls] = create_model(f"{cls.__name__}Model", __config__=_STRICT,
+                                __validators__=checks, **defs)
+    return _MODELS[cls]
 
 
-class _BatchModel(BaseModel):
-    model_config = _STRICT
-    enabled: bool = False
-    wait: bool = True
-    concurrency: _Positive = 2
-    poll_interval_ms: _Positive = 2000
-    timeout_minutes: Annotated[float, Field(gt=0)] = 60.0
+def setting_meta(cls: type, name: str) -> dict[str, Any]:
+    """A field's declaration: ``default``, ``help``, its range (``ge``, ``le``, ...), ``slider``,
+    and ``choices`` for a ``Literal`` field."""
+    f = next(f for f in fields(cls) if f.name == name)
+    out: dict[str, Any] = dict(f.metadata)
+    out["default"] = f.default if f.default is not MISSING else (
+        f.default_factory() if f.default_factory is not MISSING else None)
+    tp = out.get("validate_as", typing.get_type_hints(cls)[name])
+    if get_origin(tp) is Literal:
+        out["choices"] = list(get_args(tp))
+    return out
 
 
-class _ProviderModel(BaseModel):
-    model_config = _STRICT
-    provider: ProviderName = "local"
-    model: _NonEmpty | None = None
-    base_url: _NonEmpty | None = None
-    api_key_env: _NonEmpty | None = None
-    dimensions: _Positive | None = None
-    fallback: list[ProviderName] = ["none"]
-    batch_items: _Positive = 96
-    batch_bytes: _Positive = 8000
-    concurrency: _Positive = 2
-    timeout_s: Annotated[float, Field(gt=0)] = 120.0
-    query_timeout_s: Annotated[float, Field(gt=0)] = 60.0
-    max_retries: _Count = 3
-    headers: dict[str, str] = {}
-    batch: _BatchModel = _BatchModel()
+def check_values(cls: type, values: Mapping[str, Any], source: str,
+                 labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The one door for loose values of ``cls``'s fields (CLI flags, ``eval --set``, tool
+    arguments, the Python API, the workbench): checked by the declaration, as a file is.
+
+    ``None`` means "not given" and is dropped. A bad value raises :class:`ConfigError`, one
+    line naming the field (as ``labels`` names it, e.g. a flag) and what it expects.
+    """
+    given = {k: v for k, v in values.items() if v is not None}
+    if not given:
+        return {}
+    try:
+        return model_of(cls).model_validate(given).model_dump(exclude_unset=True)
+    except ValidationError as e:
+        raise ConfigError(_describe(e, source, labels)) from None
 
 
-class _StoreModel(BaseModel):
-    model_config = _STRICT
-    path: _NonEmpty = ".memory/{chunking}-{provider}.sqlite"
-    cache_enabled: bool = True
-    cache_max_entries: _Count | None = None
-    busy_timeout_ms: _Count = 5000
-
-    @field_validator("path")
-    @classmethod
-    def _known_placeholders(cls, value: str) -> str:
-        allowed = ", ".join("{" + f + "}" for f in STORE_PATH_FIELDS)
-        try:
-            names = [name for _, name, _, _ in string.Formatter().parse(value) if name is not None]
-        except ValueError as e:
-            raise ValueError(f"is not a valid path template ({e}); placeholders: {allowed}, "
-                             "a literal brace is written twice") from None
-        for name in names:
-            if name not in STORE_PATH_FIELDS:
-                raise ValueError(f"unknown placeholder {{{name}}} (known: {allowed})")
-        return value
+def checked_settings(base: SearchSettings, source: str = "settings",
+                     labels: Mapping[str, str] | None = None, **values: Any) -> SearchSettings:
+    """``base`` with ``values`` applied after :func:`check_values` (``None``: unchanged)."""
+    good = check_values(SearchSettings, values, source, labels)
+    return replace(base, **good) if good else base
 
 
-class _WatchModel(BaseModel):
-    model_config = _STRICT
-    enabled: bool = True
-    debounce_ms: _Count = 1500
-
-
-class _SessionsModel(BaseModel):
-    model_config = _STRICT
-    delta_bytes: _Count = 100_000
-    delta_messages: _Count = 50
-
-
-class _BackendModel(BaseModel):
-    model_config = _STRICT
-    kind: BackendKind = "builtin"
-
-
-class _QmdSessionsModel(BaseModel):
-    model_config = _STRICT
-    enabled: bool = False
-    export_dir: _NonEmpty | None = None
-    retention_days: _Positive | None = None
-
-
-class _QmdModel(BaseModel):
-    model_config = _STRICT
-    command: _NonEmpty = "qmd"
-    search_mode: QmdSearchMode = "search"
-    include_default_memory: bool = True
-    paths: list[_ExtraPathModel] = []
-    agent_id: _NonEmpty = "main"
-    home: _NonEmpty = ".memory/qmd"
-    max_results: _Positive = 4
-    max_snippet_chars: _Positive = 450
-    max_injected_chars: _Count = 2200
-    timeout_ms: _Positive = 4000
-    update_interval_ms: _Count = 300_000
-    debounce_ms: _Count = 15_000
-    on_boot: bool = True
-    embed_interval_ms: _Count = 3_600_000
-    command_timeout_ms: _Positive = 30_000
-    update_timeout_ms: _Positive = 120_000
-    embed_timeout_ms: _Positive = 120_000
-    sessions: _QmdSessionsModel = _QmdSessionsModel()
-
-
-class _SearchModel(BaseModel):
-    model_config = _STRICT
-    max_results: _Positive = 6
-    min_score: _Unit = 0.35
-    vector_weight: _Unit = 0.7
-    text_weight: _Unit = 0.3
-    candidate_multiplier: _Positive = 4
-    hybrid: bool = True
-    fusion: FusionMode = "reference"
-    rrf_k: _Count = 60
-    keyword_query: KeywordQueryMode = "and"
-    cjk_bigrams: bool = False
-    keyword_only_fill: bool = False
-    relaxed_min_score: _Unit = 0.0
-    mmr_enabled: bool = False
-    mmr_lambda: _Unit = 0.7
-    decay_enabled: bool = False
-    half_life_days: Annotated[float, Field(gt=0)] = 30.0
-    now_ms: int | None = None
-    lexical_boost: bool = True
-    date_hint: Annotated[float, Field(ge=0)] = 0.0
-    diversity: Annotated[float, Field(ge=0)] = 0.0
-    adjacent: Annotated[float, Field(ge=0)] = 0.0
-    prf_terms: _Count = 0
-    prf_docs: _Positive = 3
-    prf_weight: _Unit = 0.3
-    decompose: _Unit = 0.0
-    vector_floor: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.0
-    citations: CitationsMode = "auto"
-
-
-class _MemoryConfigModel(BaseModel):
-    model_config = _STRICT
-    profile: ProfileName = "default"
-    sources: _SourcesModel = _SourcesModel()
-    chunking: _ChunkingModel = _ChunkingModel()
-    provider: _ProviderModel = _ProviderModel()
-    store: _StoreModel = _StoreModel()
-    search: _SearchModel | None = None
-    watch: _WatchModel = _WatchModel()
-    sessions: _SessionsModel = _SessionsModel()
-    backend: _BackendModel = _BackendModel()
-    qmd: _QmdModel = _QmdModel()
-
-
-#: Each dataclass and the model that validates its keys (tests check they list the same fields).
+#: Each dataclass and the model that validates its keys (generated: they cannot drift apart).
 CONFIG_MODELS: dict[type, type[BaseModel]] = {
-    MemoryConfig: _MemoryConfigModel, SourcesConfig: _SourcesModel, ExtraPath: _ExtraPathModel,
-    ChunkingConfig: _ChunkingModel, ProviderConfig: _ProviderModel, StoreConfig: _StoreModel,
-    WatchConfig: _WatchModel, SessionsConfig: _SessionsModel, SearchSettings: _SearchModel,
-    BackendConfig: _BackendModel, QmdConfig: _QmdModel, BatchConfig: _BatchModel,
-    QmdSessionsConfig: _QmdSessionsModel,
-}
+    dc: model_of(dc) for dc in (MemoryConfig, SourcesConfig, ExtraPath, ChunkingConfig,
+                                ProviderConfig, StoreConfig, WatchConfig, SessionsConfig,
+                                SearchSettings, BackendConfig, QmdConfig, BatchConfig,
+                                QmdSessionsConfig)}
 
 
 def _shown(value: Any) -> str:
@@ -621,12 +630,14 @@ def _what(err: Any) -> str:
     return msg.replace("Input should be", "expects", 1)
 
 
-def _describe(error: ValidationError, source: str) -> str:
+def _describe(error: ValidationError, source: str,
+              labels: Mapping[str, str] | None = None) -> str:
     """All problems of one config source on one line: ``<source>: key: what it expects (got x)``."""
     parts = []
     for err in error.errors():
         loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-        line = f"{_key_path(loc)}: {_what(err)}"
+        key = _key_path(loc)
+        line = f"{(labels or {}).get(key, key)}: {_what(err)}"
         if err["type"] not in ("extra_forbidden", "missing", "value_error"):
             line += f" (got {_shown(err['input'])})"
         parts.append(line)
@@ -650,7 +661,7 @@ def _validated(data: Any, source: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expects a table of settings (got {_shown(data)})")
     try:
-        model = _MemoryConfigModel.model_validate(_plain(data))
+        model = model_of(MemoryConfig).model_validate(_plain(data))
     except ValidationError as e:
         raise ConfigError(_describe(e, source)) from None
     return model.model_dump(exclude_unset=True)
@@ -664,7 +675,7 @@ def provider_name(name: str, key: str = "provider") -> ProviderName:
     if name not in PROVIDERS:
         raise ConfigError(f"{key}: unknown provider {_shown(name)} (expected one of "
                           f"{', '.join(PROVIDERS)})")
-    return name  # type: ignore[return-value]  # checked just above
+    return name
 
 
 def _check_merged(cfg: MemoryConfig, source: str) -> None:

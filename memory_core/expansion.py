@@ -114,14 +114,14 @@ def feedback_terms(cands: Candidates, n_terms: int, n_docs: int = 3) -> list[str
         return []
     top = cands.keyword[:n_docs]
     best = max(-h.raw for h in top) or 1.0
-    fb: Counter[str] = Counter()
+    fb: dict[str, float] = {}
     for h in top:
         words = _terms(cands.chunks[h.id].text)
         if not words:
             continue
         w = (-h.raw / best) / len(words)
         for t, c in Counter(words).items():
-            fb[t] += w * c
+            fb[t] = fb.get(t, 0.0) + w * c
     df: Counter[str] = Counter()
     for ch in cands.chunks.values():
         df.update(set(_terms(ch.text)))

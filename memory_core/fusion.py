@@ -12,6 +12,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from . import calibration
+from .calibration_fitted import CALIBRATIONS
 from .candidates import Candidates, ChunkInfo, LegHit
 from .common.dates import DAY_MS, day_start_ms, diary_date, now_ms, path_date
 from .config import FusionMode, SearchSettings
@@ -49,6 +51,9 @@ class Hit:
     decay: float = 1.0
     passed: bool = True
     via: str = ""  # "both", "vector", "keyword"
+    #: With a calibration: its features, each one's part of the logit, the logit, the
+    #: normalized fusion's score it replaced and the probability (= ``score`` before decay).
+    evidence: dict[str, object] | None = None
 
     @property
     def citation(self) -> str:
@@ -70,6 +75,8 @@ class Hit:
                 "components": self.components, "decay": self.decay, "via": self.via,
                 "passed": self.passed,
             }
+            if self.evidence is not None:
+                d["explain"]["calibration"] = self.evidence  # type: ignore[index]
         return d
 
 
@@ -81,6 +88,9 @@ class FusionResult:
     below_gate: list[Hit]
     settings: SearchSettings
     mode: str
+    #: Why there is no hit, when there is none ("" otherwise): the gate, and the query's
+    #: evidence when the scores are calibrated (``search --explain``, ``memory_status``).
+    abstention: str = ""
 
 
 def bm25_rank_to_score(rank: float) -> float:
@@ -196,14 +206,32 @@ def _fts_only(cands: Candidates, s: SearchSettings) -> FusionResult:
     return _finish(chosen, hits, s, cands.mode)
 
 
-def _finish(chosen: list[Hit], ranked: list[Hit], s: SearchSettings, mode: str) -> FusionResult:
+def _finish(chosen: list[Hit], ranked: list[Hit], s: SearchSettings, mode: str,
+            evidence: calibration.QueryEvidence | None = None) -> FusionResult:
     keep = chosen[: max(0, s.max_results)]
     kept = {h.id for h in keep}
     below = []
     for h in ranked:
         if h.id not in kept:
             below.append(replace(h, passed=False))
-    return FusionResult(keep, below, s, mode)
+    return FusionResult(keep, below, s, mode, _abstention(keep, ranked, s, evidence))
+
+
+def _abstention(keep: list[Hit], ranked: list[Hit], s: SearchSettings,
+                evidence: calibration.QueryEvidence | None) -> str:
+    if keep:
+        return ""
+    if not ranked:
+        return "no candidate: neither leg found anything for this query"
+    if s.max_results <= 0:
+        return "maxResults is 0"
+    best = max(h.score for h in ranked)
+    if evidence is None:
+        return f"no hit reaches minScore {s.min_score:g}: the best score is {best:.3f}"
+    gate = ("abstainBelow", s.abstain_below) if best < s.abstain_below else (
+        "minScore", s.min_score)
+    return (f"nothing relevant: the best hit's estimated probability of relevance is "
+            f"{best:.3f}, below {gate[0]} {gate[1]:g} ({evidence.describe()})")
 
 
 def _leg_maps(cands: Candidates, s: SearchSettings) -> tuple[list[LegHit], list[LegHit]]:
@@ -220,10 +248,9 @@ def _merge(cands: Candidates, vector: list[LegHit], keyword: list[LegHit]) -> li
         h.vector_score, h.vector_rank = v.score, v.rank
         by_id[v.id] = h
     for k in keyword:
-        h = by_id.get(k.id)
-        if h is None:
-            h = _make_hit(cands.chunks[k.id])
-            by_id[k.id] = h
+        if k.id not in by_id:
+            by_id[k.id] = _make_hit(cands.chunks[k.id])
+        h = by_id[k.id]
         h.text_score, h.text_rank = k.score, k.rank
     for h in by_id.values():
         h.via = ("both" if h.vector_rank and h.text_rank else
@@ -427,10 +454,56 @@ def _normalized(cands: Candidates, s: SearchSettings) -> FusionResult:
     merged = diversify(_sort(merged), s.diversity)
     if s.mmr_enabled:
         merged = mmr_rerank(merged, s.mmr_lambda)
+    evidence = None
+    if s.calibration and s.hybrid and calibration.applicable(cands):
+        evidence = _calibrate(merged, cands, s)
+        if merged and merged[0].score < s.abstain_below:
+            return _finish([], merged, s, cands.mode, evidence)
     chosen = [h for h in merged if h.score >= s.min_score]
     if s.keyword_only_fill and keyword:
         chosen = _fill_keyword_only(chosen, merged, s)
-    return _finish(chosen, merged, s, cands.mode)
+    return _finish(chosen, merged, s, cands.mode, evidence)
+
+
+def hit_evidence(cands: Candidates, hits: list[Hit]
+                 ) -> tuple[calibration.QueryEvidence, list[dict[str, float]]]:
+    """The calibration features of ``hits``, the fused list in its order: what
+    :func:`_calibrate` reads, and what ``scripts/fit_calibration.py`` fits on."""
+    q = calibration.query_evidence(cands)
+    if not hits:
+        return q, []
+    top = hits[0]
+    top_both = top.vector_rank is not None and top.text_rank is not None
+    return q, [calibration.hit_features(q, fused=h.score, rank=i + 1, top_fused=top.score,
+                                        top_both=top_both) for i, h in enumerate(hits)]
+
+
+def _calibrate(hits: list[Hit], cands: Candidates, s: SearchSettings
+               ) -> calibration.QueryEvidence:
+    """Replace each fused score by the calibrated probability that the hit is relevant.
+
+    The order stays the fusion's (the probability falls along it). The components keep the
+    legs' shares of the fused score, rescaled to sum to the probability (the workbench's
+    stacked bars); the explain record holds the arithmetic: features, each one's part of the
+    logit, the logistic output and its isotonic correction.
+    """
+    model = CALIBRATIONS.get(s.calibration)
+    if model is None:
+        raise ValueError(f"unknown calibration {s.calibration!r} "
+                         f"({', '.join(CALIBRATIONS) or 'none fitted'})")
+    q, feats = hit_evidence(cands, hits)
+    for h, x in zip(hits, feats, strict=True):
+        terms = model.terms(x)
+        z = model.intercept + sum(terms.values())
+        raw = calibration.sigmoid(z)
+        p = model.correct(raw)
+        fused = h.score
+        h.components = ({k: v * p / fused for k, v in h.components.items()} if fused > 0
+                        else {"evidence": p})
+        h.evidence = {"features": x, "logit_terms": terms, "intercept": model.intercept,
+                      "logit": z, "logistic": raw, "probability": p, "model": model.name}
+        h.score = p
+    return q
 
 
 FUSIONS: dict[FusionMode, Callable[[Candidates, SearchSettings], FusionResult]] = {
@@ -450,6 +523,17 @@ def fuse(cands: Candidates, settings: SearchSettings) -> FusionResult:
     except KeyError as e:
         raise ValueError(f"unknown fusion {settings.fusion!r} ({', '.join(FUSIONS)})") from e
     return fn(cands, settings)
+
+
+def scores_info(s: SearchSettings) -> dict[str, object]:
+    """What ``score`` means under ``s`` and when a search returns nothing (``memory_status``)."""
+    if s.calibration:
+        return {"calibration": s.calibration, "abstainBelow": s.abstain_below,
+                "minScore": s.min_score,
+                "meaning": "score estimates the probability that a hit is relevant; nothing "
+                           f"is returned when the best hit's is below {s.abstain_below:g}"}
+    return {"calibration": None, "minScore": s.min_score,
+            "meaning": f"{s.fusion} fusion score; hits below minScore {s.min_score:g} are left out"}
 
 
 def query_has_tokens(query: str) -> bool:

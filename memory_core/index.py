@@ -29,6 +29,7 @@ from .config import (
     MemoryConfig,
     ProfileName,
     SearchSettings,
+    checked_settings,
     load_config,
     profile_settings,
     provider_name,
@@ -37,11 +38,12 @@ from .embeddings import EmbeddingError, ProviderChoice, create_provider
 from .embeddings.batch import FLAVOURS as BATCH_APIS
 from .embeddings.batch import BatchingProvider, BatchState
 from .embeddings.batch import status_json as batch_status
+from .embeddings.windows import windowed_share
 from .expansion import with_decomposition, with_feedback
-from .fusion import FusionResult, Hit, fuse, rows_needed
-from .reading import ReadResult, read_lines
+from .fusion import FusionResult, Hit, fuse, rows_needed, scores_info
+from .reading import PathRefused, ReadResult, read_lines, read_rendered
 from .search import fetch_candidates
-from .sources import SourceFile, list_files, load
+from .sources import SourceError, SourceFile, list_files, load
 from .status import (
     CacheInfo,
     ChunkingInfo,
@@ -71,6 +73,7 @@ from .sync import (
     SyncProgress,
     SyncReport,
     cleanup_stale_temp,
+    embeds_whole,
     guard_index_path,
     identity_diff,
     index_identity,
@@ -360,9 +363,7 @@ class MemoryIndex:
         model-dependent constants follow it; explicit ``[search]`` keys win), then the
         per-call overrides (CLI flags, tool arguments), which win over both.
         """
-        s = self.config.settings(self.choice.id)
-        clean = {k: v for k, v in overrides.items() if v is not None}
-        return replace(s, **clean) if clean else s
+        return checked_settings(self.config.settings(self.choice.id), "settings", **overrides)
 
     def profile_defaults(self, profile: ProfileName | str | None = None) -> SearchSettings:
         """A profile's own settings (default: this index's) for the provider in use, without
@@ -477,10 +478,8 @@ class MemoryIndex:
         any (promotion's ``recall_recorder(index)`` records recalls this way; nothing is
         recorded unless the caller asks).
         """
-        s = settings or self.settings(**overrides)
-        s = replace(s, max_results=max_results if max_results is not None else s.max_results,
-                    min_score=min(1.0, max(0.0, min_score)) if min_score is not None
-                    else s.min_score)
+        s = checked_settings(settings or self.settings(**overrides), "search",
+                             max_results=max_results, min_score=min_score)
         # one fusion under ``s``: only the rows it reads
         cands = self.candidates(query, sources, s, use_numpy=use_numpy,
                                 rows_for=rows_needed(query, s))
@@ -493,8 +492,22 @@ class MemoryIndex:
 
     def get(self, path: str, from_line: int | None = None, lines: int | None = None
             ) -> ReadResult:
-        """``memory_get``: exact lines of a memory file (refuses anything else)."""
-        return read_lines(self.workspace, self.config, path, from_line, lines)
+        """``memory_get``: exact lines of a memory file, or of a session transcript the
+        rendered lines search indexed, by the JSONL line numbers its citations name (refuses
+        anything else: a ``.jsonl`` path must be one of the transcripts this index lists)."""
+        if not (path or "").strip().endswith(".jsonl"):
+            return read_lines(self.workspace, self.config, path, from_line, lines)
+        try:
+            view = self.file_view(path.strip())
+        except FileNotFoundError:
+            raise PathRefused(f"{path.strip()[:200]}: not a session transcript of this workspace "
+                              "(only the transcripts memory_search cites, under the sessions "
+                              "folder, with sessions among the sources)") from None
+        except SourceError as e:
+            raise PathRefused(f"{path.strip()[:200]}: cannot read ({e})") from e
+        if view.source != "sessions" or view.line_map is None:
+            raise PathRefused(f"{view.path}: not a session transcript")
+        return read_rendered(view.path, view.text, view.line_map, from_line, lines)
 
     def files(self) -> list[FileRow]:
         with self._lock:
@@ -558,6 +571,7 @@ class MemoryIndex:
             sources=list(cfg.sources.sources),
             extra_paths=[e.path for e in cfg.sources.extra_paths],
             chunking=ChunkingInfo(cfg.chunking.tokens, cfg.chunking.overlap, cfg.chunking.mode),
+            scores=scores_info(self.settings()),
         )
         guard_index_path(self.store_path, self.workspace, cfg)  # a user's file: refused
         listing = list_files(self.workspace, cfg)
@@ -635,7 +649,9 @@ class MemoryIndex:
         return BatchState.from_meta(meta.get("batch"), wanted)
 
     def truncation(self) -> TruncationInfo:
-        """Share of chunks longer than the local model reads (it silently cuts the rest)."""
+        """Share of chunks the model does not read whole. A provider that declares an input
+        limit has longer chunks embedded in windows (``windowed``): only a window that still
+        exceeds the limit (an unbreakable run) counts as truncated."""
         p = self.choice.provider
         counter = getattr(p, "token_counts", None)
         limit = getattr(p, "max_seq_length", None)
@@ -646,9 +662,12 @@ class MemoryIndex:
         for i in range(0, len(texts), 256):
             counts.extend(counter(texts[i : i + 256]))
         over = sum(1 for n in counts if n > limit)
+        windowed = 0
+        if embeds_whole(self.config, p):
+            windowed, over = windowed_share(p, texts)
         return TruncationInfo(True, int(limit), len(counts), over,
                               (over / len(counts)) if counts else 0.0,
-                              float(np.mean(counts)) if counts else 0.0)
+                              float(np.mean(counts)) if counts else 0.0, windowed)
 
 
 def _sample_texts(store: Store, paths: Sequence[str], files: int = 24, per_file: int = 4

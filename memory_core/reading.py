@@ -4,6 +4,10 @@ Allowed: what :class:`memory_core.sources.MemoryScope` admits, the same rule the
 ``MEMORY.md``, ``dreams.md`` and ``memory/**`` inside the workspace, ``.md`` files of a configured
 extra-path folder that its pattern admits, or exactly a configured extra ``.md`` file. Always
 ``.md``, target included; ``..`` and symlinks cannot escape.
+
+A session transcript that search cites (``sessions/<file>.jsonl#L2-L10``) is read too, by
+:func:`read_rendered`: the rendered ``User:``/``Assistant:`` lines search indexed, chosen by the
+JSONL line numbers the citation names (the caller has checked it is a listed transcript).
 """
 
 from __future__ import annotations
@@ -30,6 +34,9 @@ class ReadResult:
     lines: int
     truncated: bool = False
     next_from: int | None = None
+    #: ``"sessions"`` for a transcript read (its rendered lines; ``from``/``lines`` count JSONL
+    #: lines); ``None`` for a Markdown file, whose shape is the reference's.
+    source: str | None = None
 
     def to_dict(self) -> dict[str, object]:
         d: dict[str, object] = {"path": self.path, "text": self.text, "from": self.from_line,
@@ -38,6 +45,8 @@ class ReadResult:
             d["truncated"] = True
         if self.next_from is not None:
             d["nextFrom"] = self.next_from
+        if self.source is not None:
+            d["source"] = self.source
         return d
 
 
@@ -107,3 +116,33 @@ def read_lines(workspace: Path, config: MemoryConfig, path: str, from_line: int 
             text += f"\n\n[More content available. Use from={nxt} to continue.]"
         return ReadResult(path, text, start, n, truncated, nxt)
     return ReadResult(path, text, start, n)
+
+
+def read_rendered(path: str, text: str, line_map: list[int], from_line: int | None = None,
+                  lines: int | None = None, max_chars: int = DEFAULT_MAX_CHARS) -> ReadResult:
+    """The rendered lines of a transcript whose JSONL lines are ``from_line`` …
+    ``from_line + lines - 1``: what search indexed and cites by those numbers.
+
+    ``lines`` in the result counts the JSONL lines the read spans; ``nextFrom`` is the JSONL
+    line to continue from when more messages follow (a long read is cut at ``max_chars``).
+    """
+    start, count = line_window(from_line, lines)
+    end = start + count - 1
+    rendered = text.split("\n")[: len(line_map)]
+    picked = [i for i, jl in enumerate(line_map[: len(rendered)]) if start <= jl <= end]
+    kept = list(picked)
+    while len(kept) > 1 and len("\n".join(rendered[i] for i in kept)) > max_chars:
+        kept.pop()
+    body = "\n".join(rendered[i] for i in kept)
+    if len(body) > max_chars:  # one message line alone is too long: hard cut, no nextFrom
+        return ReadResult(path, body[:max_chars] + "\n\n[Truncated: the message exceeded the "
+                          "maxChars budget.]", start, 1, True, None, "sessions")
+    if not kept:
+        return ReadResult(path, "", start, 0, source="sessions")
+    last = line_map[kept[-1]]
+    truncated = len(kept) < len(picked)
+    later = [jl for jl in line_map[kept[-1] + 1 :] if jl > last]
+    nxt = later[0] if later and (truncated or later[0] > end) else None
+    if truncated and nxt is not None:
+        body += f"\n\n[More content available. Use from={nxt} to continue.]"
+    return ReadResult(path, body, start, last - start + 1, truncated, nxt, "sessions")

@@ -9,13 +9,13 @@ asking again.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 
 import numpy as np
 
 from . import postings
+from .calibration import phrase_bound
 from .candidates import Candidates, ChunkInfo, LegHit
 from .config import SearchSettings
 from .embeddings import EmbeddingProvider
@@ -44,20 +44,6 @@ def keyword_leg(store: Store, query: str, settings: SearchSettings, pool: int,
     hits = [LegHit(cid, bm25_rank_to_score(rank), i + 1, rank)
             for i, (cid, rank) in enumerate(rows)]
     return hits, match, table
-
-
-#: FTS5's bm25 constants (k1 = 1.2, b = 0.75): one phrase adds at most ``idf · (k1 + 1)``.
-_K1_PLUS_1 = 2.2
-
-
-def phrase_bound(n_rows: int, n_hit: int) -> float:
-    """The most one phrase can add to a row's bm25: FTS5's IDF (clamped to 1e-6 when the phrase
-    is in half the rows or more) times ``k1 + 1`` (``tf / (tf + k1·(…))`` is below 1); 0 for a
-    phrase no row contains."""
-    if n_hit <= 0:
-        return 0.0
-    idf = math.log((n_rows - n_hit + 0.5) / (n_hit + 0.5))
-    return (idf if idf > 0 else 1e-6) * _K1_PLUS_1
 
 
 def or_query_topk(store: Store, table: str, phrases: Sequence[str], pool: int,
@@ -91,11 +77,11 @@ def or_query_topk(store: Store, table: str, phrases: Sequence[str], pool: int,
             return got, "postings"
     if len(phrases) >= 2:
         try:
-            got = _split_topk(store, table, phrases, pool, sources)
+            split = _split_topk(store, table, phrases, pool, sources)
         except OperationalError:
-            got = None  # whatever FTS5 refuses, the full query handles as it always has
-        if got is not None:
-            return got
+            split = None  # whatever FTS5 refuses, the full query handles as it always has
+        if split is not None:
+            return split
     return store.keyword_search(match, [], pool, table=table, sources=sources), "full"
 
 
@@ -206,8 +192,22 @@ def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: st
     vector = _present(vector, chunks, cut)
     keyword = _present(keyword, chunks, cut)
     fb = tuple(tuple(_present(lst, chunks, cut)) for lst in fallback)
+    dfs, n_rows = _phrase_counts(store, match, table, settings)
     return Candidates(q, mode, tuple(vector), tuple(keyword), chunks, pool, match, table, fb,
-                      tuple(terms), timings, rows_for)
+                      tuple(terms), timings, rows_for, dfs, n_rows)
+
+
+def _phrase_counts(store: Store, match: str | None, table: str, settings: SearchSettings
+                   ) -> tuple[tuple[int, ...], int]:
+    """The OR query's per-phrase row counts and the table's rows (see ``Candidates.keyword_df``);
+    nothing for the reference's AND query, whose candidates stay as they were."""
+    if settings.keyword_query != "or" or not match or not store.fts_available:
+        return (), 0
+    try:
+        return (tuple(store.fts_doc_counts(table, match.split(" OR "))),
+                store.fts_row_count(table))
+    except OperationalError:
+        return (), 0  # only the calibration's evidence is lost: fusion reads the bm25 alone
 
 
 def _present(hits: list[LegHit], chunks: dict[str, ChunkInfo], cut: int) -> list[LegHit]:

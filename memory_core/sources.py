@@ -12,6 +12,7 @@ with a warning that status shows, and broken UTF-8 is decoded with replacement c
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import json
 import math
@@ -287,8 +288,8 @@ def _walk(root: str, root_real: str, admit: Callable[[str], bool],
         d, d_real, prefix = stack.pop()
         try:
             entries = sorted(os.scandir(d), key=_ENTRY_NAME)
-        except OSError as e:
-            w.warnings.append(f"{display_path(d)}: cannot list ({e.strerror or e})")
+        except OSError as err:
+            w.warnings.append(f"{display_path(d)}: cannot list ({err.strerror or err})")
             continue
         subdirs: list[tuple[str, str, str]] = []
         for e in entries:
@@ -417,9 +418,8 @@ def list_files(workspace: Path, config: MemoryConfig) -> Listing:
             if os.path.islink(p) and not follow:
                 warnings.append(f"{shown}: symlinked extra path skipped")
             elif os.path.isdir(p):
-                pattern = extra.pattern
                 walk_root(p, "memory", "markdown",
-                          lambda rel, pattern=pattern: pattern_admits(pattern, rel))
+                          functools.partial(pattern_admits, extra.pattern))
             elif os.path.isfile(p):
                 if not (p.endswith(MARKDOWN_SUFFIX)
                         and os.path.realpath(p).endswith(MARKDOWN_SUFFIX)):

@@ -159,7 +159,7 @@ class FallbackInfo:
 
 @dataclass(frozen=True)
 class TruncationInfo:
-    """Share of chunks longer than the local model reads (it silently cuts the rest)."""
+    """Share of chunks the model does not read whole, and how many it reads in windows."""
 
     available: bool
     max_seq_length: int | None = None
@@ -167,13 +167,14 @@ class TruncationInfo:
     truncated: int = 0
     share: float = 0.0
     mean_tokens: float = 0.0
+    windowed: int = 0
 
     def to_json(self) -> dict[str, Any]:
         if not self.available:
             return {"available": False}
         return {"available": True, "maxSeqLength": self.max_seq_length, "chunks": self.chunks,
                 "truncated": self.truncated, "share": self.share,
-                "meanTokens": self.mean_tokens}
+                "meanTokens": self.mean_tokens, "windowed": self.windowed}
 
 
 @dataclass(frozen=True)
@@ -223,6 +224,8 @@ class Status:
     #: Why no embedding provider could start, or which ones ``auto`` skipped and why (the
     #: reference's ``custom.providerUnavailableReason``).
     provider_unavailable_reason: str | None = None
+    #: What a search's ``score`` means under the settings in force, and when it abstains.
+    scores: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The reference's camelCase shape (the keys of ``memory-core status --json``)."""
@@ -259,4 +262,6 @@ class Status:
             out["lastSync"] = self.last_sync
         if self.truncation is not None:
             out["truncation"] = self.truncation.to_json()
+        if self.scores is not None:
+            out["scores"] = dict(self.scores)
         return out

@@ -112,7 +112,7 @@ def _in_clause(column: str, values: Sequence[str] | None) -> tuple[str, list[Any
     return f" AND {column} IN ({','.join('?' * len(values))})", list(values)
 
 
-class MetaDamaged(DatabaseError):  # type: ignore[misc, valid-type]
+class MetaDamaged(DatabaseError):
     """The index meta is not what a sync writes: damage that ``quick_check`` cannot see."""
 
 
@@ -178,7 +178,7 @@ class Store:
             self.vec_error = "sqlite-vec disabled by MEMORY_CORE_DISABLE_SQLITE_VEC"
             return
         try:
-            import sqlite_vec  # type: ignore[import-untyped]
+            import sqlite_vec
 
             self.db.enable_load_extension(True)
             sqlite_vec.load(self.db)
@@ -567,7 +567,7 @@ class Store:
         # one buffer and one view, not one array per row and a vstack copy
         mat = (np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
                if blobs and len({len(b) for b in blobs}) == 1
-               else np.vstack([_vec(b) for b in blobs]) if blobs
+               else np.vstack([np.frombuffer(b, dtype=np.float32) for b in blobs]) if blobs
                else np.zeros((0, 0), dtype=np.float32))
         self._matrix_cache = (key, ids, mat)
         return ids, mat

@@ -17,7 +17,7 @@ import hashlib
 import os
 import time
 import uuid
-from collections.abc import Callable, Container, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -25,12 +25,13 @@ from typing import Any, Protocol
 import numpy as np
 
 from . import postings
-from .chunking import Chunk, chunk_markdown, remap_chunk_lines, sha256_hex
+from .chunking import Chunk, chunk_context, chunk_markdown, remap_chunk_lines, sha256_hex
 from .common.dates import now_ms
 from .common.fileio import file_changed
 from .common.sql import sqlite
 from .config import MemoryConfig, fingerprint
 from .embeddings import EmbeddingProvider, ProviderChoice
+from .embeddings.windows import POOLING, declared_limit, embed_whole, pooled_key
 from .sources import (
     SourceDoc,
     SourceError,
@@ -59,8 +60,13 @@ from .version import __version__
 
 #: Called with (stage, done, total); stages are "scan", "embed" and "write".
 SyncProgress = Callable[[str, int, int], None]
-CHUNKING_VERSION = 1
+#: 3: the bounded chunker's overlap and long-line pieces start at a word, marked with "…"
+#: (2 was this branch's first cut, whose overlap dropped a partial line instead).
+CHUNKING_VERSION = 3
 BIGRAM_VERSION = 1
+#: Whether the default profile's chunks are embedded with their context (file title or date,
+#: section heading) in front (docs/retrieval.md: measured, not kept).
+EMBED_CONTEXT = False
 _GROUP_CHUNKS = 256
 #: Page cache (MiB) of the connections a sync writes through. sqlite-vec appends each vector
 #: into a chunk blob of 1,024 vectors (1.5 MB at 384 dims) and walks its page chain on every
@@ -104,12 +110,19 @@ class SyncReport:
 MAX_SPLIT_BYTES = 8000
 #: Identity keys written only when they differ from the value every index built before they
 #: existed had (so adding one rebuilds only the indexes it concerns); compared both ways.
-OPTIONAL_IDENTITY = ("splitBytes",)
+OPTIONAL_IDENTITY = ("splitBytes", "embedWindows", "embedContext")
 
 
 def split_limit(provider: EmbeddingProvider | None) -> int | None:
     """The byte size above which a chunk is split before embedding (``None``: never split)."""
     return None if provider is None else min(provider.max_input_tokens, MAX_SPLIT_BYTES)
+
+
+def embeds_whole(config: MemoryConfig, provider: EmbeddingProvider | None) -> bool:
+    """True when chunks longer than the model reads are embedded in windows and pooled: the
+    default profile's (bounded) indexes, with a provider that declares its input limit. The
+    reference chunking reproduces OpenClaw, whose model cuts them."""
+    return config.chunking.mode == "bounded" and declared_limit(provider) is not None
 
 
 def index_identity(config: MemoryConfig, workspace: Path, choice: ProviderChoice) -> dict[str, Any]:
@@ -118,6 +131,8 @@ def index_identity(config: MemoryConfig, workspace: Path, choice: ProviderChoice
     ``splitBytes`` (the pieces a long chunk is cut into depend on it) appears only when the
     limit is not :data:`MAX_SPLIT_BYTES`, the one every index had before the key existed: an
     existing local or OpenAI index keeps its identity, an e5 one (512, then 2,048) is rebuilt.
+    ``embedWindows`` names the pooling of an index that embeds chunks whole (absent when the
+    model's own truncation applies, as in every index built before it existed).
     """
     s = config.sources
     scope = {
@@ -126,7 +141,12 @@ def index_identity(config: MemoryConfig, workspace: Path, choice: ProviderChoice
         "followSymlinks": s.follow_symlinks,
     }
     limit = split_limit(choice.provider)
-    split = {"splitBytes": limit} if limit is not None and limit != MAX_SPLIT_BYTES else {}
+    split: dict[str, Any] = ({"splitBytes": limit}
+                             if limit is not None and limit != MAX_SPLIT_BYTES else {})
+    if embeds_whole(config, choice.provider):
+        split["embedWindows"] = POOLING
+        if EMBED_CONTEXT:
+            split["embedContext"] = 1
     return {
         "provider": choice.id,
         "model": choice.model,
@@ -168,7 +188,9 @@ def chunk_id(source: str, path: str, c: Chunk, model: str) -> str:
 
 def split_utf8(text: str, limit: int) -> list[str]:
     """Cut ``text`` into pieces of at most ``limit`` UTF-8 bytes, never inside a character."""
-    pieces, cur, size = [], [], 0
+    pieces: list[str] = []
+    cur: list[str] = []
+    size = 0
     for ch in text:
         n = len(ch.encode("utf-8", "replace"))
         if size + n > limit and cur:
@@ -223,11 +245,12 @@ class EmbedExecutor(Protocol):
     single-writer), e.g. :class:`memory_core.embeddings.ray_pool.RayEmbedPool`.
 
     ``start`` gets every group's texts to embed, in the order the sync will ask for them (each
-    group exactly what the serial path would pass to ``embed_documents``, so the vectors are
-    the same), and ``progress(done, total)`` in texts.
+    group exactly what the serial path would embed in one call, so the vectors are the same),
+    ``whole`` (embed each text whole: :func:`~memory_core.embeddings.windows.embed_whole`) and
+    ``progress(done, total)`` in texts.
     """
 
-    def start(self, choice: ProviderChoice, groups: list[list[str]],
+    def start(self, choice: ProviderChoice, groups: list[list[str]], whole: bool,
               progress: Callable[[int, int], None]) -> EmbedStream: ...
 
 
@@ -252,22 +275,74 @@ class Indexer:
         if self.provider is None:
             return {}
         p = self.provider
+        whole, key, embedded = self._to_embed(pending)
         hashes = [c.hash for item in pending for c in item.chunks]
-        vectors: dict[str, np.ndarray] = {}
+        cached: dict[str, np.ndarray] = {}
         if self.config.store.cache_enabled:
-            vectors = store.cache_get(p.id, p.model, p.provider_key, hashes)
+            cached = store.cache_get(p.id, p.model, key, [e[0] for e in embedded.values()])
+        vectors = {h: cached[e[0]] for h, e in embedded.items() if e[0] in cached}
         report.cache_hits += sum(1 for h in hashes if h in vectors)
-        missing = _missing_texts(pending, vectors)
+        missing = {h: text for h, (_, text) in embedded.items() if h not in vectors}
         if missing:
             texts = list(missing.values())
-            mat = self._stream.take(texts) if self._stream is not None else p.embed_documents(
-                texts, lambda d, t: self.progress("embed", done_before + d, total))
+
+            def progress(done: int, _total: int) -> None:
+                self.progress("embed", done_before + done, total)
+
+            if self._stream is not None:
+                mat = self._stream.take(texts)
+            else:
+                mat = (embed_whole(p, texts, progress) if whole
+                       else p.embed_documents(texts, progress))
             fresh = {h: mat[i] for i, h in enumerate(missing)}
             report.embedded += len(fresh)
             vectors.update(fresh)
             if self.config.store.cache_enabled:
-                store.cache_put(p.id, p.model, p.provider_key, fresh.items())
+                store.cache_put(p.id, p.model, key,
+                                [(embedded[h][0], v) for h, v in fresh.items()])
         return vectors
+
+    def _to_embed(self, pending: list[_Pending]) -> tuple[bool, str, dict[str, tuple[str, str]]]:
+        """Whether texts are embedded whole, the cache key, and chunk hash → (hash of the text
+        embedded, that text) for ``pending``."""
+        p = self.provider
+        assert p is not None
+        whole = embeds_whole(self.config, p)
+        # Pooled vectors are cached apart from the model's truncated ones (same text, other
+        # meaning): a cache seeded by an older index is never misread.
+        key = pooled_key(p.provider_key) if whole else p.provider_key
+        # the chunk's own text, or with its context in front (then cached by that text's
+        # hash: same chunk, other vector)
+        embedded: dict[str, tuple[str, str]] = {}
+        for item in pending:
+            lines = item.doc.text.split("\n") if EMBED_CONTEXT and whole and \
+                item.doc.line_map is None else None
+            for c in item.chunks:
+                pre = chunk_context(item.doc.path, lines, c.start_line) if EMBED_CONTEXT and \
+                    whole else ""
+                text = f"{pre}\n{c.text}" if pre else c.text
+                embedded.setdefault(c.hash, (sha256_hex(text) if pre else c.hash, text))
+        return whole, key, embedded
+
+    def _plan(self, store: Store, to_do: list[_Pending]) -> tuple[bool, list[list[str]]]:
+        """Each group's texts that :meth:`_embed` will find missing, in flush order: what the
+        cache lacks, each text once (with the cache on, a group's fresh vectors are cached
+        before the next group looks); and whether they are embedded whole."""
+        p = self.provider
+        assert p is not None
+        whole, key, everything = self._to_embed(to_do)
+        caching = self.config.store.cache_enabled
+        seen: set[str] = set()
+        if caching:
+            seen = set(store.cache_get(p.id, p.model, key, [e[0] for e in everything.values()]))
+        plan: list[list[str]] = []
+        for group in _groups(to_do):
+            missing = [e for e in self._to_embed(group)[2].values() if e[0] not in seen]
+            if missing:
+                plan.append([text for _, text in missing])
+            if caching:
+                seen.update(h for h, _ in missing)
+        return whole, plan
 
     def _write(self, store: Store, pending: list[_Pending], vectors: dict[str, np.ndarray],
                report: SyncReport) -> None:
@@ -370,9 +445,9 @@ class Indexer:
         total_chunks = sum(len(p.chunks) for p in to_do)
         state = [0]
         if self.executor is not None and self.provider is not None and to_do:
-            self._stream = self.executor.start(
-                self.choice, self._plan(store, to_do),
-                lambda d, t: self.progress("embed", d, t))
+            whole, plan = self._plan(store, to_do)
+            self._stream = self.executor.start(self.choice, plan, whole,
+                                               lambda d, t: self.progress("embed", d, t))
         try:
             for group in _groups(to_do):
                 self._flush(store, group, report, state, total_chunks)
@@ -380,26 +455,6 @@ class Indexer:
             if self._stream is not None:
                 self._stream.close()
                 self._stream = None
-
-    def _plan(self, store: Store, to_do: list[_Pending]) -> list[list[str]]:
-        """Each group's texts that :meth:`_embed` will find missing, in flush order: what the
-        cache lacks, each hash once (with the cache on, a group's fresh vectors are cached
-        before the next group looks)."""
-        p = self.provider
-        assert p is not None
-        caching = self.config.store.cache_enabled
-        seen: set[str] = set()
-        if caching:
-            seen = set(store.cache_get(p.id, p.model, p.provider_key,
-                                       (c.hash for item in to_do for c in item.chunks)))
-        plan: list[list[str]] = []
-        for group in _groups(to_do):
-            missing = _missing_texts(group, seen)
-            if missing:
-                plan.append(list(missing.values()))
-            if caching:
-                seen.update(missing)
-        return plan
 
     def meta(self, store: Store, previous: dict[str, Any] | None = None) -> dict[str, Any]:
         """The index meta after a sync that changed something: identity, dims, times, and the
@@ -469,7 +524,7 @@ class Indexer:
         if reason is None and old is not None:
             known = old.file_signatures()
             reason = mostly_changed(listing.files, known)
-        if reason is None and old is not None:
+        if reason is None and old is not None and known is not None:
             try:
                 self._incremental(old, listing.files, report, known)
                 # the connection already open: a second open costs a migration check,
@@ -573,17 +628,6 @@ class Indexer:
             new.close()
             _remove_db(tmp)
             raise
-
-
-def _missing_texts(pending: list[_Pending], have: Container[str]) -> dict[str, str]:
-    """``hash → text`` of the chunks of ``pending`` whose hash is not in ``have``, each once,
-    in order: what a group sends to the provider."""
-    missing: dict[str, str] = {}
-    for item in pending:
-        for c in item.chunks:
-            if c.hash not in have:
-                missing.setdefault(c.hash, c.text)
-    return missing
 
 
 def _groups(to_do: list[_Pending]) -> Iterator[list[_Pending]]:

@@ -133,6 +133,20 @@ def truncate_utf16(text: str, max_units: int) -> str:
     return from_units(units)
 
 
+_CJK_CHAR_RE = re.compile(f"[{CJK_SCRIPT_CLASS}]")
+
+
+def is_word_start(text: str, idx: int) -> bool:
+    """True when a piece of ``text`` may start at ``idx`` without cutting a word: at 0, after
+    white space, or next to a CJK character (scripts written without spaces may be cut
+    anywhere). Never at white space itself."""
+    if idx <= 0:
+        return True
+    if idx >= len(text) or text[idx].isspace():
+        return False
+    prev = text[idx - 1]
+    return prev.isspace() or bool(_CJK_CHAR_RE.match(prev) or _CJK_CHAR_RE.match(text[idx]))
+
 
 def cjk_bigrams(text: str) -> str:
     """Rewrite every CJK run as space-separated overlapping bigrams (a lone character stays).

@@ -3,14 +3,20 @@
 An agent framework registers these two functions (or wraps them as MCP tools); both return plain
 JSON-ready dicts and never raise for bad input: errors come back in the result, as the reference's
 tools do, so the model can read them.
+
+The tools' arguments have one rule, their JSON schema (:data:`SEARCH_SCHEMA`, :data:`GET_SCHEMA`,
+:data:`STATUS_SCHEMA`, the MCP server's ``inputSchema`` too): :func:`check_arguments` checks a
+call against it, here and in :mod:`memory_core.mcp`. The bounds of ``maxResults`` and
+``minScore`` come from the settings' declaration (:func:`memory_core.config.setting_meta`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .config import SearchSettings, setting_meta
 from .embeddings import EmbeddingError
 from .fusion import Hit
 from .index import MemoryIndex
@@ -18,69 +24,115 @@ from .promotion import recall_recorder
 from .reading import PathRefused
 from .store import IndexUnavailable, StoreError
 
-MEMORY_SEARCH_SCHEMA: dict[str, Any] = {
-    "name": "memory_search",
-    "description": "Search the agent's long-term memory (MEMORY.md, dated diaries, notes, past "
-                   "sessions) before answering questions about prior work, decisions, dates, "
-                   "people, preferences or todos. Returns snippets with path and line range.",
-    "parameters": {"type": "object", "properties": {
-        "query": {"type": "string"}, "maxResults": {"type": "integer"},
-        "minScore": {"type": "number"},
-        "corpus": {"type": "string", "enum": ["memory", "sessions", "all"]}},
-        "required": ["query"]},
-}
-MEMORY_GET_SCHEMA: dict[str, Any] = {
-    "name": "memory_get",
-    "description": "Read exact lines of a memory file found by memory_search.",
-    "parameters": {"type": "object", "properties": {
-        "path": {"type": "string"}, "from": {"type": "integer"}, "lines": {"type": "integer"}},
-        "required": ["path"]},
-}
-
-
+#: ``maxResults`` above this is refused (the reference's candidate pool is 200).
+MAX_RESULTS_CAP = 100
 #: The ``corpus`` values this workspace can answer (no wiki supplements here).
-_CORPORA = (None, "memory", "sessions", "all")
+CORPORA = ("memory", "sessions", "all")
 
 
-class _BadArgument(ValueError):
-    """A tool argument that cannot be used; its message goes back to the model."""
+def _setting_bounds(name: str) -> dict[str, Any]:
+    meta = setting_meta(SearchSettings, name)
+    return {k: meta[j] for j, k in (("ge", "minimum"), ("le", "maximum")) if j in meta}
 
 
-def _number(value: object, key: str, *, integer: bool) -> float | int | None:
-    """A numeric tool argument: a number, or a numeric string as the reference's tools read it
-    (``"5"`` → 5, ``" 2.5 "`` → 2.5); integers are truncated, as ``readNumberParam``'s
-    ``integer`` option does. ``None`` or an empty string: not given.
+SEARCH_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "description": "what to look for: words, an identifier, "
+                  "or a question"},
+        "maxResults": {"type": "integer", **_setting_bounds("max_results"),
+                       "maximum": MAX_RESULTS_CAP,
+                       "description": "how many snippets at most (default 6)"},
+        "minScore": {"type": "number", **_setting_bounds("min_score"),
+                     "description": "drop hits scoring below this (default: the profile's)"},
+        "corpus": {"type": "string", "enum": list(CORPORA),
+                   "description": "memory files only, session transcripts only, or all "
+                   "(default)"},
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+}
+GET_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string", "description": "workspace-relative path, e.g. "
+                 "memory/2026-11-03.md"},
+        "from": {"type": "integer", "minimum": 1, "description": "first line, 1-based "
+                 "(default 1)"},
+        "lines": {"type": "integer", "minimum": 1, "description": "how many lines (default "
+                  "120)"},
+    },
+    "required": ["path"],
+    "additionalProperties": False,
+}
+STATUS_SCHEMA: dict[str, Any] = {"type": "object", "properties": {},
+                                 "additionalProperties": False}
 
-    Where the reference silently drops a value it cannot read (``"x"``, ``true``) and uses the
-    default, this reports it: the model asked for something else than it would get.
+
+class BadArgument(ValueError):
+    """A tool argument the caller must fix; the message names it and says what is expected."""
+
+
+def check_arguments(args: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``args`` checked against ``schema`` (the subset our schemas use: ``type`` string,
+    integer or number, ``minimum``/``maximum``, ``enum``, ``required``, no other key).
+
+    Returns the given arguments (``None`` is "not given"), strings trimmed; raises
+    :class:`BadArgument` naming the first argument that breaks the schema. JSON has one number
+    type, so ``5.0`` is the integer 5; ``"5"``, ``2.5`` and ``true`` are not integers.
     """
-    if value is None:
-        return None
-    if isinstance(value, str):
-        text = value.strip()
-        if not text:
-            return None
-        try:
-            number = float(text)
-        except ValueError:
-            raise _BadArgument(f"{key} must be a number (got {value[:40]!r})") from None
-    elif isinstance(value, int | float) and not isinstance(value, bool):
-        number = value
+    props: Mapping[str, Any] = schema["properties"]
+    unknown = sorted(set(args) - set(props))
+    if unknown:
+        raise BadArgument(f"unknown argument(s) {', '.join(map(repr, unknown))}; expected "
+                          f"{', '.join(props) or 'none'}")
+    out: dict[str, Any] = {}
+    for key, spec in props.items():
+        value = args.get(key)
+        blank = value is None or (isinstance(value, str) and not value.strip())
+        if key in schema.get("required", ()) and (blank or not isinstance(value, str)):
+            got = ("nothing" if value is None else "an empty string" if blank
+                   else _shown(value))
+            raise BadArgument(f"{key} required: a non-empty string (got {got})")
+        if not blank:
+            out[key] = _checked(key, value, spec)
+    return out
+
+
+def _checked(key: str, value: Any, spec: Mapping[str, Any]) -> Any:
+    kind = spec["type"]
+    if "enum" in spec and value not in spec["enum"]:
+        raise BadArgument(f"{key} must be one of {', '.join(spec['enum'])} "
+                          f"(got {_shown(value)})")
+    if kind == "string":
+        if not isinstance(value, str):
+            raise BadArgument(f"{key} must be a string (got {_shown(value)})")
+        if "\x00" in value:
+            raise BadArgument(f"{key} must not contain NUL characters")
+        return value.strip()
+    noun = "an integer" if kind == "integer" else "a number"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise BadArgument(f"{key} must be {noun} (got {_shown(value)})")
+    if not math.isfinite(value):
+        raise BadArgument(f"{key} must be a finite number (got {value!r})")
+    if kind == "integer":
+        if not float(value).is_integer():
+            raise BadArgument(f"{key} must be an integer (got {value!r})")
+        value = int(value)
     else:
-        raise _BadArgument(f"{key} must be a number (got {type(value).__name__})")
-    if not math.isfinite(number):
-        raise _BadArgument(f"{key} must be a finite number (got {value!r})")
-    return math.trunc(number) if integer else float(number)
+        value = float(value)
+    lo, hi = spec.get("minimum"), spec.get("maximum")
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        bound = (f"between {lo} and {hi}" if lo is not None and hi is not None
+                 else f"at least {lo}" if lo is not None else f"at most {hi}")
+        raise BadArgument(f"{key} must be {bound} (got {value!r})")
+    return value
 
 
-def _text(value: object, key: str) -> str:
-    """A required string argument, trimmed; the reference's ``"<key> required"`` otherwise."""
-    if not isinstance(value, str) or not value.strip():
-        got = "an empty string" if isinstance(value, str) else type(value).__name__
-        raise _BadArgument(f"{key} required: a non-empty string (got {got})")
-    if "\x00" in value:
-        raise _BadArgument(f"{key} must not contain NUL characters")
-    return value.strip()
+def _shown(value: Any) -> str:
+    if isinstance(value, str):
+        return f"the string {value[:40]!r}"
+    return f"{type(value).__name__} {value!r:.40}"
 
 
 def unavailable_result(error: str, *, damaged: bool = False) -> dict[str, Any]:
@@ -110,21 +162,20 @@ def memory_search(index: MemoryIndex, query: object, maxResults: object = None,
     Hits on dated diaries are recorded as recalls for promotion unless ``record`` is False.
     ``[search] citations`` and ``session_key`` decide the ``Source:`` lines
     (:func:`citations_included`).
-    Never raises: a bad argument gives ``{results: [], error}``; an index or provider that cannot
-    answer gives the reference's unavailable result (``unavailable: true`` and why).
+    Never raises: an argument that breaks :data:`SEARCH_SCHEMA` gives ``{results: [], error}``;
+    an index or provider that cannot answer gives the reference's unavailable result
+    (``unavailable: true`` and why).
     """
     try:
-        q = _text(query, "query")
-        max_results = _number(maxResults, "maxResults", integer=True)
-        min_score = _number(minScore, "minScore", integer=False)
-        if corpus not in _CORPORA:
-            raise _BadArgument(f"corpus must be one of memory, sessions, all (got {corpus!r:.40})")
-    except _BadArgument as e:
+        args = check_arguments({"query": query, "maxResults": maxResults, "minScore": minScore,
+                                "corpus": corpus}, SEARCH_SCHEMA)
+    except BadArgument as e:
         return {"results": [], "error": str(e)}
-    sources = None if corpus in (None, "all") else [str(corpus)]
+    where = args.get("corpus", "all")
     try:
-        res = index.search(q, max_results=max_results,  # type: ignore[arg-type]  # int: integer=True
-                           min_score=min_score, sources=sources,
+        res = index.search(args["query"], max_results=args.get("maxResults"),
+                           min_score=args.get("minScore"),
+                           sources=None if where == "all" else [where],
                            on_hits=recall_recorder(index) if record else None)
     except StoreError as e:
         return unavailable_result(str(e), damaged=isinstance(e, IndexUnavailable))
@@ -133,9 +184,12 @@ def memory_search(index: MemoryIndex, query: object, maxResults: object = None,
     except Exception as e:  # the tool answers whatever happened inside; the model reads it
         return {"results": [], "error": f"internal error: {type(e).__name__}: {e}"}
     mode = index.config.settings().citations
-    return {"results": tool_results(res.hits, citations_included(mode, session_key)),
-            "provider": index.choice.id, "model": index.choice.model, "mode": res.mode,
-            "fallback": index.fallback, "citations": mode}
+    out = {"results": tool_results(res.hits, citations_included(mode, session_key)),
+           "provider": index.choice.id, "model": index.choice.model, "mode": res.mode,
+           "fallback": index.fallback, "citations": mode}
+    if res.abstention:  # an empty result says why: nothing relevant, and on what evidence
+        out["debug"] = {"abstained": res.abstention}
+    return out
 
 
 def citations_included(mode: str, session_key: str | None = None) -> bool:
@@ -167,7 +221,8 @@ def tool_results(hits: Sequence[Hit], citations: bool = True) -> list[dict[str, 
             item["snippet"] = f"{h.snippet.strip()}\n\nSource: {h.citation}"
         else:
             item.pop("citation", None)
-        item["corpus"] = "memory"
+        # the input's vocabulary: a transcript hit belongs to corpus "sessions"
+        item["corpus"] = "sessions" if h.source == "sessions" else "memory"
         out.append(item)
     return out
 
@@ -188,15 +243,13 @@ def memory_instructions(citations: str) -> str:
 
 def memory_get(index: MemoryIndex, path: object, from_: object = None,
                lines: object = None) -> dict[str, Any]:
-    """Read lines; any refusal or bad argument comes back as ``{path, text: "", disabled: true,
-    error}`` (the reference's shape), never as an exception."""
+    """Read lines; any refusal or an argument that breaks :data:`GET_SCHEMA` comes back as
+    ``{path, text: "", disabled: true, error}`` (the reference's shape), never as an exception."""
     shown = path if isinstance(path, str) else ""
     try:
-        rel = _text(path, "path")
-        start = _number(from_, "from", integer=True)
-        count = _number(lines, "lines", integer=True)
-        return index.get(rel, start, count).to_dict()  # type: ignore[arg-type]  # ints
-    except (_BadArgument, PathRefused, OSError, StoreError) as e:
+        args = check_arguments({"path": path, "from": from_, "lines": lines}, GET_SCHEMA)
+        return index.get(args["path"], args.get("from"), args.get("lines")).to_dict()
+    except (BadArgument, PathRefused, OSError, StoreError) as e:
         error = str(e)
     except Exception as e:  # the tool answers whatever happened inside; the model reads it
         error = f"internal error: {type(e).__name__}: {e}"

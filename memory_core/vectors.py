@@ -155,6 +155,8 @@ class VectorMatrix:
         return list(zip(ids_at(self.ids, order), sims[order].tolist(), strict=True))
 
     def _ann_rows(self, q: np.ndarray, limit: int) -> np.ndarray | None:
+        if self.ann is None:
+            return None
         k = min(limit, self.rows)
         try:
             res = self.ann.search(q, k)

@@ -12,7 +12,8 @@ import streamlit as st
 
 from memory_core import evaluation as ev
 from memory_core import openclaw as oc
-from workbench import charts, state, tuning
+from memory_core.evaluation import runs as saved_runs
+from workbench import charts, evalruns, state, tuning
 
 key = state.current_key()
 idx = state.open_index(key)
@@ -33,16 +34,96 @@ if oc_home is not None:  # an agent's real queries: label-free metrics (memory_c
         else:
             st.caption("No memory_search call in the agent's transcripts.")
 
-sets = ev.available_query_sets()
+labels = evalruns.label_store(key)
+with st.expander("Your own labels: upload a query set"):
+    st.caption(f"Kept as qrels beside the index, in `{labels.folder}` (never in the "
+               "workspace's Markdown). Hits marked in Search & tune land there too.")
+    up_q = st.file_uploader("Queries: our JSONL (with `relevant`), BEIR queries.jsonl or TREC "
+                            "topics", key="eval_up_queries")
+    up_r = st.file_uploader("Qrels: TREC or BEIR TSV (not needed for our JSONL)",
+                            key="eval_up_qrels")
+    if up_q is not None and st.button("Import labels", key="eval_import"):
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            qpath = Path(tmp) / (up_q.name or "queries.jsonl")
+            qpath.write_bytes(up_q.getvalue())
+            rpath = None
+            if up_r is not None:
+                rpath = Path(tmp) / ("qrels-" + (up_r.name or "qrels.txt"))
+                rpath.write_bytes(up_r.getvalue())
+            try:
+                n = labels.import_files(qpath, rpath)
+                st.success(f"{n} labelled queries imported: choose the query set **labels**.")
+            except (ValueError, OSError) as e:
+                st.error(f"Cannot import: {e}")
+
+
+def _saved_runs_section() -> None:
+    """The saved runs: list, compare two (intervals, p-values), open a win or a loss."""
+    st.subheader("Saved runs")
+    runs = saved_runs.list_runs()
+    if not runs:
+        st.caption(f"No saved run yet in `{saved_runs.runs_dir()}`: run an evaluation and "
+                   "press **Save run** (or `memory-core eval … --save-run`).")
+        return
+    st.dataframe(evalruns.runs_frame(runs), hide_index=True, width="stretch",
+                 key="eval_runs_table")
+    by_id = {r.id: r for r in runs}
+    ids = list(by_id)
+    # new pickers when a run is saved (the browser keeps a picker's value): B the newest again
+    tag = f"{len(ids)}-{ids[0]}"
+    c1, c2 = st.columns(2)
+    a_id = c1.selectbox("Run A (baseline)", ids, index=min(1, len(ids) - 1),
+                        key=f"eval_run_a-{tag}", format_func=lambda i: f"{by_id[i].name} · {i}")
+    b_id = c2.selectbox("Run B (change)", ids, index=0, key=f"eval_run_b-{tag}",
+                        format_func=lambda i: f"{by_id[i].name} · {i}")
+    if st.button("Compare runs", key="eval_cmp_runs"):
+        try:
+            st.session_state["eval_run_cmp"] = ((a_id, b_id), saved_runs.compare_saved(
+                by_id[a_id], by_id[b_id]))
+        except ValueError as e:
+            st.error(f"Cannot compare: {e}")
+    stored_cmp = st.session_state.get("eval_run_cmp")
+    if not stored_cmp or stored_cmp[0] != (a_id, b_id):
+        return
+    cmp = stored_cmp[1]
+    st.markdown(f"**{cmp.label_a}** (A) vs **{cmp.label_b}** (B): {cmp.n_queries} queries, "
+                f"{cmp.settings['level']} level")
+    st.dataframe(evalruns.comparison_frame(cmp).style.format(
+        "{:.4f}", subset=["A", "B", "delta", "ci low", "ci high", "p-value"]),
+        hide_index=True, width="stretch", key="eval_cmp_table")
+    st.caption(f"95 % paired-bootstrap interval of B − A and two-sided paired randomization "
+               f"test, {cmp.settings['rounds']} rounds each, seed {cmp.settings['seed']}. "
+               f"Regressions (first gold rank fell by more than {cmp.settings['threshold']}): "
+               f"{len(cmp.regressions)}.")
+    options = evalruns.outcome_options(cmp)
+    if not options:
+        st.caption("No query differs on nDCG@10.")
+        return
+    pick = st.selectbox("Open a win or a loss (of B, on nDCG@10)", list(options), index=None,
+                        key="eval_cmp_pick", placeholder="choose a query")
+    if pick is None:
+        return
+    fa, fb = evalruns.side_frames(by_id[a_id], by_id[b_id], options[pick])
+    left, right = st.columns(2)
+    for col, tag, label, frame in ((left, "a", cmp.label_a, fa), (right, "b", cmp.label_b, fb)):
+        col.markdown(f"**{tag.upper()}: {label}**" + ("" if len(frame) else " (no hit)"))
+        col.dataframe(frame, hide_index=True, width="stretch", key=f"eval_side_{tag}")
+    st.caption("★ gold: the hit holds a labelled evidence line (or is a relevant file).")
+
+
+sets = ev.available_query_sets() + (["labels"] if labels.exists() else [])
 if not sets:
-    st.info("No labelled query set is available on this machine (the demo's queries or "
-            "`../shared/datasets`).")
+    st.info("No labelled query set is available on this machine (the demo's queries, "
+            "`../shared/datasets` or your own labels).")
+    _saved_runs_section()
     st.stop()
 
 top = st.columns([1.6, 1.4, 1])
 name = top[0].selectbox("Query set", sets, key="eval_set")
 try:
-    qs = ev.load_query_set(name)
+    qs = labels.query_set() if name == "labels" else ev.load_query_set(name)
 except Exception as e:  # DatasetMissing, a malformed file…
     st.error(f"Cannot load {name}: {e}")
     st.stop()
@@ -132,6 +213,7 @@ stored = st.session_state.get("eval_report")
 if not stored:
     st.info("Press **Run evaluation**: A and B are measured on the same fetched candidates "
             "(one embedding and one keyword query per query).")
+    _saved_runs_section()
     st.stop()
 stored_id, report = stored
 if stored_id != run_id:
@@ -197,6 +279,14 @@ else:
     st.caption("No query differs on this metric.")
 st.download_button("Download the report (Markdown)", report.to_markdown(),
                    file_name=f"eval-{name.replace(':', '-')}.md", key="eval_md")
+sv1, sv2, sv3 = st.columns([1.2, 1.6, 0.8])
+to_save = sv1.selectbox("Run to save", [r.label for r in report.runs], key="eval_save_which")
+save_name = sv2.text_input("Name", value=f"{name} {to_save}", key=f"eval_save_name_{to_save}")
+if sv3.button("Save run", key="eval_save"):
+    which = [r.label for r in report.runs].index(to_save)
+    saved = saved_runs.save_run(report, qs, save_name or None, run_index=which,
+                                level="file" if qs.level == "files" else "chunk")
+    st.success(f"Saved run `{saved.id}` (TREC file, settings, index, code version, metrics).")
 
 # ----------------------------------------------------------------------------- sweep
 
@@ -226,3 +316,16 @@ if sweep_state:
     best = max(rows, key=lambda r: r[hm_metric])
     st.caption(f"Best {hm_metric}: {best[hm_metric]:.3f} at vector weight "
                f"{best['vector_weight']}, minScore {best['min_score']}.")
+    cc = st.columns([1, 1, 1.2])
+    vws = list(dict.fromkeys(r["vector_weight"] for r in rows))
+    mss = list(dict.fromkeys(r["min_score"] for r in rows))
+    cell_vw = cc[0].selectbox("Cell: vector weight", vws, index=vws.index(best["vector_weight"]),
+                              key="eval_cell_vw")
+    cell_ms = cc[1].selectbox("Cell: minScore", mss, index=mss.index(best["min_score"]),
+                              key="eval_cell_ms")
+    if cc[2].button("Apply to Search & tune", key="eval_apply_cell"):
+        evalruns.apply_cell(key, {"vector_weight": cell_vw, "min_score": cell_ms})
+        st.success(f"Search & tune now uses vector weight {cell_vw}, text weight "
+                   f"{round(1 - float(cell_vw), 6)}, minScore {cell_ms}.")
+
+_saved_runs_section()

@@ -15,7 +15,7 @@ from memory_core import MemoryIndex, SearchSettings
 from memory_core import openclaw as oc
 from memory_core import promotion as pr
 from memory_core.config import FusionMode, KeywordQueryMode
-from workbench import charts, state, tuning
+from workbench import charts, evalruns, state, tuning
 
 key = state.current_key()
 idx = state.open_index(key)
@@ -67,37 +67,39 @@ with ctl:
         st.caption("qmd ranks by its own scores (BM25 over whole documents in `search` mode): "
                    "only minScore, maxResults (at most `[qmd] max_results`, 4) and the sources "
                    "apply; the other controls tune the builtin fusion and are disabled.")
-    st.slider("vectorWeight", 0.0, 1.0, step=0.05, key=W + "vector_weight", disabled=off,
-              help=OFF_WHY if off else "Clamped to 0..1, then divided by the sum of both "
-                                       "weights.")
-    st.slider("textWeight", 0.0, 1.0, step=0.05, key=W + "text_weight", disabled=off,
-              help=OFF_WHY if off else None)
-    st.slider("minScore", 0.0, 1.0, step=0.01, key=W + "min_score",
+    st.slider("vectorWeight", **tuning.slider_range("vector_weight"), key=W + "vector_weight",
+              disabled=off, help=OFF_WHY if off else "Clamped to 0..1, then divided by the "
+                                                     "sum of both weights.")
+    st.slider("textWeight", **tuning.slider_range("text_weight"), key=W + "text_weight",
+              disabled=off, help=OFF_WHY if off else None)
+    st.slider("minScore", **tuning.slider_range("min_score"), key=W + "min_score",
               help="Hits scoring below stay visible, greyed.")
-    st.slider("maxResults", 1, 30, step=1, key=W + "max_results")
-    st.slider("candidateMultiplier", 1, 20, step=1, key=W + "candidate_multiplier",
+    st.slider("maxResults", **tuning.slider_range("max_results"), key=W + "max_results")
+    st.slider("candidateMultiplier", **tuning.slider_range("candidate_multiplier"),
+              key=W + "candidate_multiplier",
               disabled=off, help=OFF_WHY if off else "Each leg contributes its top "
                                                      "maxResults × candidateMultiplier (≤ 200).")
     st.selectbox("Fusion", FUSIONS, key=W + "fusion", disabled=off,
                  help=OFF_WHY if off else "reference: OpenClaw's weighted sum of leg scores; "
                  "rrf: weighted reciprocal rank; normalized: BM25 divided by the query's best.")
     if st.session_state[W + "fusion"] == "rrf":
-        st.slider("RRF k", 1, 200, step=1, key=W + "rrf_k", disabled=off)
+        st.slider("RRF k", **tuning.slider_range("rrf_k"), key=W + "rrf_k", disabled=off)
     st.toggle("Hybrid (both legs)", key=W + "hybrid", disabled=off,
               help=OFF_WHY if off else None)
     st.markdown("**Diversity and recency**")
     st.toggle("MMR", key=W + "mmr_enabled", disabled=off, help=OFF_WHY if off else None)
     if st.session_state[W + "mmr_enabled"]:
-        st.slider("MMR λ", 0.0, 1.0, step=0.05, key=W + "mmr_lambda", disabled=off,
-                  help="1 = relevance only, 0 = diversity only.")
+        st.slider("MMR λ", **tuning.slider_range("mmr_lambda"), key=W + "mmr_lambda",
+                  disabled=off, help="1 = relevance only, 0 = diversity only.")
     st.toggle("Temporal decay", key=W + "decay_enabled", disabled=off,
               help=OFF_WHY if off else None)
     if st.session_state[W + "decay_enabled"]:
-        st.slider("Half-life (days)", 1.0, 365.0, step=1.0, key=W + "half_life_days",
-                  disabled=off)
+        st.slider("Half-life (days)", **tuning.slider_range("half_life_days"),
+                  key=W + "half_life_days", disabled=off)
         st.date_input("'Now' for decay", key=W + "now_ms", disabled=off,
                       help="Empty: the clock. Pin a date to replay a past moment.")
-    st.slider("Date hint", 0.0, 0.5, step=0.05, key=W + "date_hint", disabled=off,
+    st.slider("Date hint", **tuning.slider_range("date_hint"), key=W + "date_hint",
+              disabled=off,
               help=OFF_WHY if off else "Bonus for diaries of a date the query names (“on 7 May "
                    "2023”), fading with distance; 0 = off, as in the reference.")
     with st.expander("Keyword query (refetches)"):
@@ -167,6 +169,8 @@ with main:
     m[4].metric("Re-ranked in", f"{fuse_ms:.1f} ms",
                 help=f"mode {cands.mode}; fetch: " + ", ".join(
                     f"{k} {v:.0f} ms" for k, v in cands.timings_ms.items()))
+    if result.abstention:
+        st.info(f"No result: {result.abstention}.")
     if fuse_ms > 50:
         st.caption(f":orange[Re-ranking took {fuse_ms:.0f} ms (target 50 ms)"
                    + (": MMR compares every pair of the merged hits, so it grows fast with "
@@ -195,6 +199,20 @@ with main:
                                "signals, spec §6.2). The workbench never records on its own."):
             n = pr.record_search(idx, query, result.hits)
             st.success(f"{n} recall(s) recorded (only hits on dated diaries count).")
+        with st.expander("Label these hits (your own qrels, evaluated on Evaluate)"):
+            judged = evalruns.label_store(key).judgements(query)
+            marks: dict[str, str] = {}
+            for i, h in enumerate(result.hits, 1):
+                docid = evalruns.hit_docid(h.path, h.start_line, h.end_line)
+                marks[docid] = st.radio(
+                    f"{i}. `{h.citation}`", evalruns.LABEL_CHOICES, horizontal=True,
+                    index=evalruns.LABEL_CHOICES.index(evalruns.label_of(judged, docid)),
+                    key=evalruns.label_key(query, docid))
+            if st.button("Save labels", key="search_save_labels"):
+                n = evalruns.save_labels(key, query, marks)
+                st.success(f"{n} hit(s) of this query judged, beside the index "
+                           f"({evalruns.label_store(key).folder}); evaluate them on Evaluate "
+                           "with the query set **labels**.")
         with st.expander("Snippets of the returned hits"):
             for i, h in enumerate(result.hits, 1):
                 st.markdown(f"**{i}. `{h.citation}`** · {h.source} · score {h.score:.3f} "

@@ -37,10 +37,17 @@ def test_index_then_search_cookie_expired_json(indexed_demo: Path) -> None:
 def test_search_explain_shows_both_legs(indexed_demo: Path) -> None:
     out = run("search", "COOKIE_EXPIRED", "--workspace", str(indexed_demo), "--explain")
     assert "via both" in out.stdout and "rank 1" in out.stdout
+    assert "calibrated (local-v1): logit" in out.stdout  # the score's arithmetic (issue #21)
     out = run("search", "when was the computer overheating?", "--workspace", str(indexed_demo),
               "--explain", "--json")
-    top = json.loads(out.stdout)["results"][0]
+    data = json.loads(out.stdout)
+    # a vector-only paraphrase: returned first, or (weak evidence) shown below the abstention
+    top = (data["results"] or data["belowGate"])[0]
     assert top["explain"]["vectorRank"] == 1 and top["textScore"] == 0
+    if not data["results"]:
+        assert data["abstention"].startswith("nothing relevant")
+    out = run("search", "xyzzy plugh nonsense", "--workspace", str(indexed_demo), "--explain")
+    assert out.stdout.startswith("No results: nothing relevant")
 
 
 def test_reference_profile_search_with_overrides(indexed_demo_reference: Path) -> None:

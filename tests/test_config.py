@@ -19,7 +19,15 @@ import pytest
 
 from memory_core import MemoryIndex
 from memory_core.cli import main as cli_main
-from memory_core.config import CONFIG_FILE, CONFIG_MODELS, ConfigError, load_config
+from memory_core.config import (
+    CONFIG_FILE,
+    CONFIG_MODELS,
+    ConfigError,
+    SearchSettings,
+    check_values,
+    load_config,
+    setting_meta,
+)
 
 from .conftest import ROOT
 
@@ -167,6 +175,112 @@ path = "{{literal}}/{chunking}-{provider}.sqlite"
     assert isinstance(s.min_score, float) and isinstance(cfg.provider.timeout_s, float)
     assert cfg.provider.fallback == []
     assert cfg.store_path(ws) == ws / "{literal}" / "reference-none.sqlite"
+
+
+# --------------------------------------------------------------------------- one door (issue 20)
+
+#: (argv after the workspace flags, words of the one line): each door refuses what is out of
+#: the declared range, names the field as that door spells it, and exits 2
+OUT_OF_RANGE: list[tuple[list[str], tuple[str, ...]]] = [
+    (["search", "pool", "--vector-weight", "5"], ("search: --vector-weight", "less than or "
+                                                   "equal to 1", "got 5.0")),
+    (["search", "pool", "--min-score", "2"], ("search: --min-score", "got 2.0")),
+    (["search", "pool", "--max-results", "0"], ("search: --max-results", "greater than")),
+    (["search", "pool", "--candidate-multiplier", "0"], ("--candidate-multiplier",)),
+    (["eval", "--queries", "demo", "--set", "vector_weight=5"],
+     ("eval --set: vector_weight", "less than or equal to 1")),
+    (["eval", "--queries", "demo", "--set", "fusion=bogus"],
+     ("eval --set: fusion", "'reference', 'rrf' or 'normalized'")),
+    (["eval", "--queries", "demo", "--grid", "min_score=0,1.5", "--sweep"],
+     ("eval --grid: min_score", "got 1.5")),
+]
+
+
+@pytest.mark.parametrize(("argv", "words"), OUT_OF_RANGE,
+                         ids=[" ".join(a[2:] if a[0] == "search" else a[3:]) for a, _ in
+                              OUT_OF_RANGE])
+def test_every_cli_door_refuses_out_of_range_with_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str],
+        words: tuple[str, ...]) -> None:
+    ws = _ws(tmp_path, "")
+    before = _snapshot(ws)
+    code = cli_main([*argv, "-w", str(ws), "--provider", "none"])
+    out, errtext = capsys.readouterr()
+    assert code == 2, errtext
+    assert out == ""
+    lines = [ln for ln in errtext.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("memory-core: error: "), errtext
+    for w in words:
+        assert w in lines[0], lines[0]
+    assert _snapshot(ws) == before  # refused before any index was built
+
+
+def test_toml_door_refuses_out_of_range_search_setting(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ws = _ws(tmp_path, "[search]\nvector_weight = 5\n")
+    assert cli_main(["search", "pool", "-w", str(ws), "--provider", "none"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "search.vector_weight: expects a value less than or equal to 1" \
+        in lines[0], lines
+
+
+def test_python_api_door_checks_overrides(tmp_path: Path) -> None:
+    """``MemoryIndex.settings(**overrides)`` and ``search(min_score=...)`` check the same way
+    (they used to take 5 and clamp 2 without a word)."""
+    ws = _ws(tmp_path, "")
+    with MemoryIndex.open(ws, provider="none") as idx:
+        assert idx.settings(vector_weight=0.25).vector_weight == 0.25
+        assert idx.settings(vector_weight=None) == idx.settings()  # None: not given
+        with pytest.raises(ConfigError, match=r"^settings: vector_weight: .*less than or equal"):
+            idx.settings(vector_weight=5)
+        with pytest.raises(ConfigError, match=r"^settings: fusion: "):
+            idx.settings(fusion="bogus")
+        with pytest.raises(ConfigError, match=r"^settings: bogus: unknown key"):
+            idx.settings(bogus=1)
+        with pytest.raises(ConfigError, match=r"^search: min_score: "):
+            idx.search("pool", min_score=2)
+        with pytest.raises(ConfigError, match=r"^search: max_results: expects an integer"):
+            idx.search("pool", max_results=2.5)
+
+
+def test_workbench_door_checks_widget_values() -> None:
+    from workbench.tuning import apply_values, slider_range
+
+    base = SearchSettings()
+    assert apply_values(base, {"vector_weight": 0.4, "now_ms": None}).vector_weight == 0.4
+    with pytest.raises(ConfigError, match="workbench: min_score"):
+        apply_values(base, {"min_score": 1.5})
+    # slider bounds come from the declaration and lie inside the declared range
+    for name in ("max_results", "min_score", "vector_weight", "text_weight", "date_hint",
+                 "candidate_multiplier", "rrf_k", "mmr_lambda", "half_life_days"):
+        r = slider_range(name)
+        for bound in (r["min_value"], r["max_value"]):
+            assert check_values(SearchSettings, {name: bound}, "t") == {name: bound}
+
+
+def test_every_setting_is_declared_with_help() -> None:
+    """One declaration per setting: every config field has a help text, and ranges are
+    declared where the validator enforces them."""
+    for dc in CONFIG_MODELS:
+        for f in dataclasses.fields(dc):
+            if f.metadata.get("internal"):
+                continue
+            if dc.__name__ == "MemoryConfig" and f.name != "profile":
+                continue  # the tables themselves
+            assert setting_meta(dc, f.name)["help"], (dc.__name__, f.name)
+    meta = setting_meta(SearchSettings, "fusion")
+    assert meta["choices"] == ["reference", "rrf", "normalized"]
+    assert (setting_meta(SearchSettings, "min_score")["ge"],
+            setting_meta(SearchSettings, "min_score")["le"]) == (0.0, 1.0)
+
+
+def test_cli_flags_are_generated_from_the_declaration(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli_main(["search", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--fusion {reference,rrf,normalized}" in text
+    assert "the vector leg's weight (≥ 0.0, ≤ 1.0)" in text
 
 
 def test_models_mirror_the_dataclasses() -> None:

@@ -58,7 +58,11 @@ def test_default_beats_reference_on_the_demo_queries(demo_reports: dict[str, obj
     assert d["n_queries"] == r["n_queries"] == 27
     assert d["chunk"]["success@5"] >= r["chunk"]["success@5"] + 0.25
     assert d["chunk"]["recall@5"] >= r["chunk"]["recall@5"] + 0.25
-    assert d["zero_result_rate"] == 0.0 < r["zero_result_rate"]
+    # the default abstains when its best hit is unlikely to be relevant (issue #21): the demo's
+    # paraphrases the legs do not find (and one Chinese question) get nothing, the rest answers
+    assert d["zero_result_rate"] < r["zero_result_rate"]
+    for kind in ("keyword", "session"):
+        assert d["by_category"][kind]["zero_result_rate"] == 0.0
     assert d["by_category"]["chinese"]["chunk"]["success@5"] == 1.0
     assert r["by_category"]["chinese"]["chunk"]["success@5"] == 0.0
     # and it is not worse than either of its legs alone

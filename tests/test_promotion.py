@@ -269,8 +269,9 @@ def test_gates_give_reasons(tmp_path: Path) -> None:
 
 # --------------------------------------------------------------------------- applying (§6.5)
 
-BULLET_RE = re.compile(
-    r"^- .+ \[score=\d\.\d{3} recalls=\d+ avg=\d\.\d{3} source=memory/2026-11-20\.md:\d+-\d+\]$")
+# the default profile writes no score metadata (issue 25; the reference's shape is checked in
+# tests/test_promotion_failures.py)
+BULLET_RE = re.compile(r"^- (?!.*\[score=).+$")
 
 
 def test_apply_writes_the_section_and_undo_restores_exact_bytes(tmp_path: Path) -> None:
@@ -367,7 +368,11 @@ def test_edited_diary_is_relocated_or_skipped_with_reason(tmp_path: Path) -> Non
         (e,) = plan.entries
         assert (e.start_line, e.end_line) == (c.start_line + 2, c.end_line + 2)
         assert e.quality == 3
-        assert f"source=memory/2026-11-20.md:{e.start_line}-{e.end_line}]" in plan.new_text
+        # the re-located range is what the store keeps (the default writes no source metadata)
+        pr.apply(idx, plan)
+        assert (state(idx).recall_entry(c.key)["start_line"],
+                state(idx).recall_entry(c.key)["end_line"]) == (e.start_line, e.end_line)
+        pr.undo(idx, now=NOW)
         # The last line rewritten: the unchanged part is still found (snippet contains it).
         diary.write_text(DIARY.replace("Nightly crawl duration dropped to 5h05m",
                                        "Nightly crawl now takes 5 hours"), encoding="utf-8")
@@ -435,7 +440,7 @@ def test_budget_compaction_drops_oldest_promoted_sections_only(tmp_path: Path) -
         assert "(2026-02-01)" in new and "(2025-12-01)" in new  # newer, and user-edited, kept
         assert "My own note under it." in new and "- keep me" in new
         assert new.startswith(user)
-        assert re.search(r"\(2026-11-30\)\n\n<!-- [^\n]+ -->\n- [^\n]+\]\n$", new)
+        assert re.search(r"\(2026-11-30\)\n\n<!-- [^\n]+ -->\n- [^\n]+\n$", new)
         res = pr.apply(idx, plan)
         assert res.dropped_sections == plan.dropped_sections
         assert pr.undo(idx, now=NOW).restored

@@ -96,7 +96,7 @@ def test_a_section_promotion_wrote_and_the_user_edited_is_kept(tmp_path: Path) -
 
         w = written_by_promotion(idx)
         assert len(pr.promoted_sections(text, w)) == 1
-        edited = text.replace("[score=", "(my edit) [score=", 1)
+        edited = text.replace("-->\n- ", "-->\n- (my edit) ", 1)
         assert pr.promoted_sections(edited, w) == []
         assert pr.promoted_sections(text.replace("\n", "\r\n"), w)  # line ends do not matter
 

@@ -49,10 +49,14 @@ BAD_SEARCHES: list[tuple[tuple[object, ...], str]] = [
     ((["cookie"],), "query required"),
     (("   ",), "query required"),
     (("cookie\x00",), "query must not contain NUL"),
-    (("cookie", "x"), "maxResults must be a number"),
-    (("cookie", True), "maxResults must be a number"),
+    (("cookie", "x"), "maxResults must be an integer"),
+    (("cookie", True), "maxResults must be an integer"),
     (("cookie", float("nan")), "maxResults must be a finite number"),
+    (("cookie", "5"), "maxResults must be an integer (got the string '5')"),
+    (("cookie", 2.5), "maxResults must be an integer (got 2.5)"),
+    (("cookie", 0), "maxResults must be between 1 and 100 (got 0)"),
     (("cookie", None, "high"), "minScore must be a number"),
+    (("cookie", None, 1.5), "minScore must be between 0.0 and 1.0 (got 1.5)"),
     (("cookie", None, None, "wiki"), "corpus must be one of memory, sessions, all"),
     (("cookie", None, None, 5), "corpus must be one of"),
 ]
@@ -69,21 +73,37 @@ def test_memory_search_never_raises(fts_index: MemoryIndex, args: tuple[object, 
     json.dumps(out)
 
 
-def test_numeric_strings_are_read_as_numbers(fts_index: MemoryIndex) -> None:
-    """As the reference's ``readNumberParam``: ``"5"`` is 5 (a model often quotes numbers)."""
+def test_one_rule_one_schema_for_the_tool_api_and_mcp(fts_index: MemoryIndex) -> None:
+    """Issue 20: the tool API used to read ``"5"`` as 5 and truncate 1.9 where the MCP server
+    refused both. Both now check a call against the one schema the MCP server publishes: JSON
+    has one number type, so 2.0 is the integer 2; a string or a fraction is not."""
+    from memory_core.mcp.server import tool_list
+    from memory_core.tools import GET_SCHEMA, SEARCH_SCHEMA, BadArgument, check_arguments
+
+    published = {t.name: t.input_schema for t in tool_list()}
+    assert published["memory_search"] == SEARCH_SCHEMA
+    assert published["memory_get"] == GET_SCHEMA
+    assert SEARCH_SCHEMA["properties"]["minScore"] == {
+        "type": "number", "minimum": 0.0, "maximum": 1.0,
+        "description": SEARCH_SCHEMA["properties"]["minScore"]["description"]}
     as_int = memory_search(fts_index, "cookie", 2)
-    as_str = memory_search(fts_index, "cookie", " 2 ", "0")
     assert len(as_int["results"]) == 2
-    assert as_str["results"] == as_int["results"]
-    assert len(memory_search(fts_index, "cookie", "1.9")["results"]) == 1  # truncated
+    assert memory_search(fts_index, " cookie ", 2.0, 0)["results"] == as_int["results"]
+    for bad in ("2", 1.9):
+        with pytest.raises(BadArgument, match="maxResults must be an integer"):
+            check_arguments({"query": "cookie", "maxResults": bad}, SEARCH_SCHEMA)
+        assert memory_search(fts_index, "cookie", bad)["error"].startswith(
+            "maxResults must be an integer")
 
 
 BAD_GETS: list[tuple[tuple[object, ...], str]] = [
     (("MEMORY.md\x00",), "path must not contain NUL"),
-    (("MEMORY.md", "x"), "from must be a number"),
-    (("MEMORY.md", 1, "ten"), "lines must be a number"),
+    (("MEMORY.md", "x"), "from must be an integer"),
+    (("MEMORY.md", 1, "ten"), "lines must be an integer"),
     (("MEMORY.md", float("inf")), "from must be a finite number"),
-    (("MEMORY.md", [1]), "from must be a number"),
+    (("MEMORY.md", [1]), "from must be an integer"),
+    (("MEMORY.md", "1"), "from must be an integer"),
+    (("MEMORY.md", 0), "from must be at least 1"),
     ((None,), "path required"),
     ((42,), "path required"),
     (("",), "path required"),
@@ -101,9 +121,9 @@ def test_memory_get_never_raises(demo_ws: Path, args: tuple[object, ...], error:
     json.dumps(out)
 
 
-def test_memory_get_reads_numeric_strings(demo_ws: Path) -> None:
+def test_memory_get_reads_integral_numbers(demo_ws: Path) -> None:
     idx = MemoryIndex.open(demo_ws, provider="none")
-    assert memory_get(idx, "memory/2026-11-03.md", "1", "1.7") == \
+    assert memory_get(idx, "memory/2026-11-03.md", 1.0, 1.0) == \
         memory_get(idx, "memory/2026-11-03.md", 1, 1)
 
 

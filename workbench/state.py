@@ -25,7 +25,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
@@ -36,6 +36,9 @@ from memory_core.openclaw import OpenClawHome, open_home
 from memory_core.sync import SyncReport
 
 from .tuning import TUNABLE, apply_values
+
+if TYPE_CHECKING:
+    from memory_core.backends import MemoryBackend
 
 ROOT = REPO_ROOT
 DEMO = ROOT / "examples" / "demo-workspace"
@@ -163,10 +166,10 @@ def _state(key: IndexKey) -> _IndexState:
 
 
 _qmd_lock = threading.Lock()
-_qmd_backends: dict[IndexKey, Any] = {}
+_qmd_backends: dict[IndexKey, MemoryBackend] = {}
 
 
-def qmd_backend(key: IndexKey) -> Any:
+def qmd_backend(key: IndexKey) -> MemoryBackend:
     """The qmd backend (``memory_core.backends``) over ``key``'s open index, kept open.
 
     One that answered from builtin (qmd could not open, or a search failed) is replaced at the
@@ -176,14 +179,15 @@ def qmd_backend(key: IndexKey) -> Any:
     from memory_core.backends import open_backend
 
     with _qmd_lock:
-        backend = _qmd_backends.get(key)
-        if backend is None or getattr(backend, "primary_failed", False) or \
-                getattr(backend, "note", None) is not None:
-            if backend is not None and hasattr(backend, "primary"):
-                backend.primary.close()  # the index itself stays open: the pages share it
-            idx = open_index(key)
-            home = (idx.store_path.parent / "qmd") if store_overrides(key.workspace) else None
-            backend = _qmd_backends[key] = open_backend(idx, "qmd", qmd_home=home)
+        kept = _qmd_backends.pop(key, None)
+        if kept and kept.fallback is None:
+            _qmd_backends[key] = kept
+            return kept
+        if kept:
+            kept.release()  # the index itself stays open: the pages share it
+        idx = open_index(key)
+        home = (idx.store_path.parent / "qmd") if store_overrides(key.workspace) else None
+        backend = _qmd_backends[key] = open_backend(idx, "qmd", qmd_home=home)
         return backend
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from memory_core import FusionResult, Hit, SearchSettings, profile_settings
+from memory_core.config import checked_settings, setting_meta
 
 #: The SearchSettings fields the Search & tune page edits (the rest stay the profile's).
 TUNABLE: tuple[str, ...] = (
@@ -32,8 +33,17 @@ assert set(TUNABLE) <= _SETTINGS_FIELDS, set(TUNABLE) - _SETTINGS_FIELDS
 
 
 def apply_values(base: SearchSettings, values: Mapping[str, Any]) -> SearchSettings:
-    """``base`` with the known fields of ``values`` replaced (``now_ms=None`` is kept)."""
-    return replace(base, **{k: v for k, v in values.items() if k in _SETTINGS_FIELDS})
+    """``base`` with the known fields of ``values`` replaced, each checked by its declaration
+    (:func:`checked_settings`, as every door checks it); ``now_ms=None`` unpins "now"."""
+    known = {k: v for k, v in values.items() if k in _SETTINGS_FIELDS}
+    s = checked_settings(base, "workbench", **known)
+    return replace(s, now_ms=None) if "now_ms" in known and known["now_ms"] is None else s
+
+
+def slider_range(field: str) -> dict[str, Any]:
+    """``st.slider``'s bounds and step for ``field``, from the setting's declaration."""
+    lo, hi, step = setting_meta(SearchSettings, field)["slider"]
+    return {"min_value": lo, "max_value": hi, "step": step}
 
 
 def settings_values(s: SearchSettings) -> dict[str, Any]:

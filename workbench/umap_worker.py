@@ -23,6 +23,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -64,12 +65,11 @@ def warm() -> float:
     return time.perf_counter() - t0
 
 
-def run_job(job: dict[str, object]) -> None:
+def run_job(job: dict[str, Any]) -> None:
     """Fit one job and write its coordinates atomically to ``job["out"]``."""
     matrix = np.load(str(job["in"]))
-    coords = fit_umap(matrix, int(job.get("dims", 2)),  # type: ignore[call-overload]
-                      int(job.get("n_neighbors", 15)),  # type: ignore[call-overload]
-                      int(job.get("seed", 42)))  # type: ignore[call-overload]
+    coords = fit_umap(matrix, int(job.get("dims", 2)), int(job.get("n_neighbors", 15)),
+                      int(job.get("seed", 42)))
     buf = io.BytesIO()
     np.save(buf, coords)
     atomic_write(Path(str(job["out"])), buf.getvalue(), durable=False)  # a cache

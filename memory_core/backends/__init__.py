@@ -15,15 +15,15 @@ from .fallback import (
     clear_open_failures,
     open_backend,
 )
-from .protocol import BackendSearch, BackendStatus, FallbackNote, MemoryBackend
+from .protocol import ENGINE, OWN_INDEX, BackendSearch, BackendStatus, FallbackNote, MemoryBackend
 from .qmd import QmdBackend, QmdCollection, resolve_collections
 from .qmd_process import QmdError, resolve_command
 
 BACKENDS: tuple[str, ...] = ("builtin", "qmd")
 
 __all__ = [
-    "BACKENDS", "OPEN_FAILURE_COOLDOWN_S", "BackendSearch", "BackendStatus", "BuiltinBackend",
-    "FallbackBackend", "FallbackNote", "MemoryBackend", "OpenedFallback", "QmdBackend",
-    "QmdCollection", "QmdError", "clear_open_failures", "open_backend", "resolve_collections",
-    "resolve_command",
+    "BACKENDS", "ENGINE", "OPEN_FAILURE_COOLDOWN_S", "OWN_INDEX", "BackendSearch",
+    "BackendStatus", "BuiltinBackend", "FallbackBackend", "FallbackNote", "MemoryBackend",
+    "OpenedFallback", "QmdBackend", "QmdCollection", "QmdError", "clear_open_failures",
+    "open_backend", "resolve_collections", "resolve_command",
 ]

@@ -15,13 +15,15 @@ from ..embeddings import EmbeddingError
 from ..index import MemoryIndex
 from ..reading import ReadResult
 from ..sync import SyncProgress, SyncReport
-from .protocol import BackendSearch, BackendStatus, OnHits
+from .protocol import ENGINE, BackendSearch, BackendStatus, FallbackNote, OnHits
 
 
 class BuiltinBackend:
     """:class:`MemoryIndex` as a :class:`~memory_core.backends.protocol.MemoryBackend`."""
 
     kind = "builtin"
+    capabilities: frozenset[str] = frozenset({ENGINE})
+    fallback: FallbackNote | None = None
 
     def __init__(self, index: MemoryIndex, requested: str = "builtin") -> None:
         self.index = index
@@ -36,6 +38,9 @@ class BuiltinBackend:
 
     def close(self) -> None:
         self.index.close()
+
+    def release(self) -> None:
+        """Nothing of its own to close: the index belongs to whoever opened it."""
 
     def search(self, query: str, *, max_results: int | None = None,
                min_score: float | None = None, sources: Sequence[str] | None = None,

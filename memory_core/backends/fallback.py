@@ -24,7 +24,14 @@ from ..index import MemoryIndex
 from ..reading import ReadResult
 from ..sync import SyncProgress
 from .builtin import BuiltinBackend
-from .protocol import BackendSearch, BackendStatus, FallbackNote, MemoryBackend, OnHits
+from .protocol import (
+    OWN_INDEX,
+    BackendSearch,
+    BackendStatus,
+    FallbackNote,
+    MemoryBackend,
+    OnHits,
+)
 from .qmd import QmdBackend
 from .qmd_process import QmdError, check_available
 
@@ -68,6 +75,7 @@ class FallbackBackend:
     """qmd first; builtin from the first failure on (the reference's FallbackMemoryManager)."""
 
     kind = "qmd"
+    capabilities: frozenset[str] = frozenset({OWN_INDEX})
 
     def __init__(self, primary: QmdBackend, builtin: MemoryIndex) -> None:
         self.primary = primary
@@ -89,6 +97,14 @@ class FallbackBackend:
     def close(self) -> None:
         self.primary.close()
         self._builtin_index.close()
+
+    def release(self) -> None:
+        self.primary.close()
+
+    @property
+    def fallback(self) -> FallbackNote | None:
+        """Why builtin answers, once qmd failed."""
+        return self._note() if self.primary_failed else None
 
     @property
     def primary_failed(self) -> bool:
@@ -166,11 +182,15 @@ class FallbackBackend:
 
 
 class OpenedFallback(BuiltinBackend):
-    """Builtin answering because qmd could not be opened: every answer says so."""
+    """Builtin answering because qmd could not be opened: every answer says so. Not
+    :data:`ENGINE`: the faces show it as the qmd they asked for, with the reason."""
+
+    capabilities: frozenset[str] = frozenset()
 
     def __init__(self, index: MemoryIndex, note: FallbackNote) -> None:
         super().__init__(index, requested="qmd")
         self.note = note
+        self.fallback = note
 
     def search(self, query: str, *, max_results: int | None = None,
                min_score: float | None = None, sources: Sequence[str] | None = None,

@@ -1,4 +1,4 @@
-"""One face, two backends: what the CLI, the MCP server, the workbench and the evaluator call.
+"""One face, two backends: the only door the CLI, the MCP server and the workbench call.
 
 :class:`MemoryBackend` is the reference's ``MemorySearchManager`` (search, readFile, status,
 sync, the probes) in this project's words. The builtin engine (:class:`MemoryIndex`, through the
@@ -10,6 +10,12 @@ builtin.
 Every backend answers a search with a :class:`BackendSearch`: hits of the one result shape
 ``{path, startLine, endLine, score, snippet, source}`` (workspace-relative paths, true line
 ranges), the backend that actually answered, and why it fell back when it did.
+
+What a backend can do beyond the face is declared in :attr:`MemoryBackend.capabilities`
+(:data:`ENGINE`, :data:`OWN_INDEX`), never probed with ``hasattr``: a face asks
+``ENGINE in backend.capabilities`` to use the builtin engine's richer answers (its
+:class:`~memory_core.MemoryIndex`: sync reports, fusion settings, explain), and treats every
+other backend through the face alone.
 """
 
 from __future__ import annotations
@@ -26,6 +32,13 @@ from ..sync import SyncProgress
 
 #: Called with the query and the hits, as :meth:`MemoryIndex.search`'s ``on_hits``.
 OnHits = Callable[[str, Sequence[Hit]], None]
+
+#: The builtin engine answers, with every :class:`~memory_core.MemoryIndex` feature (fusion
+#: settings, candidates, sync reports, ``verify``): ``backend.index`` is that index.
+ENGINE = "engine"
+#: The backend keeps an index of its own, which :meth:`MemoryBackend.sync` must update when the
+#: files change (qmd); the builtin engine's index is kept current by the live index itself.
+OWN_INDEX = "own-index"
 
 
 @dataclass(frozen=True)
@@ -106,6 +119,13 @@ class MemoryBackend(Protocol):
     #: what answered a given search).
     kind: str
     workspace: Path
+    #: What it can do beyond the face (:data:`ENGINE`, :data:`OWN_INDEX`).
+    capabilities: frozenset[str]
+
+    @property
+    def fallback(self) -> FallbackNote | None:
+        """Set while the builtin engine answers in place of the backend asked for."""
+        ...
 
     def search(self, query: str, *, max_results: int | None = None,
                min_score: float | None = None, sources: Sequence[str] | None = None,
@@ -136,6 +156,12 @@ class MemoryBackend(Protocol):
         ...
 
     def close(self) -> None:
+        """Close the backend and the :class:`~memory_core.MemoryIndex` it was opened over."""
+        ...
+
+    def release(self) -> None:
+        """Close what the backend opened itself (qmd's processes and connections), leaving the
+        index it was opened over open for the caller that shares it."""
         ...
 
     def __enter__(self) -> MemoryBackend:
@@ -145,4 +171,5 @@ class MemoryBackend(Protocol):
         ...
 
 
-__all__ = ["BackendSearch", "BackendStatus", "FallbackNote", "MemoryBackend", "OnHits"]
+__all__ = ["ENGINE", "OWN_INDEX", "BackendSearch", "BackendStatus", "FallbackNote",
+           "MemoryBackend", "OnHits"]

@@ -45,7 +45,7 @@ from ..reading import PathRefused, ReadResult, read_lines
 from ..sources import is_readable_memory_path
 from ..status import ChunkingInfo, FtsInfo, SourceCount, VectorInfo
 from ..sync import SyncProgress
-from .protocol import BackendSearch, BackendStatus, OnHits
+from .protocol import OWN_INDEX, BackendSearch, BackendStatus, FallbackNote, OnHits
 from .qmd_process import QmdError, parse_query_json, qmd_env, resolve_command, run_qmd
 from .qmd_results import (
     clamp_injected,
@@ -159,6 +159,8 @@ class QmdBackend:
     :class:`~memory_core.backends.fallback.FallbackBackend`). Raises :class:`QmdError`."""
 
     kind = "qmd"
+    capabilities: frozenset[str] = frozenset({OWN_INDEX})
+    fallback: FallbackNote | None = None
 
     def __init__(self, workspace: Path, config: MemoryConfig) -> None:
         self.workspace = workspace
@@ -199,6 +201,9 @@ class QmdBackend:
         if self._db is not None:
             self._db.close()
             self._db = None
+
+    def release(self) -> None:
+        self.close()  # qmd's own connection only: it was given no MemoryIndex
 
     def open(self, mode: str = "full") -> QmdBackend:
         """Create the XDG folders, share the user's downloaded models, add the collections.
@@ -505,7 +510,7 @@ class QmdBackend:
             rel, source = loc
             snippet = (e.get("snippet") or "")[: self.q.max_snippet_chars]
             start, end = snippet_lines(e, snippet)
-            score = e.get("score") if isinstance(e.get("score"), float) else 0.0
+            score = e["score"] if isinstance(e.get("score"), float) else 0.0
             if score < min_score:
                 continue
             hits.append(Hit(id=(e.get("docid") or rel).lstrip("#"), path=rel, source=source,

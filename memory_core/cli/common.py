@@ -13,10 +13,13 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..config import PROFILES
+from ..config import PROFILES, SearchSettings, check_values, setting_meta
 from ..index import MemoryIndex
+
+if TYPE_CHECKING:
+    from ..backends import MemoryBackend
 
 #: Exit code of every error the user can act on (bad input, missing data, refused path).
 EXIT_USAGE = 2
@@ -93,15 +96,40 @@ def add_backend_arg(p: argparse.ArgumentParser) -> None:
                    "builtin, and says why, when it cannot answer")
 
 
-def open_backend_for(idx: MemoryIndex, args: argparse.Namespace) -> Any:
-    """The qmd backend over ``idx`` when ``--backend`` (or the config) asks for qmd, else
-    ``None`` (the caller keeps using ``idx``, the builtin engine)."""
-    kind = getattr(args, "backend", None) or idx.config.backend.kind
-    if kind != "qmd":
-        return None
+def open_backend_for(idx: MemoryIndex, args: argparse.Namespace) -> MemoryBackend:
+    """The backend ``--backend`` (or the config) asks for, over ``idx``: the builtin engine
+    (:data:`~memory_core.backends.ENGINE` in its capabilities), or qmd with its fallback."""
     from ..backends import open_backend
 
-    return open_backend(idx, "qmd")
+    return open_backend(idx, getattr(args, "backend", None) or idx.config.backend.kind)
+
+
+def flag_of(name: str) -> str:
+    """A setting's command-line flag: ``vector_weight`` → ``--vector-weight``."""
+    return "--" + name.replace("_", "-")
+
+
+def add_setting_flags(p: argparse.ArgumentParser, names: Sequence[str]) -> None:
+    """One flag per :class:`SearchSettings` field in ``names``: its type, choices and help
+    from the setting's declaration (range and reference default included in the help)."""
+    for name in names:
+        meta = setting_meta(SearchSettings, name)
+        rng = [f"{sym} {meta[k]}" for k, sym in (("ge", "≥"), ("gt", ">"), ("le", "≤"),
+                                                  ("lt", "<")) if k in meta]
+        text = meta["help"] + (f" ({', '.join(rng)})" if rng else "")
+        if "choices" in meta:
+            p.add_argument(flag_of(name), choices=meta["choices"], help=text)
+        else:
+            kind = int if isinstance(meta["default"], int) else float
+            p.add_argument(flag_of(name), type=kind, metavar="N", help=text)
+
+
+def setting_flags(args: argparse.Namespace, names: Sequence[str], command: str
+                  ) -> dict[str, Any]:
+    """The given ones of ``names``' flags, checked by their declarations (one line naming the
+    flag, exit 2, for a value out of range): ``{field: value}``."""
+    return check_values(SearchSettings, {n: getattr(args, n, None) for n in names},
+                        command, {n: flag_of(n) for n in names})
 
 
 def qmd_timers_for(backend: Any, on_update: Any = None) -> Any:
@@ -220,6 +248,8 @@ class DeferredParser(argparse.ArgumentParser):
             configure, self._configure = self._configure, None
             configure(self)
 
+    # override: argparse declares overloads (a namespace instance in, its type out); this
+    # one signature serves both, as argparse's own body does
     def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
                          namespace: argparse.Namespace | None = None
                          ) -> tuple[argparse.Namespace, list[str]]:

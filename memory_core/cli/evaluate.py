@@ -25,8 +25,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import PROFILES, SearchSettings, profile_settings
+from ..config import PROFILES, SearchSettings, check_values, checked_settings, profile_settings
 from .common import EXIT_USAGE, CliError, progress_bar
+from .eval_runs import add_run_flags, load_with_qrels, run_action, write_runs
 
 if TYPE_CHECKING:
     from ..evaluation import EvalReport
@@ -40,8 +41,15 @@ def _ints(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x.strip()]
 
 
-def _coerce(field: str, raw: str) -> Any:
-    """``raw`` as the type of :class:`SearchSettings`' ``field`` (bool, int, float or str)."""
+def _coerce(field: str, raw: str, flag: str = "--set") -> Any:
+    """``raw`` as the type of :class:`SearchSettings`' ``field`` (bool, int, float or str),
+    checked by the field's declaration (its range or choices) like any other door."""
+    value = _typed(field, raw)
+    check_values(SearchSettings, {field: value}, f"eval {flag}")
+    return value
+
+
+def _typed(field: str, raw: str) -> Any:
     defaults = SearchSettings()
     if not hasattr(defaults, field):
         raise CliError(f"unknown search setting {field!r}")
@@ -51,7 +59,7 @@ def _coerce(field: str, raw: str) -> Any:
             if raw.lower() not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
                 raise ValueError(raw)
             return raw.lower() in ("1", "true", "yes", "on")
-        if isinstance(current, int) and field != "now_ms":
+        if isinstance(current, int) or field == "now_ms":
             return int(raw)
         if isinstance(current, float):
             return float(raw)
@@ -66,8 +74,8 @@ def _pairs(items: list[str], many: bool) -> dict[str, Any]:
         if "=" not in item:
             raise CliError(f"{item!r}: expected FIELD=VALUE")
         field, raw = (x.strip() for x in item.split("=", 1))
-        out[field] = ([_coerce(field, v) for v in raw.split(",") if v.strip()] if many
-                      else _coerce(field, raw))
+        out[field] = ([_coerce(field, v, "--grid") for v in raw.split(",") if v.strip()]
+                      if many else _coerce(field, raw))
     return out
 
 
@@ -76,6 +84,9 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "eval", help="measure retrieval on labelled queries (Recall@k, Success@k, MRR, nDCG)",
         description=__doc__.split("\n")[0])
+    p.add_argument("action", nargs="*", metavar="compare RUN_A RUN_B | runs",
+                   help="compare two runs (TREC files with --qrels, or saved runs) with 95%% "
+                   "intervals and p-values; or list the saved runs")
     p.add_argument("--queries", "-q", help="a query set name (see --list), a LoCoMo-style .jsonl "
                    "file (with --workspace) or a BEIR folder")
     p.add_argument("--list", action="store_true", help="list the query sets available here")
@@ -98,8 +109,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--grid", action="append", default=[], metavar="FIELD=V1,V2,…",
                    help="with --sweep: sweep any search setting, e.g. --grid rrf_k=10,60 "
                    "(repeatable; replaces the default vector weight × minScore axes)")
-    p.add_argument("--metric", default="success@5", help="metric of the sweep table and of the "
-                   "win/loss list (default success@5)")
+    p.add_argument("--metric", help="metric of the sweep table and of the win/loss list "
+                   "(default success@5; ndcg@10 for 'eval compare')")
     p.add_argument("--max-results", type=int, help="override maxResults")
     p.add_argument("--chunk-tokens", type=int, help="chunk budget of the evaluation index "
                    "(named sets only; default 400)")
@@ -108,6 +119,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--out", help="write the JSON report (with per-query rows) to this file")
     p.add_argument("--markdown", help="write the Markdown tables to this file")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--dreaming", action="store_true", help="the dreaming evaluation: replay "
+                   "LoCoMo dev day by day under the reference and default profiles (issue 25; "
+                   "--provider, default none; --conversations to take a subset)")
+    p.add_argument("--conversations", help="with --dreaming: comma-separated, e.g. conv-26")
     p.add_argument("--cv", action="store_true", help="cross-validate: choose the constants "
                    "of --grid (default: weights, minScore, date hint) on training folds and "
                    "report the held-out folds (LoCoMo: leave one conversation out)")
@@ -129,6 +144,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--address", help="with --executor ray: a running Ray cluster "
                    "(ray://HOST:10001 or HOST:6379) whose nodes have this package and see the "
                    "same paths; default: a local Ray with 2 workers, stopped afterwards")
+    add_run_flags(p)
     p.set_defaults(func=cmd_eval)
 
 
@@ -141,6 +157,31 @@ def _emit(args: argparse.Namespace, out: dict[str, Any], text: str) -> None:
     if args.markdown:
         Path(args.markdown).write_text(text, encoding="utf-8")
     sys.stdout.write(report + "\n" if args.json else text)
+
+
+def _eval_dreaming(args: argparse.Namespace) -> int:
+    """``eval --dreaming``: both profiles' replay of LoCoMo dev, as a table or JSON."""
+    from ..evaluation.dreaming import dreaming_table, locomo_root, run_dreaming_eval
+
+    root = locomo_root()
+    if root is None:
+        raise CliError("the dreaming evaluation needs LoCoMo dev (../shared/datasets/locomo-dev)")
+    convs = [c.strip() for c in (args.conversations or "").split(",") if c.strip()] or None
+    known = {p.name for p in (root / "markdown").iterdir()}
+    unknown = sorted(set(convs or []) - known)
+    if unknown:
+        raise CliError(f"unknown conversation {unknown[0]!r} (known: {', '.join(sorted(known))})")
+
+    def progress(what: str) -> None:
+        if not args.no_progress:
+            sys.stderr.write(f"\r{what:<50}")
+            sys.stderr.flush()
+
+    runs = run_dreaming_eval(convs, provider=args.provider or "none", progress=progress)
+    if not args.no_progress:
+        sys.stderr.write("\n")
+    _emit(args, {"dreaming": [r.to_dict() for r in runs]}, dreaming_table(runs))
+    return 0
 
 
 def _eval_qmd(args: argparse.Namespace, qs: Any) -> int:
@@ -214,9 +255,8 @@ def _settings(args: argparse.Namespace, profile: str,
               overrides: dict[str, Any]) -> SearchSettings:
     """``profile``'s settings for ``--provider``, with ``--max-results`` and ``overrides`` (the
     ``--set`` pairs, or none for a compared profile)."""
-    s = profile_settings(profile, args.provider)
-    if args.max_results:
-        s = replace(s, max_results=args.max_results)
+    s = checked_settings(profile_settings(profile, args.provider), "eval",
+                         {"max_results": "--max-results"}, max_results=args.max_results or None)
     return replace(s, **overrides) if overrides else s
 
 
@@ -235,10 +275,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
         sweep_markdown,
     )
 
+    if args.action:
+        return run_action(args)
+    metric = args.metric or "success@5"
     if args.list:
         names = available_query_sets()
         print("\n".join(names) if names else "No query sets found (../shared/datasets absent).")
         return 0
+    if args.dreaming:
+        return _eval_dreaming(args)
     if not args.queries:
         raise CliError("eval needs --queries SET_OR_FILE (or --list)")
     if args.address and args.executor != "ray":
@@ -263,15 +308,21 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return _eval_cv(args, names, _settings(args, profile, _pairs(args.set, many=False)),
                         None, profile, progress_bar(not args.no_progress))
     try:
-        qs = load_query_set(args.queries, args.workspace)
+        qs = (load_with_qrels(args) if args.qrels
+              else load_query_set(args.queries, args.workspace))
     except DatasetMissing as e:
         print(f"memory-core eval: {e}", file=sys.stderr)
         return EXIT_USAGE
     if qs.workspaces.get("") is None and len(qs.workspaces) == 1 and not args.workspace:
         raise CliError(f"{args.queries}: a query file needs --workspace")
+    if (args.run_out or args.save_run is not None) and (args.cv or args.sweep
+                                                         or args.backend == "qmd"):
+        raise CliError("--run-out and --save-run apply to a plain evaluation (not --cv, "
+                       "--sweep or --backend qmd)")
     if args.backend == "qmd":
         return _eval_qmd(args, qs)
-    target = args.workspace if args.workspace and Path(args.queries).suffix == ".jsonl" else None
+    target = (args.workspace if args.workspace and (Path(args.queries).suffix == ".jsonl"
+                                                    or args.qrels) else None)
     progress = progress_bar(not args.no_progress)
     md: list[str] = []
     out: dict[str, Any] = {}
@@ -298,7 +349,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         rows = sweep(target, qs, settings_for(profile), grid, progress, profile=profile,
                      provider=args.provider, limit=args.limit, chunk_tokens=args.chunk_tokens)
         out["sweep"] = rows
-        md += [f"### Sweep of {qs.name} ({profile} profile)", "", sweep_markdown(rows, args.metric)]
+        md += [f"### Sweep of {qs.name} ({profile} profile)", "", sweep_markdown(rows, metric)]
     else:
         label = profile + (" (" + ", ".join(f"{k}={v}" for k, v in overrides.items()) + ")"
                            if overrides else "")
@@ -323,9 +374,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if len(reports) > 1:
             orep = reports[1]
             md.append(orep.to_markdown())
-            rows = compare(orep, rep, args.metric)
+            rows = compare(orep, rep, metric)
             out["compare"] = rows
-            md += [f"### Per-query {args.metric}: {orep.runs[0].label} (a) vs "
+            md += [f"### Per-query {metric}: {orep.runs[0].label} (a) vs "
                    f"{rep.runs[0].label} (b)", "", compare_markdown(rows)]
+            from ..evaluation.runs import compare_rows
+
+            sig = compare_rows(orep.per_query, rep.per_query,
+                               "file" if qs.level == "files" else "chunk",
+                               label_a=orep.runs[0].label, label_b=rep.runs[0].label)
+            out["significance"] = {k: v for k, v in sig.to_dict().items() if k != "per_query"}
+            md.append(sig.to_markdown(limit=0))
+        for note in write_runs(args, rep, qs):
+            print(note, file=sys.stderr)
     _emit(args, out, "\n".join(md))
     return 0

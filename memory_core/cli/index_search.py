@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
+from ..backends import ENGINE, MemoryBackend
 from ..chunking import chunk_markdown
 from ..fusion import FusionResult, Hit
 from ..index import MemoryIndex
@@ -21,15 +22,21 @@ from .batch import cap_query, search_batch
 from .common import (
     CliError,
     add_backend_arg,
+    add_setting_flags,
     add_workspace_args,
     dump_json,
     open_backend_for,
     open_index,
     progress_bar,
+    setting_flags,
 )
 
+#: The search settings ``search`` takes as flags (``--vector-weight`` ...).
+SEARCH_FLAGS = ("max_results", "min_score", "vector_weight", "text_weight",
+                "candidate_multiplier", "fusion")
 
-def _backend_index(backend: Any, args: argparse.Namespace) -> int:
+
+def _backend_index(backend: MemoryBackend, args: argparse.Namespace) -> int:
     """``index --backend qmd``: ``qmd update`` (forced), or builtin's sync after a fallback."""
     with backend:
         report = backend.sync(force=True, progress=progress_bar(not args.no_progress))
@@ -67,7 +74,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     with open_index(args) as idx:
         executor = _executor(args, idx)
         backend = open_backend_for(idx, args)
-        if backend is not None:
+        if ENGINE not in backend.capabilities:
             if executor is not None:
                 raise CliError("--executor ray applies to the builtin backend")
             return _backend_index(backend, args)
@@ -92,11 +99,10 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """The search-setting flags of ``search`` as :meth:`MemoryIndex.search` keywords."""
-    return {
-        "vector_weight": args.vector_weight, "text_weight": args.text_weight,
-        "candidate_multiplier": args.candidate_multiplier, "fusion": args.fusion,
-    }
+    """The search-setting flags of ``search`` (but ``--max-results`` and ``--min-score``,
+    passed on their own) as :meth:`MemoryIndex.search` keywords, checked."""
+    flags = setting_flags(args, SEARCH_FLAGS, "search")
+    return {k: v for k, v in flags.items() if k not in ("max_results", "min_score")}
 
 
 class LazyRecallRecorder:
@@ -126,15 +132,17 @@ def _result_json(idx: MemoryIndex, res: FusionResult, explain: bool) -> dict[str
     }
     if idx.fallback:
         out["fallback"] = idx.fallback
+    if res.abstention:
+        out["abstention"] = res.abstention
     if explain:
         out["belowGate"] = [h.to_result(True) for h in res.below_gate[:20]]
         out["settings"] = res.settings.__dict__
     return out
 
 
-def _print_hits(hits: Sequence[Hit], explain: bool) -> None:
+def _print_hits(hits: Sequence[Hit], explain: bool, abstention: str = "") -> None:
     if not hits:
-        print("No results.")
+        print(f"No results: {abstention}." if explain and abstention else "No results.")
     for h in hits:
         print(f"{h.score:.3f} {h.path}:{h.start_line}-{h.end_line}")
         if explain:
@@ -143,7 +151,19 @@ def _print_hits(hits: Sequence[Hit], explain: bool) -> None:
             parts = " + ".join(f"{k} {v:.3f}" for k, v in h.components.items())
             print(f"      via {h.via}: vector {h.vector_score:.3f} (rank {vr}), "
                   f"text {h.text_score:.3f} (rank {tr}); score = {parts}")
+            if h.evidence is not None:
+                print("      " + calibration_text(h.evidence))
         print("      " + h.snippet.replace("\n", "\n      ")[:400])
+
+
+def calibration_text(ev: dict[str, Any]) -> str:
+    """A calibrated hit's arithmetic on one line: logit terms, the logistic, its correction."""
+    terms = ev.get("logit_terms") or {}
+    feats = ev.get("features") or {}
+    parts = " ".join(f"{v:+.2f} {k}({feats.get(k, 0.0):.2f})" for k, v in terms.items())
+    return (f"calibrated ({ev.get('model')}): logit {ev.get('intercept', 0.0):+.2f} {parts}"
+            f" = {ev.get('logit', 0.0):.2f} → logistic {ev.get('logistic', 0.0):.3f} → "
+            f"isotonic {ev.get('probability', 0.0):.3f}")
 
 
 def _capped_query(args: argparse.Namespace) -> tuple[str, str | None]:
@@ -183,10 +203,11 @@ def _backend_search(backend: Any, idx: MemoryIndex, args: argparse.Namespace,
 
 def cmd_search(args: argparse.Namespace) -> int:
     sources = args.sources.split(",") if args.sources else None
+    settings_overrides(args)  # a flag out of range: one line and exit 2 before any work
     with open_index(args) as idx:
         on_hits = None if args.no_record else LazyRecallRecorder(idx)
         backend = open_backend_for(idx, args)
-        if backend is not None:
+        if ENGINE not in backend.capabilities:
             return _backend_search(backend, idx, args, sources, on_hits)
         if args.batch:
             return search_batch(idx, args.batch, max_results=args.max_results,
@@ -205,7 +226,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         else:
             if note:
                 print(f"note: {note}", file=sys.stderr)
-            _print_hits(res.hits, args.explain)
+            _print_hits(res.hits, args.explain, res.abstention)
     return 0
 
 
@@ -213,7 +234,7 @@ def _answerer(idx: MemoryIndex, args: argparse.Namespace) -> AbstractContextMana
     """What answers ``get`` and ``status``: the qmd backend when ``--backend`` (or the config)
     asks for it, else ``idx`` itself (left open: the caller's ``open_index`` closes it)."""
     backend = open_backend_for(idx, args)
-    return nullcontext(idx) if backend is None else backend
+    return nullcontext(idx) if ENGINE in backend.capabilities else backend
 
 
 def cmd_get(args: argparse.Namespace) -> int:
@@ -269,8 +290,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             print(f"Files skipped (unreadable; see warnings): {st.skipped_files}")
         t = st.truncation
         if t is not None and t.available:
-            print(f"Model truncation: {t.truncated}/{t.chunks} chunks "
-                  f"({t.share:.0%}) are longer than {t.max_seq_length} word pieces")
+            print(f"Model truncation: {t.truncated}/{t.chunks} chunks ({t.share:.0%}) cut; "
+                  f"{t.windowed} longer than {t.max_seq_length} word pieces embedded in windows")
         for w in st.warnings:
             print(f"warning: {w}")
         if st.error:
@@ -320,12 +341,7 @@ def register(sub: Any) -> None:
     add_workspace_args(p)
     p.add_argument("--batch", help="JSONL file of {qid, query}; one JSON line out per query")
     add_backend_arg(p)
-    p.add_argument("--max-results", type=int)
-    p.add_argument("--min-score", type=float)
-    p.add_argument("--vector-weight", type=float)
-    p.add_argument("--text-weight", type=float)
-    p.add_argument("--candidate-multiplier", type=int)
-    p.add_argument("--fusion", choices=["reference", "rrf", "normalized"])
+    add_setting_flags(p, SEARCH_FLAGS)
     p.add_argument("--sources", help="comma-separated: memory,sessions")
     p.add_argument("--explain", action="store_true", help="show each leg's score and rank")
     p.add_argument("--numpy", action="store_true", help="vector search in numpy (not sqlite-vec)")

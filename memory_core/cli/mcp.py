@@ -91,5 +91,4 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         live.close()
         if timers is not None:
             timers.stop()
-        if backend is not None:
-            backend.close()
+        backend.release()  # qmd's own processes; the index closes with ``live``

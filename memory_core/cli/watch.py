@@ -71,6 +71,7 @@ def _qmd_line(ev: Any, as_json: bool) -> str:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
+    from ..backends import OWN_INDEX
     from ..live import LiveIndex
 
     lock = threading.Lock()
@@ -88,7 +89,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
     idx = open_index(args)
     backend = open_backend_for(idx, args)  # --backend qmd: qmd's timers run as well
-    if backend is not None and args.once:
+    if OWN_INDEX in backend.capabilities and args.once:  # qmd keeps an index of its own
         report = backend.sync(force=True)
         print(json.dumps(report, default=str) if args.json else f"qmd: {report}", flush=True)
         backend.close()
@@ -110,5 +111,4 @@ def cmd_watch(args: argparse.Namespace) -> int:
         live.close()
         if timers is not None:
             timers.stop()
-        if backend is not None:
-            backend.close()
+        backend.release()  # qmd's own processes; the index closes with ``live``

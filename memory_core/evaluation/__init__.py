@@ -10,6 +10,13 @@ The evaluator measures what the agent would receive. One module per job:
 * :mod:`.report`: :class:`EvalReport` (Markdown, JSON), sweep tables, :func:`compare`;
 * :mod:`.cv`: cross-validation (:func:`run_cv`, :func:`cross_validate`): constants chosen on
   training folds, figures from held-out ones (leave one conversation out on LoCoMo).
+* :mod:`.trec`: TREC run and qrels files, BEIR qrels TSV, TREC topics (the field's formats);
+* :mod:`.run_metrics`: the field's metrics of a TREC run against qrels (``ranx``'s definitions);
+* :mod:`.significance`: the paired bootstrap interval and the paired randomization test;
+* :mod:`.run_compare`: run A vs run B (``eval compare``): per-metric delta, interval, p-value,
+  wins, losses and regression flags;
+* :mod:`.runs`: saved runs (TREC file + settings, dataset, index, code version, metrics);
+* :mod:`.labels`: your own labels, kept as qrels beside a workspace's index.
 
 Public API (used by the CLI's ``eval`` command, the workbench's Evaluate page and the notebooks):
 
@@ -18,120 +25,65 @@ Public API (used by the CLI's ``eval`` command, the workbench's Evaluate page an
   ``.to_markdown()``, ``.to_json()``);
 * :func:`sweep` → a tidy list of dicts (one per setting combination) for a heatmap;
 * :func:`compare` → the per-query wins and losses between two reports.
+* :func:`~.runs.save_run`, :func:`~.runs.list_runs`, :func:`~.runs.compare_saved` (saved runs)
+  and :func:`~.run_compare.compare_runs` (two TREC runs and qrels) → a
+  :class:`~.run_compare.Comparison`.
 
 The data under ``../shared/datasets`` is licensed for evaluation only: it is read in place, never
 copied into the project; generated workspaces and indexes live in a cache folder outside it
-(``$MEMORY_WORKBENCH_CACHE`` or ``~/.cache/memory-workbench``, see :func:`cache_dir`).
+(``$MEMORY_WORKBENCH_CACHE`` or ``~/.cache/memory-workbench``, see :func:`.datasets.cache_dir`).
 """
 
-from ..common.locations import REPO_ROOT, datasets_dir
-from .cv import (
-    DEFAULT_CV_GRID,
-    CVResult,
-    Fold,
-    JointCVResult,
-    cross_validate,
-    cross_validate_sets,
-    make_folds,
-    run_cv,
-    run_cv_sets,
-)
+from ..common.locations import datasets_dir
+from .cv import cross_validate, cross_validate_sets, make_folds, run_cv
 from .datasets import (
-    APART_CATEGORIES,
     BEIR_SETS,
-    DEMO_QUERIES,
     DEMO_WORKSPACE,
-    LOCOMO_CATEGORIES,
-    LOCOMO_CONVS,
     DatasetMissing,
     EvalQuery,
     Evidence,
     QuerySet,
     available_query_sets,
-    beir_workspace,
-    cache_dir,
     load_query_set,
     same_workspace,
 )
-from .metrics import (
-    DEPTH,
-    KS,
-    METRIC_KEYS,
-    aggregate,
-    covers,
-    ideal_counts,
-    max_new_unit_sequence,
-    score_ranking,
-)
-from .report import (
-    EvalReport,
-    RunResult,
-    compare,
-    compare_markdown,
-    markdown_table,
-    sweep_markdown,
-)
+from .metrics import max_new_unit_sequence, score_ranking
+from .report import EvalReport, compare, compare_markdown, sweep_markdown
 from .runner import (
     DEFAULT_GRID,
     CollectedQuery,
     EvalConfig,
-    Progress,
     collect,
-    evaluate_rows,
     leg_audit,
     leg_configs,
-    open_eval_index,
     run_eval,
     sweep,
 )
 
 __all__ = [
-    "APART_CATEGORIES",
     "BEIR_SETS",
-    "DEFAULT_CV_GRID",
     "DEFAULT_GRID",
-    "DEMO_QUERIES",
     "DEMO_WORKSPACE",
-    "DEPTH",
-    "KS",
-    "LOCOMO_CATEGORIES",
-    "LOCOMO_CONVS",
-    "METRIC_KEYS",
-    "REPO_ROOT",
-    "CVResult",
     "CollectedQuery",
     "DatasetMissing",
     "EvalConfig",
     "EvalQuery",
     "EvalReport",
     "Evidence",
-    "Fold",
-    "JointCVResult",
-    "Progress",
     "QuerySet",
-    "RunResult",
-    "aggregate",
     "available_query_sets",
-    "beir_workspace",
-    "cache_dir",
     "collect",
     "compare",
     "compare_markdown",
-    "covers",
     "cross_validate",
     "cross_validate_sets",
     "datasets_dir",
-    "evaluate_rows",
-    "ideal_counts",
     "leg_audit",
     "leg_configs",
     "load_query_set",
     "make_folds",
-    "markdown_table",
     "max_new_unit_sequence",
-    "open_eval_index",
     "run_cv",
-    "run_cv_sets",
     "run_eval",
     "same_workspace",
     "score_ranking",

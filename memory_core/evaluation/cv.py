@@ -128,7 +128,7 @@ class CVResult:
 
     query_set: str
     objective: tuple[str, ...]
-    grid: dict[str, list[Any]]
+    grid: Mapping[str, Sequence[Any]]
     folds: list[dict[str, Any]]
     pooled: dict[str, float]
     spread: dict[str, float]
@@ -325,7 +325,7 @@ def cross_validate(collected: Sequence[CollectedQuery], base: SearchSettings,
 
 
 def _fetch_plan(base: SearchSettings, grid: Mapping[str, Sequence[Any]] | None, legs: bool
-                ) -> tuple[dict[str, list[Any]], list[EvalConfig],
+                ) -> tuple[Mapping[str, Sequence[Any]], list[EvalConfig],
                            dict[str, EvalConfig | SearchSettings]]:
     """The grid (default :data:`DEFAULT_CV_GRID`), every configuration whose candidates the
     run fetches (``base`` as configured, each leg alone with ``legs``, the grid's combinations),
@@ -374,7 +374,7 @@ class JointCVResult:
     """
 
     objective: tuple[str, ...]
-    grid: dict[str, list[Any]]
+    grid: Mapping[str, Sequence[Any]]
     chosen: list[dict[str, Any]]
     chosen_all: dict[str, Any]
     sets: dict[str, CVResult]
@@ -471,10 +471,11 @@ def cross_validate_sets(sets: Mapping[str, Sequence[CollectedQuery]], base: Sear
     results: dict[str, CVResult] = {}
     for name, col in mains.items():
         table = tables[name]
-        per_fold = [{"fold": f.name, "n": len(f.test), "chosen": chosen[j],
-                     "held_out": _figures(held[name][j]) if held[name][j]
-                     else dict.fromkeys(SHOWN, 0.0)}
-                    for j, f in enumerate(folds[name])]
+        per_fold: list[dict[str, Any]] = [
+            {"fold": f.name, "n": len(f.test), "chosen": chosen[j],
+             "held_out": _figures(held[name][j]) if held[name][j]
+             else dict.fromkeys(SHOWN, 0.0)}
+            for j, f in enumerate(folds[name])]
         pooled_rows = [r for part in held[name] for r in part]
         base_out: dict[str, dict[str, Any]] = {}
         for label, b in (baselines or {}).items():

@@ -87,6 +87,8 @@ class QuerySet:
     level: str = "lines"  # "lines" (evidence lines) or "files" (BEIR: the file is the unit)
     skipped: dict[str, int] = field(default_factory=dict)
     description: str = ""
+    #: workspace path → the dataset's own document id (BEIR), for TREC runs in its ids
+    doc_ids: dict[str, str] = field(default_factory=dict)
 
     def limited(self, n: int | None) -> QuerySet:
         """The first ``n`` queries of each workspace (all when ``n`` is None), kept in order."""
@@ -278,8 +280,16 @@ def _load_beir(folder: Path, name: str) -> QuerySet:
                                          for d in qrels[qid]]})
     skipped: dict[str, int] = {}
     queries = _parse_queries(records, lambda rec: "", skipped)
+    doc_ids = {f"memory/{_safe_name(str(rec['_id']))}.md": str(rec["_id"])
+               for rec in _read_jsonl(folder / "corpus.jsonl")}
     return QuerySet(name, queries, {"": ws}, {"": cache_dir() / "stores" / name / "corpus"},
-                    "files", skipped, f"BEIR {name} (test qrels), one file per document")
+                    "files", skipped, f"BEIR {name} (test qrels), one file per document",
+                    doc_ids)
+
+
+def beir_path(doc_id: str) -> str:
+    """The workspace path of a BEIR document in the workspace :func:`beir_workspace` writes."""
+    return f"memory/{_safe_name(doc_id)}.md"
 
 
 # =============================================================================== workspaces

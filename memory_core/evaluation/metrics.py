@@ -113,7 +113,26 @@ def score_ranking(ranked: Sequence[tuple[str, int, int]], relevant: Sequence[Evi
     found_files = list(itertools.accumulate(file_gains))
     file = _level_metrics([bool(g) for g in file_gains], file_gains, found_files, len(rel_files),
                           ideal_files if ideal_files is not None else len(rel_files))
+    file.update(peer_metrics(files, rel_files))
     return {"chunk": chunk, "file": file, "n_results": len(unique)}
+
+
+def peer_metrics(files: Sequence[str], relevant: Sequence[str]) -> dict[str, float]:
+    """``recall_any@k`` and ``recall_all@k`` over a ranked list of distinct files (sessions).
+
+    As the LongMemEval paper's code defines them (``evaluate_retrieval`` in
+    ``src/retrieval/eval_utils.py`` of xiaowu0162/LongMemEval; its ``turn2session`` variant
+    widens the cut until k distinct sessions are in it, which is what ranking files does):
+    ``recall_any@k`` is 1 when any relevant file is among the first k, ``recall_all@k`` when all
+    are. MemPalace's and agentmemory's LongMemEval "R@5" is ``recall_any@5`` at session level.
+    """
+    rel = set(relevant)
+    out: dict[str, float] = {}
+    for k in KS:
+        top = set(files[:k])
+        out[f"recall_any@{k}"] = 1.0 if rel & top else 0.0
+        out[f"recall_all@{k}"] = 1.0 if rel and rel <= top else 0.0
+    return out
 
 
 def _level_metrics(hit_flags: Sequence[bool], gains: Sequence[int], covered_at: Sequence[int],
@@ -148,6 +167,8 @@ def ideal_counts(index: MemoryIndex, relevant: Sequence[Evidence]) -> tuple[int,
 
 METRIC_KEYS: tuple[str, ...] = (*(f"recall@{k}" for k in KS), *(f"success@{k}" for k in KS),
                                 "mrr@10", "ndcg@10")
+#: File-level only: the peers' session-level figures (see :func:`peer_metrics`).
+PEER_KEYS: tuple[str, ...] = (*(f"recall_any@{k}" for k in KS), *(f"recall_all@{k}" for k in KS))
 
 
 def _mean(xs: Sequence[float]) -> float:
@@ -174,6 +195,8 @@ def _agg_block(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for level in ("chunk", "file"):
         out[level] = {k: _mean([r["metrics"][level][k] for r in rows]) for k in METRIC_KEYS}
+    out["file"].update({k: _mean([r["metrics"]["file"].get(k, 0.0) for r in rows])
+                        for k in PEER_KEYS})
     out["zero_result_rate"] = _mean([1.0 if r["metrics"]["n_results"] == 0 else 0.0 for r in rows])
     out["mean_results"] = _mean([r["metrics"]["n_results"] for r in rows])
     lat = sorted(r["latency_ms"] for r in rows)

@@ -31,7 +31,7 @@ from .report import EvalReport, RunResult
 #: ``progress(stage, done, total)``: indexing and querying report through it.
 Progress = Callable[[str, int, int], None]
 #: Bumped when what a cached candidate file holds changes shape.
-_CACHE_VERSION = 1
+_CACHE_VERSION = 2
 
 @dataclass(frozen=True)
 class EvalConfig:
@@ -94,14 +94,18 @@ def _leg_key(s: SearchSettings) -> tuple[Any, ...]:
     return key
 
 
-def _ranked(config: EvalConfig, cands: Candidates) -> tuple[list[tuple[str, int, int]], Any]:
-    """The list the agent would get under ``config`` (or the leg's own top :data:`DEPTH`)."""
+def _ranked(config: EvalConfig, cands: Candidates
+            ) -> tuple[list[tuple[str, int, int]], list[float], Any]:
+    """The list the agent would get under ``config`` (or the leg's own top :data:`DEPTH`), its
+    scores, and the fusion result (None for a leg)."""
     if config.leg is not None:
         leg = cands.vector if config.leg == "vector" else cands.keyword
-        return [(cands.chunks[h.id].path, cands.chunks[h.id].start_line,
-                 cands.chunks[h.id].end_line) for h in leg[:DEPTH]], None
+        return ([(cands.chunks[h.id].path, cands.chunks[h.id].start_line,
+                  cands.chunks[h.id].end_line) for h in leg[:DEPTH]],
+                [float(h.score) for h in leg[:DEPTH]], None)
     res = fuse(cands, config.settings)
-    return [(h.path, h.start_line, h.end_line) for h in res.hits], res
+    return ([(h.path, h.start_line, h.end_line) for h in res.hits],
+            [float(h.score) for h in res.hits], res)
 
 
 # =============================================================================== collection
@@ -281,7 +285,8 @@ def collect_workspace(query_set: QuerySet, ws_key: str, queries: Sequence[EvalQu
         ws_info = {"workspace": str(idx.workspace), "store": str(idx.store_path),
                    "chunks": st.get("chunks"), "files": st.get("files"),
                    "provider": idx.choice.id, "model": idx.choice.model,
-                   "chunking": st.get("chunking"), "profile": idx.config.profile}
+                   "chunking": st.get("chunking"), "profile": idx.config.profile,
+                   "generation": idx.generation}
         cfile = _cache_file(idx, st.get("chunks"), queries, keys) if cache else None
         cached = _load_cached(cfile) if cfile is not None and cfile.is_file() else None
         if cached is not None and len(cached) == len(queries):
@@ -345,7 +350,7 @@ def evaluate_rows(collected: Sequence[CollectedQuery], config: EvalConfig
     for c in collected:
         cands = c.cands[key]
         t0 = time.perf_counter()
-        ranked, _ = _ranked(config, cands)
+        ranked, scores, _ = _ranked(config, cands)
         fuse_ms = (time.perf_counter() - t0) * 1000
         m = score_ranking(ranked, c.query.relevant, c.ideal_chunks, c.ideal_files)
         rows.append({
@@ -354,6 +359,10 @@ def evaluate_rows(collected: Sequence[CollectedQuery], config: EvalConfig
             "ideal_chunks": c.ideal_chunks, "metrics": m,
             "latency_ms": c.fetch_ms[key] + fuse_ms,
             "results": [f"{p}#L{s}-L{e}" for p, s, e in ranked[:DEPTH]],
+            # what a TREC run of this row needs, and what marks its gold hits in a side view
+            "scores": [round(x, 6) for x in scores[:DEPTH]],
+            "gold": [any(covers(p, s, e, ev) for ev in c.query.relevant)
+                     for p, s, e in ranked[:DEPTH]],
         })
     return rows
 

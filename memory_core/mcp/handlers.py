@@ -8,17 +8,16 @@ its call; a crashed server helps nobody.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import tools
+from ..backends import ENGINE, OWN_INDEX, MemoryBackend
 from ..live import LiveIndex, LiveUnavailable
 from ..reading import PathRefused
+from ..tools import GET_SCHEMA, SEARCH_SCHEMA, STATUS_SCHEMA, BadArgument, check_arguments
 
-#: ``maxResults`` above this is refused (the reference's candidate pool is 200).
-MAX_RESULTS_CAP = 100
 #: A query over this many UTF-8 bytes, or with more whitespace-separated terms, is refused
 #: before any work: the reference sets no limit, and a 650 KB query of 100k words held the
 #: index for over a minute (the CLI's ``search`` cuts at the same 256 terms).
@@ -33,100 +32,34 @@ SEARCH_DESCRIPTION = (
     "decisions, dates, people, preferences, todos or facts learned in earlier sessions, and "
     "whenever the user refers to something you should remember. Works for exact identifiers "
     "(error codes, ticket numbers, config keys), paraphrases and Chinese. Returns up to "
-    "maxResults snippets (default 6), best first, each with path, startLine, endLine, score "
-    "and (unless citations are off) a 'Source: path#Lx-Ly' citation; then call memory_get for "
-    "the exact lines you need. An empty result means nothing relevant is stored.")
+    "maxResults snippets (default 6), best first, each with path, startLine, endLine, score, "
+    "corpus ('memory' or 'sessions') and (unless citations are off) a 'Source: path#Lx-Ly' "
+    "citation (a snippet starting with '…' starts inside a line); then call memory_get with "
+    "that path and lines for the exact text. An empty results list (no error) means nothing "
+    "relevant is stored: say so rather than guess.")
 GET_DESCRIPTION = (
     "Read exact lines of a memory file, usually one that memory_search returned: pass its "
-    "path and startLine as 'from' (1-based) and how many 'lines' to read (default 120). Only "
-    "Markdown memory files can be read (MEMORY.md, memory/**/*.md, configured extra paths); "
-    "anything else is refused with an error. A long read is truncated with a "
-    "'nextFrom' line number to continue from. A missing file returns empty text.")
+    "path and startLine as 'from' (1-based) and how many 'lines' to read (default 120; "
+    "endLine - startLine + 1 reads the cited range). Markdown memory files (MEMORY.md, "
+    "memory/**/*.md, configured extra paths) and the session transcripts memory_search cites "
+    "(sessions/….jsonl: their rendered User/Assistant messages, 'from' and 'lines' counting "
+    "the JSONL lines of the citation) can be read; anything else is refused with an error. A "
+    "long read is truncated with a 'nextFrom' line number to continue from. Empty text means "
+    "the Markdown file is missing or has no lines there.")
 STATUS_DESCRIPTION = (
     "Report the state of the memory index: how many files and chunks it holds, the embedding "
     "provider and search mode, whether it is up to date with the files (dirty, behindMs, "
     "pending transcript bytes/messages), the index generation and the last sync. Call it when "
     "memory_search returns nothing you expected, to see whether indexing is still catching up.")
 
-SEARCH_SCHEMA: Payload = {
-    "type": "object",
-    "properties": {
-        "query": {"type": "string", "description": "what to look for: words, an identifier, "
-                  "or a question"},
-        "maxResults": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS_CAP,
-                       "description": "how many snippets at most (default 6)"},
-        "minScore": {"type": "number", "minimum": 0, "maximum": 1,
-                     "description": "drop hits scoring below this (default: the profile's)"},
-        "corpus": {"type": "string", "enum": ["memory", "sessions", "all"],
-                   "description": "memory files only, session transcripts only, or all "
-                   "(default)"},
-    },
-    "required": ["query"],
-    "additionalProperties": False,
-}
-GET_SCHEMA: Payload = {
-    "type": "object",
-    "properties": {
-        "path": {"type": "string", "description": "workspace-relative path, e.g. "
-                 "memory/2026-11-03.md"},
-        "from": {"type": "integer", "minimum": 1, "description": "first line, 1-based "
-                 "(default 1)"},
-        "lines": {"type": "integer", "minimum": 1, "description": "how many lines (default "
-                  "120)"},
-    },
-    "required": ["path"],
-    "additionalProperties": False,
-}
-STATUS_SCHEMA: Payload = {"type": "object", "properties": {}, "additionalProperties": False}
-
-
-class BadArgument(ValueError):
-    """A tool argument the caller must fix; the message names it and says what is expected."""
-
 
 def _error(message: str, **extra: Any) -> Outcome:
     return {"error": message, **extra}, True
 
 
-def _check_keys(args: Mapping[str, Any], schema: Payload) -> None:
-    unknown = sorted(set(args) - set(schema["properties"]))
-    if unknown:
-        raise BadArgument(f"unknown argument(s) {', '.join(map(repr, unknown))}; expected "
-                          f"{', '.join(schema['properties'])}")
-    for key in schema.get("required", ()):
-        if args.get(key) is None:
-            raise BadArgument(f"'{key}' is required")
-
-
-def _int(args: Mapping[str, Any], key: str, lo: int, hi: int | None = None) -> int | None:
-    v = args.get(key)
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, int | float):
-        raise BadArgument(f"'{key}' must be an integer, got {type(v).__name__} {v!r:.40}")
-    if isinstance(v, float):
-        if not math.isfinite(v) or not v.is_integer():
-            raise BadArgument(f"'{key}' must be an integer, got {v!r}")
-        v = int(v)
-    if v < lo or (hi is not None and v > hi):
-        bound = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
-        raise BadArgument(f"'{key}' must be {bound}, got {v}")
-    return v
-
-
-def _text(args: Mapping[str, Any], key: str) -> str:
-    v = args.get(key)
-    if not isinstance(v, str):
-        raise BadArgument(f"'{key}' must be a string, got {type(v).__name__}")
-    if "\x00" in v:
-        raise BadArgument(f"'{key}' must not contain NUL characters")
-    return v
-
-
-def _query(args: Mapping[str, Any]) -> str:
-    """The ``query`` argument, refused when it exceeds :data:`MAX_QUERY_BYTES` or
-    :data:`MAX_QUERY_TERMS` (the size is checked first: it costs nothing)."""
-    query = _text(args, "query")
+def _capped(query: str) -> str:
+    """``query``, refused when it exceeds :data:`MAX_QUERY_BYTES` or :data:`MAX_QUERY_TERMS`
+    (the size is checked first: it costs nothing)."""
     size = len(query.encode("utf-8", "surrogatepass"))
     if size > MAX_QUERY_BYTES:
         raise BadArgument(f"'query' is {size} bytes; at most {MAX_QUERY_BYTES} are searched "
@@ -144,10 +77,16 @@ class MemoryTools:
 
     live: LiveIndex
     record_recalls: bool = True
-    #: A ``memory_core.backends`` backend (``--backend qmd``) answering instead of the live
-    #: index; ``None``: the builtin engine through ``live``.
-    backend: Any = None
+    #: The backend (``memory_core.backends``) the server was opened with; one that is not
+    #: the builtin :data:`~memory_core.backends.ENGINE` (``--backend qmd``) answers instead of
+    #: the live index. ``None``: the builtin engine, through ``live``.
+    backend: MemoryBackend | None = None
     _backend_generation: int = field(default=-1, init=False, repr=False)
+
+    def _other(self) -> MemoryBackend | None:
+        """The backend answering in place of the live index's builtin engine, if any."""
+        b = self.backend
+        return b if b and ENGINE not in b.capabilities else None
 
     def call(self, name: str, arguments: Mapping[str, Any] | None) -> Outcome:
         """Run tool ``name``; never raises."""
@@ -168,23 +107,12 @@ class MemoryTools:
             return _error(f"internal error: {type(e).__name__}: {e}")
 
     def search(self, args: Mapping[str, Any]) -> Outcome:
-        _check_keys(args, SEARCH_SCHEMA)
-        query = _query(args)
-        max_results = _int(args, "maxResults", 1, MAX_RESULTS_CAP)
-        min_score = args.get("minScore")
-        if min_score is not None:
-            if isinstance(min_score, bool) or not isinstance(min_score, int | float) or \
-                    not math.isfinite(min_score):
-                raise BadArgument(f"'minScore' must be a number between 0 and 1, got "
-                                  f"{min_score!r:.40}")
-            min_score = min(1.0, max(0.0, float(min_score)))  # clamped, as the reference does
-        corpus = args.get("corpus")
-        if corpus is not None and corpus not in ("memory", "sessions", "all"):
-            raise BadArgument(f"'corpus' must be one of memory, sessions, all; got {corpus!r:.40}")
-        if not query.strip():
-            return {"results": [], "note": "empty query"}, False
-        if self.backend is not None:
-            return self._backend_search(query, max_results, min_score, corpus)
+        a = check_arguments(args, SEARCH_SCHEMA)
+        query, max_results, min_score = _capped(a["query"]), a.get("maxResults"), a.get("minScore")
+        corpus = a.get("corpus")
+        other = self._other()
+        if other:
+            return self._backend_search(other, query, max_results, min_score, corpus)
         index = self.live.search_index()
         out = tools.memory_search(index, query, max_results, min_score, corpus,
                                   record=self.record_recalls)
@@ -194,15 +122,12 @@ class MemoryTools:
         return out, bool(out.get("unavailable") or out.get("error"))
 
     def get(self, args: Mapping[str, Any]) -> Outcome:
-        _check_keys(args, GET_SCHEMA)
-        path = _text(args, "path").strip()
-        if not path:
-            raise BadArgument("'path' must not be empty")
-        start = _int(args, "from", 1)
-        lines = _int(args, "lines", 1)
-        if self.backend is not None:
+        a = check_arguments(args, GET_SCHEMA)
+        path, start, lines = a["path"], a.get("from"), a.get("lines")
+        other = self._other()
+        if other:
             try:
-                out = self.backend.get(path, start, lines).to_dict()
+                out = other.get(path, start, lines).to_dict()
             except PathRefused as e:
                 out = {"path": path, "text": "", "disabled": True, "error": str(e)}
             return out, bool(out.get("disabled") or out.get("error"))
@@ -210,23 +135,21 @@ class MemoryTools:
         return out, bool(out.get("disabled") or out.get("error"))
 
     def status(self, args: Mapping[str, Any]) -> Outcome:
-        _check_keys(args, STATUS_SCHEMA)
-        st: Any = (self.backend.status() if self.backend is not None
-                   else self.live.search_index().status())
-        out = st.to_json() if hasattr(st, "to_json") else dict(st)
+        check_arguments(args, STATUS_SCHEMA)
+        other = self._other()
+        out = (other.status() if other else self.live.search_index().status()).to_json()
         out["live"] = self.live.status().to_json()
         return out, False
 
-    def _backend_search(self, query: str, max_results: int | None, min_score: float | None,
-                        corpus: str | None) -> Outcome:
+    def _backend_search(self, backend: MemoryBackend, query: str, max_results: int | None,
+                        min_score: float | None, corpus: str | None) -> Outcome:
         """``memory_search`` through the backend, in the builtin tool's shape.
 
         qmd is updated (debounced, as the reference's watcher makes it dirty) whenever the live
         index saw the files change since its last update.
         """
-        backend = self.backend
         generation = self.live.status().generation
-        if generation != self._backend_generation and hasattr(backend, "primary"):
+        if generation != self._backend_generation and OWN_INDEX in backend.capabilities:
             backend.sync()
             self._backend_generation = generation
         on_hits = None

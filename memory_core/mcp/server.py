@@ -17,7 +17,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +39,7 @@ from .handlers import (
     STATUS_SCHEMA,
     MemoryTools,
 )
+from .schemas import GET_OUTPUT_SCHEMA, SEARCH_OUTPUT_SCHEMA, STATUS_OUTPUT_SCHEMA
 from .stdio import serve_answering_malformed
 
 DEFAULT_TOKEN_ENV = "MEMORY_CORE_MCP_TOKEN"
@@ -57,8 +58,9 @@ TOOL_QUEUE_TIMEOUT_S = 60.0
 MAX_BODY_BYTES = 1024 * 1024
 log = logging.getLogger("memory_core.mcp")
 
-ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]],
-                    Callable[[dict[str, Any]], Awaitable[None]]], Awaitable[None]]
+Scope = MutableMapping[str, Any]  # ASGI's own types, as Starlette declares them
+ASGIApp = Callable[[Scope, Callable[[], Awaitable[Scope]], Callable[[Scope], Awaitable[None]]],
+                   Awaitable[None]]
 
 
 class ServerConfigError(ValueError):
@@ -70,11 +72,12 @@ def tool_list() -> list[types.Tool]:
                                idempotent_hint=True, open_world_hint=False)
     return [
         types.Tool(name="memory_search", title="Search memory", description=SEARCH_DESCRIPTION,
-                   input_schema=SEARCH_SCHEMA, annotations=ro),
+                   input_schema=SEARCH_SCHEMA, output_schema=SEARCH_OUTPUT_SCHEMA, annotations=ro),
         types.Tool(name="memory_get", title="Read memory lines", description=GET_DESCRIPTION,
-                   input_schema=GET_SCHEMA, annotations=ro),
+                   input_schema=GET_SCHEMA, output_schema=GET_OUTPUT_SCHEMA, annotations=ro),
         types.Tool(name="memory_status", title="Memory index status",
-                   description=STATUS_DESCRIPTION, input_schema=STATUS_SCHEMA, annotations=ro),
+                   description=STATUS_DESCRIPTION, input_schema=STATUS_SCHEMA,
+                   output_schema=STATUS_OUTPUT_SCHEMA, annotations=ro),
     ]
 
 
@@ -150,7 +153,7 @@ def bearer_guard(app: ASGIApp, token: str) -> ASGIApp:
     """Refuse HTTP requests that lack ``Authorization: Bearer <token>`` (401, one JSON line)."""
     expected = f"Bearer {token}".encode()
 
-    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def guarded(scope: Scope, receive: Any, send: Any) -> None:
         if scope.get("type") == "http":
             given = dict(scope.get("headers") or []).get(b"authorization", b"")
             if not hmac.compare_digest(given, expected):
@@ -164,7 +167,7 @@ def bearer_guard(app: ASGIApp, token: str) -> ASGIApp:
 
 def body_limit(app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> ASGIApp:
     """Refuse HTTP requests that declare a body over ``max_bytes`` (413, one JSON line)."""
-    async def limited(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def limited(scope: Scope, receive: Any, send: Any) -> None:
         if scope.get("type") == "http":
             declared = dict(scope.get("headers") or []).get(b"content-length", b"0")
             if not declared.isdigit() or int(declared) > max_bytes:
@@ -201,8 +204,8 @@ def http_app(live: LiveIndex, opts: HttpOptions, *, record_recalls: bool = True,
     server = build_server(live, record_recalls=record_recalls, backend=backend)
     app = server.streamable_http_app(streamable_http_path="/mcp", transport_security=security,
                                      host=opts.host)
-    app = body_limit(app)
-    return bearer_guard(app, token) if token else app
+    limited = body_limit(app)
+    return bearer_guard(limited, token) if token else limited
 
 
 def run_http(live: LiveIndex, opts: HttpOptions, *, record_recalls: bool = True,

@@ -208,9 +208,9 @@ def memory_search_blocks(raw: dict[str, Any], agent: str) -> Blocks:
     found = agent_entry(raw, agent)
     if found:
         i, e = found
-        for where, keys in ((f"agents.list[{i}].memorySearch", ("memorySearch",)),
-                            (f"agents.list[{i}].memory.search", ("memory", "search"))):
-            v = dig(e, *keys)
+        for where, inner in ((f"agents.list[{i}].memorySearch", ("memorySearch",)),
+                             (f"agents.list[{i}].memory.search", ("memory", "search"))):
+            v = dig(e, *inner)
             if isinstance(v, dict):
                 b.blocks.append((where, v))
     return b

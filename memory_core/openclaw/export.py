@@ -194,10 +194,18 @@ def _inline(keys: tuple[str, ...], value: Any) -> str:
     return f"{keys[0]}: {{ {_inline(keys[1:], value)} }}"
 
 
+def _indent(text: str, start: int) -> str:
+    """The spaces and tabs that open the line starting at ``start``."""
+    end = start
+    while end < len(text) and text[end] in " \t":
+        end += 1
+    return text[start:end]
+
+
 def _insert(text: str, obj: int, keys: tuple[str, ...], value: Any) -> str:
     """Insert ``keys: value`` as the first member of the object at ``obj``, in its style."""
     line_start = text.rfind("\n", 0, obj) + 1
-    base = re.match(r"[ \t]*", text[line_start:]).group(0)
+    base = _indent(text, line_start)
     members = _members(text, obj)
     close = _value_end(text, obj) - 1
     if "\n" not in text[obj:close + 1]:  # an object written on one line stays on one line
@@ -206,7 +214,7 @@ def _insert(text: str, obj: int, keys: tuple[str, ...], value: Any) -> str:
     if members:
         first = min(vs for vs, _ in members.values())
         key_line = text.rfind("\n", 0, first) + 1
-        member_indent = re.match(r"[ \t]*", text[key_line:]).group(0)
+        member_indent = _indent(text, key_line)
         if len(member_indent) > len(base):
             step = member_indent[len(base):]
     indent = base + step

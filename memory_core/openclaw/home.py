@@ -224,9 +224,10 @@ def _flat_keys(data: dict[str, Any], prefix: str = "") -> set[str]:
 
 
 def _flat_value(data: dict[str, Any], key: str) -> Any:
+    value: Any = data
     for part in key.split("."):
-        data = data.get(part) if isinstance(data, dict) else None
-    return data
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
 
 
 def _toml_keys(path: Path) -> set[str]:

@@ -143,7 +143,7 @@ def clean_result(r: dict[str, Any]) -> dict[str, Any] | None:
         return None
     if not isinstance(path, str) or not path:
         return None
-    snippet = r.get("snippet") if isinstance(r.get("snippet"), str) else ""
+    snippet = r["snippet"] if isinstance(r.get("snippet"), str) else ""
     if r.get("citation"):
         snippet = _CITATION_RE.sub("", snippet)
     score = r.get("score")
@@ -193,9 +193,10 @@ def mine_transcript(lines: Iterable[str], session: str) -> list[RealQuery]:
                 order.append(q)
         elif role == "toolResult":
             call_id = str(msg.get("toolCallId") or "")
-            q = calls.get(call_id)
-            if q is None or q.result_line is not None:
+            called = calls.get(call_id)
+            if called is None or called.result_line is not None:
                 continue
+            q = called
             payload = _payload(msg) or {}
             raw = payload.get("results")
             q.results_then = [c for c in (clean_result(r) for r in raw if isinstance(r, dict))

@@ -110,7 +110,7 @@ def compare(index: MemoryIndex, queries: Sequence[RealQuery],
         now = [{"path": h.path, "startLine": h.start_line, "endLine": h.end_line,
                 "score": float(h.score), "snippet": h.snippet, "source": h.source}
                for h in hits]
-        scores = [r["score"] for r in now[:kk]]
+        scores = [float(h.score) for h in hits[:kk]]
         spread = (scores[0] - scores[-1]) if len(scores) > 1 else 0.0
         out.append(QueryComparison(q, now, overlap_at_k(q.results_then, now, kk), spread))
     return out

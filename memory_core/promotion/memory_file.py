@@ -156,7 +156,11 @@ def promoted_sections(text: str, written: Written) -> list[PromotedSection]:
             elif s.strip() and not _PROMOTED_BULLET_RE.match(s):
                 ok = False
             j += 1
-        if ok and written.wrote(m.group(1), "".join(lines[i:j]), keys):
+        body = "".join(lines[i:j])
+        # a section exactly as an apply wrote it qualifies whatever its bullets look like (the
+        # default profile's carry no score metadata); the shape check is for older rows
+        exact = section_text(body) in written.sections
+        if exact or (ok and written.wrote(m.group(1), body, keys)):
             start = i - 1 if i > 0 and not lines[i - 1].strip() else i
             if out and start < out[-1].end:
                 start = i

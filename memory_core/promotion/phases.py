@@ -38,6 +38,7 @@ from ..common.dates import DAY_MS, day_of, day_start_ms
 from ..common.fileio import atomic_write
 from ..common.sets import jaccard
 from .model import Now, RecallEntry, clamp01, is_short_term_path, now_ms
+from .policy import policy_for
 from .signals import ingest_daily
 from .state import state_of
 
@@ -74,9 +75,9 @@ class DreamingConfig:
             dreaming.get("storage"), dict) else None
         if mode in ("separate", "inline", "both"):
             c.storage = mode
-        phases = dreaming.get("phases") if isinstance(dreaming.get("phases"), dict) else {}
-        light = phases.get("light") if isinstance(phases.get("light"), dict) else {}
-        rem = phases.get("rem") if isinstance(phases.get("rem"), dict) else {}
+        phases = dreaming["phases"] if isinstance(dreaming.get("phases"), dict) else {}
+        light = phases["light"] if isinstance(phases.get("light"), dict) else {}
+        rem = phases["rem"] if isinstance(phases.get("rem"), dict) else {}
         for src, key, attr in ((light, "lookbackDays", "light_lookback_days"),
                                (light, "limit", "light_limit"),
                                (rem, "lookbackDays", "rem_lookback_days"),
@@ -284,6 +285,18 @@ def write_phase(workspace: Path, phase: Phase, body: list[str], day: str,
     return written
 
 
+def staged_by_light(index: MemoryIndex, entries: list[RecallEntry], cutoff: int
+                    ) -> list[RecallEntry]:
+    """The entries Light staged since ``cutoff`` (all of ``entries`` when it staged none):
+    the default profile's REM reflects on what Light picked (openclaw#86249)."""
+    with state_of(index) as st:
+        phases = st.phase_signals()
+    staged = [e for e in entries
+              if (phases.get(e.key) or {}).get("last_light_at") is not None
+              and phases[e.key]["last_light_at"] >= cutoff]
+    return staged or entries
+
+
 def _hit(index: MemoryIndex, keys: list[str], phase: Phase, at: int) -> None:
     with state_of(index) as st, st.transaction():
         st.phase_hit(keys, phase, at)
@@ -315,6 +328,8 @@ def run_rem(index: MemoryIndex, config: DreamingConfig | None = None, *,
     ingested = ingest_daily(index, now=at, lookback_days=c.rem_lookback_days,
                             limit=c.rem_limit).recorded if ingest else 0
     entries = recent_entries(index, c.rem_lookback_days, at)
+    if policy_for(index).rem_reads_light:
+        entries = staged_by_light(index, entries, at - max(0, c.rem_lookback_days) * DAY_MS)
     body, keys = rem_preview(entries, c.rem_limit, c.rem_min_pattern_strength)
     day = day_of(at)
     written = write_phase(index.workspace, "rem", body, day, c.storage)

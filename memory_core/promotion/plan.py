@@ -38,10 +38,12 @@ from .model import (
     SECTION_TITLE,
     Now,
     PromotionError,
+    collapse,
     contamination,
     iso,
     now_ms,
 )
+from .policy import memory_lines, policy_for
 from .scoring import PromotionCandidate, list_candidates
 from .state import state_of
 
@@ -124,6 +126,12 @@ def _plan_entries(index: MemoryIndex, candidates: Sequence[PromotionCandidate],
     planned: list[PlannedEntry] = []
     with state_of(index) as st:
         rows = {c.key: st.recall_entry(c.key) for c in candidates}
+        policy = policy_for(index)
+        # the agent's own queries that recalled each entry: the default writes the lines
+        # they were after, not the whole search chunk
+        queries = {c.key: [ev["query"] for ev in st.recall_events(c.key)
+                           if ev["kind"] == "recall" and ev["query"]]
+                   for c in candidates} if policy.clean_lines else {}
     for c in candidates:
         if c.key in skipped or any(p.key == c.key for p in planned):
             continue
@@ -156,12 +164,21 @@ def _plan_entries(index: MemoryIndex, candidates: Sequence[PromotionCandidate],
             skipped[c.key] = f"lines {loc.start_line}-{loc.end_line} overlap a dreaming block"
             continue
         text = snippet if (loc.quality == 3 and loc.loose) else loc.text
-        why = contamination(text)
+        shown = text
+        if policy.clean_lines:  # the default: only the lines that are memory (openclaw#67580)
+            shown = collapse(memory_lines(
+                [text] if loc.loose else lines[loc.start_line - 1:loc.end_line],
+                queries.get(c.key, ())))
+            if not shown:
+                skipped[c.key] = "nothing left once commands and tool output are removed"
+                continue
+        why = contamination(shown)
         if why:  # 2026.9's filters and ours (code fences, cron reports, tool output)
             skipped[c.key] = f"contaminated ({why}): not written into {MEMORY_FILE}"
             continue
-        bullet = (f"- {bullet_text(text)} [score={c.score:.3f} recalls={c.recall_count} "
-                  f"avg={c.avg_score:.3f} source={rel}:{loc.start_line}-{loc.end_line}]")
+        bullet = f"- {bullet_text(shown)}" + (
+            f" [score={c.score:.3f} recalls={c.recall_count} avg={c.avg_score:.3f} "
+            f"source={rel}:{loc.start_line}-{loc.end_line}]" if policy.score_metadata else "")
         planned.append(PlannedEntry(c, loc.start_line, loc.end_line, text, bullet,
                                     loc.quality, loc.loose))
     return planned, skipped, reconciled

@@ -39,6 +39,7 @@ from .model import (
     query_hash,
     recall_key,
 )
+from .policy import policy_for, retain
 from .state import StateError, StateStore, state_of
 
 if TYPE_CHECKING:
@@ -115,8 +116,10 @@ def record_signals(index: MemoryIndex, signals: Sequence[Signal], *, query: str,
     same query on the same day is not counted again (daily ingestion).
     """
     with state_of(index) as st:
-        return record_into(st, signals, query=query, kind=kind, now=now,
-                           dedupe_per_day=dedupe_per_day)
+        n = record_into(st, signals, query=query, kind=kind, now=now,
+                        dedupe_per_day=dedupe_per_day)
+        retain(st, policy_for(index))
+        return n
 
 
 def record_search(index: MemoryIndex, query: str, hits: Sequence[Hit], *,
@@ -170,7 +173,7 @@ def daily_snippets(text: str) -> list[Signal]:
     than 8 characters are dropped, longer than 280 are cut. ``path`` is left empty.
     """
     lines = text.split("\n")
-    blank = set()
+    blank: set[int] = set()
     for a, b in fenced_ranges(lines):
         blank.update(range(a, b + 1))
     in_managed = False
@@ -224,6 +227,8 @@ class IngestReport:
     skipped_files: list[str] = field(default_factory=list)
     snippets: int = 0
     recorded: int = 0
+    #: entries the store's retention dropped after this ingestion (:mod:`.policy`)
+    evicted: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -286,6 +291,7 @@ def ingest_daily(index: MemoryIndex, *, now: Now = None, lookback_days: int = DA
                                            kind="daily", now=at, dedupe_per_day=True)
             with st.transaction():
                 st.daily_ingestion_set(rel, mtime, size, today)
+        report.evicted = retain(st, policy_for(index))
     return report
 
 
@@ -355,4 +361,6 @@ def record_tool_results(index: MemoryIndex, query: str, results: Sequence[dict[s
                         now: Now = None) -> int:
     """:func:`record_tool_results_into` on ``index``'s workspace state store."""
     with state_of(index) as st:
-        return record_tool_results_into(st, query, results, now=now)
+        n = record_tool_results_into(st, query, results, now=now)
+        retain(st, policy_for(index))
+        return n

@@ -1,0 +1,113 @@
+"""Calibrated scores and abstention in the default profile (issue #21), on the real demo index.
+
+The default profile's score is an estimate of the probability that a hit is relevant, and an
+off-topic question gets nothing, with the reason; the reference profile is untouched. The
+fitting helpers are checked on data whose answer is known.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memory_core import MemoryIndex
+from memory_core.calibration import Calibration, interp, query_bound
+from memory_core.calibration_fitted import CALIBRATIONS, GATES
+from memory_core.candidates import Candidates
+from memory_core.config import DEFAULT_CALIBRATION, profile_settings
+from memory_core.evaluation.calibrate import ece, fit_isotonic, fit_logistic, predict
+from memory_core.evaluation.offtopic import OWN_KINDS, load_probes
+from memory_core.tools import memory_search
+
+
+def test_the_default_profile_reads_the_fitted_calibration() -> None:
+    d = profile_settings("default")
+    assert d.calibration == DEFAULT_CALIBRATION and d.abstain_below == GATES[d.calibration]
+    model = CALIBRATIONS[d.calibration]
+    assert model.weights[0] > 0 and model.weights[1] > 0  # the fused order is kept
+    assert list(model.iso_y) == sorted(model.iso_y)  # the correction is increasing
+    assert profile_settings("reference").calibration == ""
+    assert profile_settings("default", "e5").calibration == ""  # fitted on MiniLM's cosines
+    assert profile_settings("default", "openai").abstain_below == 0.0
+
+
+def test_off_topic_questions_get_nothing_with_the_reason(indexed_demo: Path) -> None:
+    with MemoryIndex.open(indexed_demo, profile="default") as idx:
+        for q in ("xyzzy plugh nonsense", "What is the boiling point of mercury?",
+                  "水银的沸点是多少？"):
+            res = idx.search(q)
+            assert res.hits == [], q
+            assert res.abstention.startswith("nothing relevant"), res.abstention
+            assert "best cosine" in res.abstention
+            assert res.below_gate  # the candidates stay visible for --explain
+        out = memory_search(idx, "xyzzy plugh nonsense", record=False)
+        assert out["results"] == [] and "nothing relevant" in out["debug"]["abstained"]
+        ref = idx.search("xyzzy plugh nonsense", settings=profile_settings("reference"))
+        assert ref.abstention == "" or not ref.abstention.startswith("nothing relevant")
+
+
+def test_answerable_questions_get_probabilities_in_the_fused_order(indexed_demo: Path) -> None:
+    with MemoryIndex.open(indexed_demo, profile="default") as idx:
+        res = idx.search("Why did we choose WireGuard instead of OpenVPN?")
+        assert res.hits and res.abstention == ""
+        scores = [h.score for h in res.hits]
+        assert scores == sorted(scores, reverse=True) and all(0 <= v <= 1 for v in scores)
+        assert res.hits[0].path == "memory/2026-10-30.md"
+        top = res.hits[0]
+        assert top.evidence is not None and top.evidence["probability"] == top.score
+        assert sum(top.components.values()) == pytest.approx(top.score)
+        model = CALIBRATIONS[profile_settings("default").calibration]
+        assert model.probability(top.evidence["features"]) == pytest.approx(top.score)
+        # minScore gates the probability: at 0.99 nothing is at even odds that high
+        assert idx.search("Why did we choose WireGuard instead of OpenVPN?",
+                          min_score=0.99).hits == []
+
+
+def test_query_bound_counts_unknown_terms() -> None:
+    c = Candidates("q", "hybrid", (), (), {}, 200, keyword_df=(0, 10), keyword_rows=100)
+    known = Candidates("q", "hybrid", (), (), {}, 200, keyword_df=(10,), keyword_rows=100)
+    assert query_bound(c) > query_bound(known) > 0
+
+
+def test_fitting_helpers_recover_a_known_model() -> None:
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(4000, 2))
+    p_true = 1 / (1 + np.exp(-(0.5 + 2.0 * x[:, 0] - 1.0 * x[:, 1])))
+    y = (rng.random(4000) < p_true).astype(float)
+    mean, scale, w, b = fit_logistic(x, y, l2=0.01)
+    assert w[0] / scale[0] == pytest.approx(2.0, rel=0.15)
+    assert w[1] / scale[1] == pytest.approx(-1.0, rel=0.2)
+    model = Calibration("t", ("a", "b"), tuple(mean), tuple(scale), tuple(w), b)
+    p = predict(model, x)
+    assert ece(p, y) < 0.03
+    assert ece(np.full(4000, 0.9), y) > 0.3  # a constant overconfident guess is caught
+    xs, ys = fit_isotonic(p, y)
+    assert list(ys) == sorted(ys) and interp(0.5, xs, ys) == pytest.approx(0.5, abs=0.1)
+    one = replace(model, iso_x=xs, iso_y=ys)
+    assert one.probability({"a": 0.0, "b": 0.0}) == pytest.approx(
+        float(predict(one, np.zeros((1, 2)))[0]))
+
+
+def test_probe_sets_are_the_projects_own() -> None:
+    probes = load_probes(OWN_KINDS)
+    kinds = {p.kind for p in probes}
+    assert kinds == set(OWN_KINDS) and len(probes) >= 140
+    assert len({p.qid for p in probes}) == len(probes)
+    assert all(0 <= p.part(5) < 5 for p in probes)
+
+
+def test_the_readme_showcase_queries_are_answered(indexed_demo: Path) -> None:
+    """The queries README.md shows are ones the default answers (issue #21 item 5)."""
+    with MemoryIndex.open(indexed_demo, profile="default") as idx:
+        top = idx.search("COOKIE_EXPIRED").hits[0]
+        assert top.path == "memory/2026-11-03.md" and top.start_line <= 9 <= top.end_line
+        hits = idx.search("Why did we switch the backup target to S3 Glacier?").hits
+        assert any(h.path == "memory/2026-11-10.md" and h.start_line <= 23 <= h.end_line
+                   for h in hits[:3])
+        even = idx.fuse(idx.candidates("Why did we choose WireGuard instead of OpenVPN?"),
+                        idx.settings(min_score=0.5)).hits
+        assert even and all(h.score >= 0.5 for h in even)
+        assert even[0].path == "memory/2026-10-30.md"

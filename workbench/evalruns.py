@@ -1,0 +1,98 @@
+"""The Evaluate page's saved runs and the labels of Search & tune: tables and actions over
+:mod:`memory_core.evaluation.runs` and :mod:`memory_core.evaluation.labels` (no ranking here)."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from memory_core.evaluation.labels import LabelStore, labels_dir
+from memory_core.evaluation.run_compare import Comparison
+from memory_core.evaluation.runs import SavedRun, side_by_side
+from memory_core.evaluation.trec import chunk_docid
+
+from . import state
+
+#: The three choices of a hit's label in Search & tune.
+LABEL_CHOICES = ("—", "relevant", "not relevant")
+#: Search & tune's widget-key prefix and the key that tells it to reload its widgets.
+_SEARCH_SCOPE_KEY = "t__profile"
+
+
+def label_store(key: state.IndexKey) -> LabelStore:
+    """The labels of the open workspace: ``labels/`` beside its index file."""
+    return LabelStore(labels_dir(state.open_index(key).store_path))
+
+
+def hit_docid(path: str, start: int, end: int) -> str:
+    """The qrels id of a hit (its chunk)."""
+    return chunk_docid(path, start, end)
+
+
+def label_key(query: str, docid: str) -> str:
+    """The widget key of one hit's label for one query (a hit keeps no label across queries)."""
+    return f"lbl_{hashlib.sha1(query.encode()).hexdigest()[:8]}_{docid}"
+
+
+def label_of(judged: dict[str, int], docid: str) -> str:
+    """The label choice a stored judgement shows as."""
+    if docid not in judged:
+        return LABEL_CHOICES[0]
+    return LABEL_CHOICES[1] if judged[docid] > 0 else LABEL_CHOICES[2]
+
+
+def save_labels(key: state.IndexKey, query: str, choices: dict[str, str]) -> int:
+    """Store the choices (docid → label) of one query; returns how many hits are judged."""
+    store = label_store(key)
+    for docid, choice in choices.items():
+        store.mark(query, docid, None if choice == LABEL_CHOICES[0]
+                   else choice == LABEL_CHOICES[1])
+    return len(store.judgements(query))
+
+
+def apply_cell(key: state.IndexKey, values: dict[str, Any]) -> None:
+    """Make a sweep cell's values the tuned settings; Search & tune reloads its widgets."""
+    tuned = state.tuned_values(key) or {}
+    tuned.update(values)
+    if "vector_weight" in values and "text_weight" not in values:
+        tuned["text_weight"] = round(1.0 - float(values["vector_weight"]), 6)
+    state.set_tuned_values(key, tuned)
+    st.session_state.pop(_SEARCH_SCOPE_KEY, None)
+
+
+def runs_frame(runs: list[SavedRun]) -> pd.DataFrame:
+    """One row per saved run."""
+    return pd.DataFrame([r.summary() for r in runs])
+
+
+def comparison_frame(cmp: Comparison) -> pd.DataFrame:
+    """Per metric: A, B, delta, the 95 % interval, the p-value, wins and losses of B."""
+    rows = [{"metric": m, "A": v["a"], "B": v["b"], "delta": v["delta"], "ci low": v["ci"][0],
+             "ci high": v["ci"][1], "p-value": v["p_value"], "B wins": v["wins"],
+             "B losses": v["losses"]} for m, v in cmp.metrics.items()]
+    return pd.DataFrame(rows)
+
+
+def outcome_options(cmp: Comparison, limit: int = 50) -> dict[str, str]:
+    """``label → qid`` of the losses, then the wins (biggest first), for a picker."""
+    out: dict[str, str] = {}
+    for tag, rows in (("loss", cmp.losses()), ("win", cmp.wins())):
+        for r in sorted(rows, key=lambda r: -abs(r["delta"]))[:limit]:
+            out[f"{tag} · {r['qid']} · {str(r.get('query', ''))[:60]} ({r['delta']:+.3f})"] = \
+                r["qid"]
+    return out
+
+
+def side_frames(a: SavedRun, b: SavedRun, qid: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Both hit lists of one query, gold hits marked ★."""
+    rows = side_by_side(a, b, qid)
+    frames = []
+    for tag in ("A", "B"):
+        frames.append(pd.DataFrame([
+            {"rank": r["rank"], "gold": "★" if r[f"{tag} gold"] else "",
+             "hit": r[f"{tag} hit"], "score": r[f"{tag} score"]}
+            for r in rows if r[f"{tag} hit"]], columns=["rank", "gold", "hit", "score"]))
+    return frames[0], frames[1]
