@@ -68,6 +68,7 @@ from .store import (
     is_corruption,
 )
 from .sync import (
+    EmbedExecutor,
     Indexer,
     SyncProgress,
     SyncReport,
@@ -245,7 +246,8 @@ class MemoryIndex:
     # ------------------------------------------------------------------ sync
 
     def sync(self, *, force: bool = False, progress: SyncProgress | None = None,
-             lock_wait_s: float | None = DEFAULT_WAIT_S, verify: bool = False) -> SyncReport:
+             lock_wait_s: float | None = DEFAULT_WAIT_S, verify: bool = False,
+             executor: EmbedExecutor | None = None) -> SyncReport:
         """Bring the index up to date; rebuild aside if its identity changed.
 
         An embedding failure during indexing switches to the next provider of the fallback chain
@@ -254,6 +256,7 @@ class MemoryIndex:
         (``progress(WAIT_STAGE, seconds, bound)`` once a second), then raises :class:`SyncBusy`.
         A damaged index is rebuilt aside when the sync's reads (or an earlier search's or
         status') found the damage; ``verify`` reads every page first (``PRAGMA quick_check``).
+        ``executor``: embed elsewhere (``index --executor ray``) while this process writes.
         """
         def waiting(waited: float, bound: float) -> None:
             if progress is not None:
@@ -263,12 +266,12 @@ class MemoryIndex:
         guard_index_path(self.store_path, self.workspace, self.config)
         try:
             with sync_lock(self.store_path, lock_wait_s, waiting), self._lock:
-                return self._sync_locked(force, progress, verify)
+                return self._sync_locked(force, progress, verify, executor)
         except SyncLockTimeout as e:
             raise SyncBusy(str(e)) from e
 
     def _sync_locked(self, force: bool, progress: SyncProgress | None,
-                     verify: bool = False) -> SyncReport:
+                     verify: bool = False, executor: EmbedExecutor | None = None) -> SyncReport:
         batching = self._batching(force, progress)
         self.close()
         cleanup_stale_temp(self.store_path)
@@ -276,7 +279,7 @@ class MemoryIndex:
         while True:
             choice = self.choice
             try:
-                report = Indexer(self.workspace, self.config, choice, progress).sync(
+                report = Indexer(self.workspace, self.config, choice, progress, executor).sync(
                     self.store_path, force=force, verify=verify)
                 break
             except EmbeddingError as e:

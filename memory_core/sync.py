@@ -17,10 +17,10 @@ import hashlib
 import os
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -230,16 +230,43 @@ class _Pending:
     chunks: list[Chunk]
 
 
+class EmbedStream(Protocol):
+    """The vectors of a sync's planned groups, handed back one group at a time, in order."""
+
+    def take(self, texts: Sequence[str]) -> np.ndarray:
+        """The next planned group's vectors (``texts`` must be that group's texts)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class EmbedExecutor(Protocol):
+    """Embeds a sync's texts elsewhere while this process writes the index (the store stays
+    single-writer), e.g. :class:`memory_core.embeddings.ray_pool.RayEmbedPool`.
+
+    ``start`` gets every group's texts to embed, in the order the sync will ask for them (each
+    group exactly what the serial path would embed in one call, so the vectors are the same),
+    ``whole`` (embed each text whole: :func:`~memory_core.embeddings.windows.embed_whole`) and
+    ``progress(done, total)`` in texts.
+    """
+
+    def start(self, choice: ProviderChoice, groups: list[list[str]], whole: bool,
+              progress: Callable[[int, int], None]) -> EmbedStream: ...
+
+
 class Indexer:
     """Writes one workspace into one store with one provider."""
 
     def __init__(self, workspace: Path, config: MemoryConfig, choice: ProviderChoice,
-                 progress: SyncProgress | None = None):
+                 progress: SyncProgress | None = None, executor: EmbedExecutor | None = None):
         self.workspace = workspace
         self.config = config
         self.choice = choice
         self.provider = choice.provider
         self.progress = progress or (lambda stage, done, total: None)
+        #: None: embed here, group by group (the default); else see :class:`EmbedExecutor`.
+        self.executor = executor
+        self._stream: EmbedStream | None = None
 
     # --------------------------------------------------------------- embedding
 
@@ -248,12 +275,44 @@ class Indexer:
         if self.provider is None:
             return {}
         p = self.provider
+        whole, key, embedded = self._to_embed(pending)
+        hashes = [c.hash for item in pending for c in item.chunks]
+        cached: dict[str, np.ndarray] = {}
+        if self.config.store.cache_enabled:
+            cached = store.cache_get(p.id, p.model, key, [e[0] for e in embedded.values()])
+        vectors = {h: cached[e[0]] for h, e in embedded.items() if e[0] in cached}
+        report.cache_hits += sum(1 for h in hashes if h in vectors)
+        missing = {h: text for h, (_, text) in embedded.items() if h not in vectors}
+        if missing:
+            texts = list(missing.values())
+
+            def progress(done: int, _total: int) -> None:
+                self.progress("embed", done_before + done, total)
+
+            if self._stream is not None:
+                mat = self._stream.take(texts)
+            else:
+                mat = (embed_whole(p, texts, progress) if whole
+                       else p.embed_documents(texts, progress))
+            fresh = {h: mat[i] for i, h in enumerate(missing)}
+            report.embedded += len(fresh)
+            vectors.update(fresh)
+            if self.config.store.cache_enabled:
+                store.cache_put(p.id, p.model, key,
+                                [(embedded[h][0], v) for h, v in fresh.items()])
+        return vectors
+
+    def _to_embed(self, pending: list[_Pending]) -> tuple[bool, str, dict[str, tuple[str, str]]]:
+        """Whether texts are embedded whole, the cache key, and chunk hash → (hash of the text
+        embedded, that text) for ``pending``."""
+        p = self.provider
+        assert p is not None
         whole = embeds_whole(self.config, p)
         # Pooled vectors are cached apart from the model's truncated ones (same text, other
         # meaning): a cache seeded by an older index is never misread.
         key = pooled_key(p.provider_key) if whole else p.provider_key
-        # chunk hash → (hash of the text embedded, that text): the chunk's own text, or with
-        # its context in front (then cached by that text's hash: same chunk, other vector)
+        # the chunk's own text, or with its context in front (then cached by that text's
+        # hash: same chunk, other vector)
         embedded: dict[str, tuple[str, str]] = {}
         for item in pending:
             lines = item.doc.text.split("\n") if EMBED_CONTEXT and whole and \
@@ -263,30 +322,27 @@ class Indexer:
                     whole else ""
                 text = f"{pre}\n{c.text}" if pre else c.text
                 embedded.setdefault(c.hash, (sha256_hex(text) if pre else c.hash, text))
-        hashes = [c.hash for item in pending for c in item.chunks]
-        cached: dict[str, np.ndarray] = {}
-        if self.config.store.cache_enabled:
-            cached = store.cache_get(p.id, p.model, key, [e[0] for e in embedded.values()])
-        vectors = {h: cached[e[0]] for h, e in embedded.items() if e[0] in cached}
-        report.cache_hits += sum(1 for h in hashes if h in vectors)
-        missing: dict[str, str] = {}
-        for h, (_, text) in embedded.items():
-            if h not in vectors:
-                missing[h] = text
-        if missing:
-            texts = list(missing.values())
+        return whole, key, embedded
 
-            def progress(done: int, _total: int) -> None:
-                self.progress("embed", done_before + done, total)
-
-            mat = embed_whole(p, texts, progress) if whole else p.embed_documents(texts, progress)
-            fresh = {h: mat[i] for i, h in enumerate(missing)}
-            report.embedded += len(fresh)
-            vectors.update(fresh)
-            if self.config.store.cache_enabled:
-                store.cache_put(p.id, p.model, key,
-                                [(embedded[h][0], v) for h, v in fresh.items()])
-        return vectors
+    def _plan(self, store: Store, to_do: list[_Pending]) -> tuple[bool, list[list[str]]]:
+        """Each group's texts that :meth:`_embed` will find missing, in flush order: what the
+        cache lacks, each text once (with the cache on, a group's fresh vectors are cached
+        before the next group looks); and whether they are embedded whole."""
+        p = self.provider
+        assert p is not None
+        whole, key, everything = self._to_embed(to_do)
+        caching = self.config.store.cache_enabled
+        seen: set[str] = set()
+        if caching:
+            seen = set(store.cache_get(p.id, p.model, key, [e[0] for e in everything.values()]))
+        plan: list[list[str]] = []
+        for group in _groups(to_do):
+            missing = [e for e in self._to_embed(group)[2].values() if e[0] not in seen]
+            if missing:
+                plan.append([text for _, text in missing])
+            if caching:
+                seen.update(h for h, _ in missing)
+        return whole, plan
 
     def _write(self, store: Store, pending: list[_Pending], vectors: dict[str, np.ndarray],
                report: SyncReport) -> None:
@@ -388,15 +444,17 @@ class Indexer:
                 raise
         total_chunks = sum(len(p.chunks) for p in to_do)
         state = [0]
-        group: list[_Pending] = []
-        size = 0
-        for item in to_do:
-            group.append(item)
-            size += len(item.chunks)
-            if size >= _GROUP_CHUNKS:
+        if self.executor is not None and self.provider is not None and to_do:
+            whole, plan = self._plan(store, to_do)
+            self._stream = self.executor.start(self.choice, plan, whole,
+                                               lambda d, t: self.progress("embed", d, t))
+        try:
+            for group in _groups(to_do):
                 self._flush(store, group, report, state, total_chunks)
-                size = 0
-        self._flush(store, group, report, state, total_chunks)
+        finally:
+            if self._stream is not None:
+                self._stream.close()
+                self._stream = None
 
     def meta(self, store: Store, previous: dict[str, Any] | None = None) -> dict[str, Any]:
         """The index meta after a sync that changed something: identity, dims, times, and the
@@ -570,6 +628,21 @@ class Indexer:
             new.close()
             _remove_db(tmp)
             raise
+
+
+def _groups(to_do: list[_Pending]) -> Iterator[list[_Pending]]:
+    """``to_do`` cut into the groups a sync embeds and commits together: whole files, until
+    a group holds at least ``_GROUP_CHUNKS`` chunks (the last group may be smaller)."""
+    group: list[_Pending] = []
+    size = 0
+    for item in to_do:
+        group.append(item)
+        size += len(item.chunks)
+        if size >= _GROUP_CHUNKS:
+            yield group
+            group, size = [], 0
+    if group:
+        yield group
 
 
 #: When at least this share of the files changed (and at least ``REBUILD_MIN_FILES`` of them),

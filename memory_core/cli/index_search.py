@@ -53,13 +53,33 @@ def _backend_index(backend: MemoryBackend, args: argparse.Namespace) -> int:
     return 0
 
 
+def _executor(args: argparse.Namespace, idx: MemoryIndex) -> Any:
+    """``--executor ray``'s actor pool (``None``: embed here, serially)."""
+    if args.executor != "ray":
+        if args.address or args.actors is not None:
+            raise CliError("--address and --actors apply to --executor ray")
+        return None
+    if args.actors is not None and args.actors < 1:
+        raise CliError("--actors must be at least 1")
+    from ..common.ray_session import INSTALL_HINT, ray_available
+
+    if not ray_available():
+        raise CliError(INSTALL_HINT)
+    from ..embeddings.ray_pool import RayEmbedPool
+
+    return RayEmbedPool(idx.config.provider, address=args.address, actors=args.actors)
+
+
 def cmd_index(args: argparse.Namespace) -> int:
     with open_index(args) as idx:
+        executor = _executor(args, idx)
         backend = open_backend_for(idx, args)
         if ENGINE not in backend.capabilities:
+            if executor is not None:
+                raise CliError("--executor ray applies to the builtin backend")
             return _backend_index(backend, args)
         report = idx.sync(force=args.force, progress=progress_bar(not args.no_progress),
-                          verify=args.verify)
+                          verify=args.verify, executor=executor)
         if args.json:
             dump_json({"report": report.to_dict(), "status": idx.status().to_json()})
             return 0
@@ -307,6 +327,13 @@ def register(sub: Any) -> None:
                    help="check every page of the index first (PRAGMA quick_check; seconds on a "
                         "large index) and rebuild it aside from the Markdown if it is damaged")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--executor", choices=["serial", "ray"], default="serial",
+                   help="ray: embed with a Ray actor pool while this process writes the index "
+                   "(same vectors as serial, the default); needs pip install -e '.[ray]'")
+    p.add_argument("--address", help="with --executor ray: a running Ray cluster "
+                   "(ray://HOST:10001 or HOST:6379); default: a local Ray with 2 workers")
+    p.add_argument("--actors", type=int, help="with --executor ray: embedding actors "
+                   "(default: one per CPU of the cluster)")
     p.set_defaults(func=cmd_index)
 
     p = sub.add_parser("search", help="memory_search: hybrid search of a workspace")

@@ -20,11 +20,17 @@ cache and the data at the same paths (a shared filesystem).
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..common.ray_session import (  # noqa: F401 (re-exported: the CLI and tests import them here)
+    INSTALL_HINT,
+    LOCAL_CPUS,
+    RayUnavailable,
+    import_ray,
+    ray_available,
+    ray_session,
+)
 from ..config import SearchSettings
 from .datasets import EvalQuery, QuerySet, load_query_set
 from .report import EvalReport
@@ -38,35 +44,6 @@ from .runner import (
     queries_by_workspace,
     score_collected,
 )
-
-#: Worker CPUs of the local cluster started when no address is given.
-LOCAL_CPUS = 2
-#: Environment the workers need to find the same data, cache and offline model as the driver.
-_FORWARDED_ENV = ("MEMORY_WORKBENCH_CACHE", "MEMORY_WORKBENCH_DATASETS", "HF_HUB_OFFLINE",
-                  "TRANSFORMERS_OFFLINE", "HF_HOME", "TOKENIZERS_PARALLELISM")
-INSTALL_HINT = ("--executor ray needs Ray, an optional extra: "
-                ".venv/bin/pip install -c constraints.txt -e '.[ray]'")
-
-
-class RayUnavailable(RuntimeError):
-    """Ray is not installed (the CLI prints :data:`INSTALL_HINT` and exits with code 2)."""
-
-
-def ray_available() -> bool:
-    """True when the ``ray`` package can be imported here."""
-    try:
-        import ray  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def _import_ray() -> Any:
-    try:
-        import ray
-    except ImportError as e:
-        raise RayUnavailable(INSTALL_HINT) from e
-    return ray
 
 
 def evaluate_workspace(query_set: QuerySet, ws_key: str, queries: Sequence[EvalQuery],
@@ -84,23 +61,6 @@ def evaluate_workspace(query_set: QuerySet, ws_key: str, queries: Sequence[EvalQ
     return info, score_collected(collected, configs, audit)
 
 
-def _init_ray(ray: Any, address: str | None) -> str | None:
-    """Connect to ``address`` or start the private local cluster; return its temp folder."""
-    env = {k: v for k, v in os.environ.items() if k in _FORWARDED_ENV}
-    runtime_env = {"env_vars": env} if env else None
-    if address:
-        ray.init(address=address, runtime_env=runtime_env, log_to_driver=False,
-                 logging_level="ERROR")
-        return None
-    # Ray's session folder holds Unix sockets, whose paths must stay short: /tmp, not the cwd.
-    temp = tempfile.mkdtemp(prefix="mcray-", dir="/tmp" if os.path.isdir("/tmp") else None)
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage report leaves the machine
-    ray.init(address="local", num_cpus=LOCAL_CPUS, include_dashboard=False,
-             _node_ip_address="127.0.0.1", _temp_dir=temp, runtime_env=runtime_env,
-             log_to_driver=False, logging_level="ERROR", configure_logging=False)
-    return temp
-
-
 def run_eval_ray(workspace: str | os.PathLike[str] | None, query_set: QuerySet | str,
                  settings: SearchSettings | Sequence[Any] | Mapping[str, SearchSettings] | None
                  = None, progress: Progress | None = None, *, profile: str | None = None,
@@ -114,7 +74,7 @@ def run_eval_ray(workspace: str | os.PathLike[str] | None, query_set: QuerySet |
     ``("workspaces", done, total)`` as tasks finish. Raises :class:`RayUnavailable` when Ray
     is not installed.
     """
-    ray = _import_ray()
+    import_ray()  # RayUnavailable before any work
     qs = load_query_set(query_set) if isinstance(query_set, str) else query_set
     qs = qs.limited(limit)
     configs = eval_configs(settings, None, profile=profile, provider=provider, legs=legs)
@@ -123,9 +83,7 @@ def run_eval_ray(workspace: str | os.PathLike[str] | None, query_set: QuerySet |
     if not by_ws:  # nothing to send anywhere
         return build_report(qs, configs, [score_collected([], configs, audit)], {"indexes": {}})
     prog = progress or (lambda stage, done, total: None)
-    started_here = not ray.is_initialized()
-    temp = _init_ray(ray, address) if started_here else None
-    try:
+    with ray_session(address) as ray:
         task = ray.remote(num_cpus=1, max_retries=0)(evaluate_workspace)
         refs = {task.remote(qs, key, queries, configs, target, profile=profile,
                             provider=provider, chunk_tokens=chunk_tokens, cache=cache,
@@ -143,11 +101,6 @@ def run_eval_ray(workspace: str | os.PathLike[str] | None, query_set: QuerySet |
                 cause = getattr(e, "cause", None)
                 raise (cause if isinstance(cause, Exception) else e) from None
             prog("workspaces", len(results), len(refs))
-    finally:
-        if started_here:
-            ray.shutdown()
-        if temp:
-            shutil.rmtree(temp, ignore_errors=True)
     info = {"indexes": {key or "workspace": results[key][0] for key in by_ws},
             "executor": "ray"}
     return build_report(qs, configs, [results[key][1] for key in by_ws], info)
