@@ -77,7 +77,10 @@ def test_persistent_failure_falls_back_to_local_with_reason(server: EmbedServer,
             assert st.provider == "local"
             assert st.fallback is not None and st.fallback.from_provider == "openai"
             assert "500" in st.fallback.reason
-            assert idx.search("computer overheating").hits[0].path == "memory/2026-11-01.md"
+            # the local model answers the vector leg (the fused answer may abstain on a
+            # four-file workspace: the calibrated default returns nothing on weak evidence)
+            cands = idx.candidates("computer overheating")
+            assert cands.chunks[cands.vector[0].id].path == "memory/2026-11-01.md"
     finally:
         server.always_fail(None)
 
