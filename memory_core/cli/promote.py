@@ -140,16 +140,16 @@ def _apply_or_preview(idx: Any, args: argparse.Namespace, passed: list[pr.Promot
                       now: int | None) -> int:
     from .. import promotion as pr
 
-    plan = pr.preview_apply(idx, passed, now=now)
+    # --apply alone shows no plan, so none is made here: apply plans under its own lock, and a
+    # diary the agent appends to meanwhile is no reason to refuse. A preview, or --impact, shows
+    # a plan, and that plan is what --apply writes (or refuses if anything changed since).
+    plan = pr.preview_apply(idx, passed, now=now) if not args.apply or args.impact else None
     impact = None
-    if args.impact:
+    if args.impact and plan is not None:
         queries = pr.load_query_log(args.impact)
         impact = pr.impact_preview(idx, plan, queries, now=now)
     if args.apply:
-        # with --impact the plan just shown is what is written (or refused if anything changed
-        # since); otherwise nobody saw a plan, so apply plans under its own lock, and a diary
-        # the agent appends to meanwhile is no reason to refuse
-        res = pr.apply(idx, plan if impact else passed, now=now)
+        res = pr.apply(idx, plan if plan is not None else passed, now=now)
         if args.json:
             _dump_with_impact(res.to_dict(), impact)
             return 0
@@ -164,6 +164,7 @@ def _apply_or_preview(idx: Any, args: argparse.Namespace, passed: list[pr.Promot
             print("Nothing new to promote.")
         _print_plan_notes(res.skipped, res.dropped_sections, res.warnings)
         return 0
+    assert plan is not None  # made above whenever --apply is not given
     if args.json:
         _dump_with_impact(plan.to_dict(), impact)
         return 0
