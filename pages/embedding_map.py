@@ -3,6 +3,7 @@ chunks of a box or lasso selection listed below."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -73,7 +74,16 @@ if method == "UMAP":
 
 # ----------------------------------------------------------------------------- query and hits
 
-labelled = mapdata.labelled_queries(idx.workspace)
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def _labelled(workspace: str) -> dict[str, Any]:
+    """The workspace's labelled queries: reading every query set takes ~0.2 s, too much for
+    each rerun of the map (a colour or slider change); a minute old is fresh enough."""
+    return mapdata.labelled_queries(Path(workspace))
+
+
+labelled = _labelled(str(idx.workspace))
 qc1, qc2 = st.columns([1.3, 1])
 pick = qc2.selectbox("…or a labelled query", ["(none)", *labelled], key="map_labelled",
                      help="From the query sets labelled against this workspace (its copy "
@@ -102,7 +112,7 @@ marks = [maplayers.HitMark(h.id, r, h.via) for r, h in enumerate(hits, 1)]
 gold: set[str] = set()
 if gold_query is not None and gold_query.query == query:
     evidence = [(e.path, e.line) for e in gold_query.relevant]
-    gold = {cid for cid, row in zip(info["id"], info.itertuples(), strict=True)
+    gold = {row.id for row in info.itertuples()
             if maplayers.covers(row.path, row.start, row.end, evidence)}
 term = st.text_input("Highlight the neighbours of a term", key="map_term",
                      placeholder="e.g. 连接池, invoice, on call",
@@ -194,8 +204,8 @@ else:
     else:
         order = {g: i for i, g in enumerate(
             [*maplayers.KINDS, *maplayers.LEG_GROUPS, *maplayers.GOLD_GROUPS])}
-        groups = sorted(info[column].unique(), key=lambda g: (order.get(g, 99), g == "other "
-                                                                "files", str(g)))
+        groups = sorted(info[column].unique(),
+                        key=lambda g: (order.get(g, 99), g == "other files", str(g)))
         for g in groups:
             sel = info.index[info[column] == g].to_numpy()
             fig.add_trace(Scatter(
