@@ -15,6 +15,10 @@ from datetime import date, timedelta
 
 from .text import cjk_bigrams
 
+#: Whitespace-separated terms of a query that any face searches: the CLI cuts a longer query
+#: (with a note), the MCP server refuses it; the reference sets no limit, and a 100k-word query
+#: held the index for over a minute.
+MAX_QUERY_TERMS = 256
 TOKEN_RE = re.compile(r"[^\W]+", re.UNICODE)  # letters, digits and "_"
 
 # Short, closed lists: BM25's IDF handles the rest. Used only where the reference uses them

@@ -17,12 +17,13 @@ from typing import Any
 from ..common.fileio import iter_jsonl
 from ..fusion import Hit
 from ..index import MemoryIndex
+from ..query import MAX_QUERY_TERMS
 from .common import CliError
 
 #: A batch line longer than this is answered with an error (a query is a sentence, not a book).
 MAX_LINE_BYTES = 64 * 1024
-#: Whitespace-separated terms and characters of a query kept; the rest is cut, with a note.
-MAX_QUERY_TERMS = 256
+#: Characters of a query kept (and :data:`~memory_core.query.MAX_QUERY_TERMS` terms); the rest
+#: is cut, with a note.
 MAX_QUERY_CHARS = 4096
 
 

@@ -15,14 +15,14 @@ from typing import Any
 from .. import tools
 from ..backends import ENGINE, OWN_INDEX, MemoryBackend
 from ..live import LiveIndex, LiveUnavailable
+from ..query import MAX_QUERY_TERMS
 from ..reading import PathRefused
 from ..tools import GET_SCHEMA, SEARCH_SCHEMA, STATUS_SCHEMA, BadArgument, check_arguments
 
-#: A query over this many UTF-8 bytes, or with more whitespace-separated terms, is refused
-#: before any work: the reference sets no limit, and a 650 KB query of 100k words held the
-#: index for over a minute (the CLI's ``search`` cuts at the same 256 terms).
+#: A query over this many UTF-8 bytes, or over :data:`~memory_core.query.MAX_QUERY_TERMS`
+#: terms, is refused before any work: the reference sets no limit, and a 650 KB query of 100k
+#: words held the index for over a minute (the CLI's ``search`` cuts at the same terms).
 MAX_QUERY_BYTES = 8 * 1024
-MAX_QUERY_TERMS = 256
 Payload = dict[str, Any]
 Outcome = tuple[Payload, bool]
 
