@@ -125,93 +125,89 @@ def _page(server: str) -> Iterator[Any]:
 def test_every_page_in_chromium(server: str) -> None:
     for old in SHOTS.glob("*.png") if SHOTS.is_dir() else []:
         old.unlink()
-    with playwright_sync.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1440, "height": 1000})
-            page.goto(server, wait_until="domcontentloaded")
-            _settle(page)
-            page.get_by_role("button", name="Index now").click()
-            page.wait_for_selector("text=files indexed", timeout=600_000)
-            _settle(page)
-            _no_exception(page, "home")
-            assert page.locator("text=Chunks the model truncates").count() == 1
-            _shot(page, "1-home")
+    with _page(server) as page:
+        page.get_by_role("button", name="Index now").click()
+        page.wait_for_selector("text=files indexed", timeout=600_000)
+        _settle(page)
+        _no_exception(page, "home")
+        assert page.locator("text=Chunks the model truncates").count() == 1
+        _shot(page, "1-home")
 
-            _go(page, "Search & tune")
-            box = page.get_by_label("Query")
-            box.fill("PgBouncer port")
-            box.press("Enter")
-            page.wait_for_selector("text=Re-ranked in", timeout=120_000)
-            _settle(page)
-            # move the minScore slider with the keyboard: the page re-ranks, the gate greys hits
-            thumb = page.locator('.st-key-t_min_score input[type="range"]')
-            thumb.focus()
-            for _ in range(60):
-                thumb.press("ArrowRight")
-            _settle(page)
-            _no_exception(page, "search")
-            assert page.locator("text=Below minScore").count() >= 1
-            _shot(page, "2-search")
-            page.get_by_role("tab", name="A/B compare").click()
-            page.get_by_text("B = reference profile").click()
-            _settle(page)
-            _no_exception(page, "search A/B")
-            _shot(page, "2b-search-ab")
+        _go(page, "Search & tune")
+        box = page.get_by_label("Query")
+        box.fill("PgBouncer port")
+        box.press("Enter")
+        page.wait_for_selector("text=Re-ranked in", timeout=120_000)
+        _settle(page)
+        # move the minScore slider with the keyboard: the page re-ranks, the gate greys hits
+        thumb = page.locator('.st-key-t_min_score input[type="range"]')
+        thumb.focus()
+        for _ in range(60):
+            thumb.press("ArrowRight")
+        _settle(page)
+        _no_exception(page, "search")
+        assert page.locator("text=Below minScore").count() >= 1
+        _shot(page, "2-search")
+        page.get_by_role("tab", name="A/B compare").click()
+        page.get_by_text("B = reference profile").click()
+        _settle(page)
+        _no_exception(page, "search A/B")
+        _shot(page, "2b-search-ab")
 
-            _go(page, "Chunks")
-            page.get_by_label("Filter chunks by text").fill("连接池")
-            page.get_by_label("Filter chunks by text").press("Enter")
-            _settle(page)
-            _no_exception(page, "chunks")
-            assert page.locator("mark", has_text="连接池").count() >= 1
-            _shot(page, "3-chunks")
+        _go(page, "Chunks")
+        page.get_by_label("Filter chunks by text").fill("连接池")
+        page.get_by_label("Filter chunks by text").press("Enter")
+        _settle(page)
+        _no_exception(page, "chunks")
+        assert page.locator("mark", has_text="连接池").count() >= 1
+        _shot(page, "3-chunks")
 
-            _go(page, "Embedding map")
-            # the UMAP worker started with the home page; wait for it (PCA is shown meanwhile)
-            deadline = time.monotonic() + 150
-            while time.monotonic() < deadline and page.locator(
-                    "text=/UMAP of \\d+ chunk embeddings/").count() == 0:
-                time.sleep(2)
-            _settle(page)
-            _no_exception(page, "map")
-            assert page.locator('[data-testid="stPlotlyChart"]').count() >= 1
-            _shot(page, "4-embedding-map")
+        _go(page, "Embedding map")
+        # the UMAP worker started with the home page; wait for it (PCA is shown meanwhile)
+        deadline = time.monotonic() + 150
+        while time.monotonic() < deadline and page.locator(
+                "text=/UMAP of \\d+ chunk embeddings/").count() == 0:
+            time.sleep(2)
+        _settle(page)
+        _no_exception(page, "map")
+        assert page.locator('[data-testid="stPlotlyChart"]').count() >= 1
+        _shot(page, "4-embedding-map")
 
-            _go(page, "Evaluate")
-            page.get_by_role("button", name="Run evaluation").click()
-            page.wait_for_selector("text=Wins and losses", timeout=600_000)
-            _settle(page)
-            page.get_by_role("button", name="Run sweep").click()
-            page.wait_for_selector("text=/Best success@5/", timeout=600_000)
-            _settle(page)
-            _no_exception(page, "evaluate")
-            _shot(page, "5-evaluate")
+        _go(page, "Evaluate")
+        page.get_by_role("button", name="Run evaluation").click()
+        page.wait_for_selector("text=Wins and losses", timeout=600_000)
+        _settle(page)
+        page.get_by_role("button", name="Run sweep").click()
+        page.wait_for_selector("text=/Best success@5/", timeout=600_000)
+        _settle(page)
+        _no_exception(page, "evaluate")
+        _shot(page, "5-evaluate")
 
-            _go(page, "Promotion")
-            page.get_by_text("Seed recall signals").click()
-            _click_for(page, "Replay", "text=searches over")
-            _settle(page)
-            _no_exception(page, "promotion")
-            _shot(page, "6-promotion")
-        finally:
-            browser.close()
+        _go(page, "Promotion")
+        page.get_by_text("Seed recall signals").click()
+        _click_for(page, "Replay", "text=searches over")
+        _settle(page)
+        _no_exception(page, "promotion")
+        _shot(page, "6-promotion")
     assert len(list(SHOTS.glob("*.png"))) == 7
 
 
-def _choose(page, label: str, option: str) -> None:  # type: ignore[no-untyped-def]
-    """Pick ``option`` (a prefix of its text) in the selectbox labelled ``label``."""
-    box = page.locator('[data-testid="stSelectbox"]', has_text=label).first
-    for attempt in range(4):  # the live indicator's rerun (every 2 s) can close the list
-        box.locator('input[role="combobox"]').click()
+def _choose(page, label: str, option: str, exact: bool = False) -> None:  # type: ignore[no-untyped-def]
+    """Pick ``option`` (a part of its text, or all of it with ``exact``) in the selectbox
+    ``label``. The sidebar's live fragment reruns every 2 s and can close or detach the open
+    list; so retry until the box shows the option."""
+    box = page.get_by_role("combobox", name=label)
+    for _ in range(5):
         try:
-            page.locator('[role="option"]', has_text=option).first.click(timeout=10_000)
-            break
-        except playwright_sync.TimeoutError:
-            if attempt == 3:
-                raise
+            box.click(timeout=10_000)
+            page.get_by_role("option", name=option, exact=exact).first.click(timeout=10_000)
+        except playwright_sync.Error:
             page.keyboard.press("Escape")
-    _settle(page)
+        _settle(page)
+        value = box.input_value()
+        if (value == option) if exact else (option.lower() in value.lower()):
+            return
+    raise AssertionError(f"could not choose {option!r} in {label!r}")
 
 
 def test_saved_runs_compared_and_a_loss_opened_in_chromium(server: str) -> None:

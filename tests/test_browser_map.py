@@ -11,7 +11,16 @@ import time
 
 import pytest
 
-from .test_browser import ARGS, CHROMIUM, _go, _no_exception, _settle, _shot, server
+from .test_browser import (
+    ARGS,
+    CHROMIUM,
+    _choose,
+    _go,
+    _no_exception,
+    _settle,
+    _shot,
+    server,
+)
 
 pytestmark = pytest.mark.browser
 playwright_sync = pytest.importorskip("playwright.sync_api")
@@ -23,23 +32,6 @@ BOOT_TEXTS = ("Starting Memory Workbench", "Getting the workbench ready")
 def _main_text(page) -> str:  # type: ignore[no-untyped-def]
     main = page.locator('[data-testid="stMain"]')
     return main.inner_text() if main.count() else ""
-
-
-def _choose(page, label: str, option: str, exact: bool = False) -> None:  # type: ignore[no-untyped-def]
-    """Pick ``option`` in the selectbox ``label``. The sidebar's live fragment reruns every
-    2 s and can detach an open option list; so retry until the box shows the option."""
-    box = page.get_by_role("combobox", name=label)
-    for _ in range(5):
-        try:
-            box.click(timeout=10_000)
-            page.get_by_role("option", name=option, exact=exact).first.click(timeout=10_000)
-        except playwright_sync.Error:
-            page.keyboard.press("Escape")
-        _settle(page)
-        value = box.input_value()
-        if (value == option) if exact else (option in value):
-            return
-    raise AssertionError(f"could not choose {option!r} in {label!r}")
 
 
 def test_first_visit_says_what_it_does_then_the_map_answers(server: str) -> None:
