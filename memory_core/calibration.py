@@ -31,13 +31,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .candidates import Candidates
+from .keyword.fts import phrase_bound
 
 #: The features, in the order of a fitted model's weights.
 FEATURES: tuple[str, ...] = ("fused", "inv_rank", "top_cos", "top_kw", "known", "top_both",
                              "top_fused")
-
-#: FTS5's bm25 ``k1 + 1``: one phrase adds at most ``idf · (k1 + 1)`` to a row's score.
-_K1_PLUS_1 = 2.2
 
 
 @dataclass(frozen=True)
@@ -99,15 +97,6 @@ def interp(x: float, xs: Sequence[float], ys: Sequence[float]) -> float:
     span = xs[hi] - xs[lo]
     t = (x - xs[lo]) / span if span > 0 else 0.0
     return ys[lo] + t * (ys[hi] - ys[lo])
-
-
-def phrase_bound(n_rows: int, n_hit: int) -> float:
-    """The most one phrase can add to a row's bm25: FTS5's IDF (clamped to 1e-6 when the phrase
-    is in half the rows or more) times ``k1 + 1``; 0 for a phrase no row contains."""
-    if n_hit <= 0:
-        return 0.0
-    idf = math.log((n_rows - n_hit + 0.5) / (n_hit + 0.5))
-    return (idf if idf > 0 else 1e-6) * _K1_PLUS_1
 
 
 def query_bound(cands: Candidates) -> float:

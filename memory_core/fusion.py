@@ -93,16 +93,6 @@ class FusionResult:
     abstention: str = ""
 
 
-def bm25_rank_to_score(rank: float) -> float:
-    """``bm25RankToScore``: FTS5 ranks are negative, smaller is better."""
-    if not math.isfinite(rank):
-        return 0.001
-    if rank < 0:
-        r = -rank
-        return r / (1 + r)
-    return 1 / (1 + rank)
-
-
 def snippet_of(text: str) -> str:
     return truncate_utf16(text, SNIPPET_MAX_CHARS)
 

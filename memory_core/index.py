@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 
-from . import postings
 from .candidates import Candidates
 from .common.synclock import DEFAULT_WAIT_S, SyncLockTimeout, sync_lock
 from .config import (
@@ -41,6 +40,7 @@ from .embeddings.batch import status_json as batch_status
 from .embeddings.windows import windowed_share
 from .expansion import with_decomposition, with_feedback
 from .fusion import FusionResult, Hit, fuse, rows_needed, scores_info
+from .keyword import postings
 from .reading import PathRefused, ReadResult, read_lines, read_rendered
 from .search import fetch_candidates
 from .sources import SourceError, SourceFile, list_files, load

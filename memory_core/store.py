@@ -40,6 +40,7 @@ from .indexfile import (
 from .indexfile import damage_found as damage_found
 from .indexfile import owner_stamp as owner_stamp
 from .indexfile import stamp_owner as stamp_owner
+from .keyword.fts import BIGRAM_TABLE, REFERENCE_TABLE, TABLES
 
 #: sqlite-vec's largest ``k``.
 _VEC0_MAX_K = 4096
@@ -106,7 +107,7 @@ def _vec(b: bytes | None) -> np.ndarray | None:
     return None if not b else np.frombuffer(b, dtype=np.float32)
 
 
-def _in_clause(column: str, values: Sequence[str] | None) -> tuple[str, list[Any]]:
+def in_clause(column: str, values: Sequence[str] | None) -> tuple[str, list[Any]]:
     if not values:
         return "", []
     return f" AND {column} IN ({','.join('?' * len(values))})", list(values)
@@ -129,9 +130,9 @@ class Store:
         self._vec_dims: int | None = None
         self._matrix_cache: tuple[int, list[str], np.ndarray] | None = None
         self._sidecar: vectors.VectorMatrix | None = None
-        #: FTS5 phrase → matching rows, valid while ``_fts_df_key`` (data_version, changes) holds
-        self._fts_df: dict[tuple[str, str], int] = {}
-        self._fts_df_key: tuple[int, int] = (-1, -1)
+        #: :meth:`read_memo`'s reads, valid while ``_memo_key`` (data_version, changes) holds
+        self._memo: dict[tuple[str, tuple[Any, ...]], list[Any]] = {}
+        self._memo_key: tuple[int, int] = (-1, -1)
         #: Why the file is damaged, once a read has found out (``None``: not known damaged).
         self.damaged: str | None = None
         check_index_file(self.path)
@@ -199,8 +200,8 @@ class Store:
         # count(*) reads the whole table (~120 ms at 133k chunks), which finds damage in it
         # before a search answers from it; ``scan=False`` (sync) only checks FTS5 is there
         try:
-            self.db.execute("SELECT count(*) FROM chunks_fts" if scan
-                            else "SELECT rowid FROM chunks_fts LIMIT 1").fetchone()
+            self.db.execute(f"SELECT count(*) FROM {REFERENCE_TABLE}" if scan
+                            else f"SELECT rowid FROM {REFERENCE_TABLE} LIMIT 1").fetchone()
             self.fts_available = True
         except DatabaseError as e:
             self.fts_error = str(e)
@@ -345,8 +346,8 @@ class Store:
             part = rowids[i : i + 500]
             marks = ",".join("?" * len(part))
             if self.fts_available:
-                self.db.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", part)
-                self.db.execute(f"DELETE FROM chunks_fts_bigram WHERE rowid IN ({marks})", part)
+                for table in TABLES:
+                    self.db.execute(f"DELETE FROM {table} WHERE rowid IN ({marks})", part)
             self.db.execute(f"DELETE FROM chunks WHERE rowid IN ({marks})", part)
 
     def replace_files(self, items: Sequence[tuple[FileRow, Sequence[StoredChunk], Sequence[str]]]
@@ -386,10 +387,10 @@ class Store:
             self.db.executemany("INSERT INTO chunks_vec(id, embedding) VALUES (?, ?)", vec_rows)
         if self.fts_available:
             self.db.executemany(
-                "INSERT INTO chunks_fts(rowid, text, id, path, source, model, start_line,"
+                f"INSERT INTO {REFERENCE_TABLE}(rowid, text, id, path, source, model, start_line,"
                 " end_line) VALUES (?,?,?,?,?,?,?,?)", fts_rows)
             self.db.executemany(
-                "INSERT INTO chunks_fts_bigram(rowid, text, id, source) VALUES (?,?,?,?)",
+                f"INSERT INTO {BIGRAM_TABLE}(rowid, text, id, source) VALUES (?,?,?,?)",
                 bigram_rows)
         self.db.executemany(
             "INSERT INTO files(path, source, hash, mtime, size, bad_lines, warnings)"
@@ -551,7 +552,7 @@ class Store:
 
     def embeddings(self, sources: Sequence[str] | None = None) -> tuple[list[str], np.ndarray]:
         """Every chunk id with a vector, and the matrix of vectors (rows in the same order)."""
-        clause, params = _in_clause("source", sources)
+        clause, params = in_clause("source", sources)
         version = self.db.execute("PRAGMA data_version").fetchone()[0]
         key = hash((version, tuple(sources or ()), self.chunk_count()))
         if self._matrix_cache and self._matrix_cache[0] == key:
@@ -572,88 +573,28 @@ class Store:
         self._matrix_cache = (key, ids, mat)
         return ids, mat
 
-    # ------------------------------------------------------------------ search legs
+    # ------------------------------------------------------------------ reads
 
-    def keyword_search(self, match: str | None, like_terms: Sequence[str], limit: int,
-                       *, table: str = "chunks_fts", sources: Sequence[str] | None = None
-                       ) -> list[tuple[str, float]]:
-        """FTS5 rows matching ``match`` (and every LIKE term), best BM25 first.
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """The rows of one read on this index's connection: the primitive the keyword leg's
+        FTS5 SQL runs through (its text is :mod:`.keyword.reads`'s; the connection, the schema
+        and how a read fails are the store's)."""
+        return self.db.execute(sql, params).fetchall()
 
-        Returns ``(id, rank)`` pairs, where ``rank`` is FTS5's ``bm25()`` (negative, smaller is
-        better) or ``None``-free ``0.0`` for rows found without MATCH, as in the reference.
-        """
-        if not self.fts_available or limit <= 0:
-            return []
-        if table not in ("chunks_fts", "chunks_fts_bigram"):
-            raise ValueError(table)
-        clause, params = _in_clause("source", sources)
-        likes = "".join(" AND text LIKE ? ESCAPE '\\'" for _ in like_terms)
-        like_params = [f"%{_escape_like(t)}%" for t in like_terms]
-        if match:
-            try:
-                rows = self.db.execute(
-                    f"SELECT id, bm25({table}) AS rank FROM {table} WHERE {table} MATCH ?"
-                    f"{likes}{clause} ORDER BY rank ASC LIMIT ?",
-                    [match, *like_params, *params, limit]).fetchall()
-                return [(r[0], float(r[1])) for r in rows]
-            except OperationalError:
-                pass  # the reference falls back to LIKE over every term (rank 0)
-        if not like_terms:
-            return []
-        rows = self.db.execute(
-            f"SELECT id, 0.0 FROM {table} WHERE 1=1{likes}{clause} LIMIT ?",
-            [*like_params, *params, limit]).fetchall()
-        return [(r[0], 0.0) for r in rows]
-
-    def fts_row_count(self, table: str) -> int:
-        """Rows of an FTS5 table (bm25's N), from its ``_docsize`` shadow table: a b-tree count
-        (~0 ms at 133k rows, where FTS5's own ``count(*)`` scans for 140 ms)."""
-        return self.fts_doc_counts(table, [""])[0]
-
-    def fts_doc_counts(self, table: str, phrases: Sequence[str]) -> list[int]:
-        """Rows matching each FTS5 phrase (bm25's per-phrase ``nHit``; ``""``: every row), cached
-        until the index changes (another connection's commit moves ``data_version``, ours
-        ``total_changes``)."""
-        if table not in ("chunks_fts", "chunks_fts_bigram"):
-            raise ValueError(table)
+    def read_memo(self, sql: str, params_list: Sequence[Sequence[Any]]) -> list[list[Any]]:
+        """:meth:`read` of ``sql`` with each of ``params_list``, remembered until the index
+        changes (another connection's commit moves ``data_version``, ours ``total_changes``)."""
         key = (int(self.db.execute("PRAGMA data_version").fetchone()[0]), self.db.total_changes)
-        if key != self._fts_df_key:
-            self._fts_df, self._fts_df_key = {}, key
+        if key != self._memo_key:
+            self._memo, self._memo_key = {}, key
         out = []
-        for ph in phrases:
-            n = self._fts_df.get((table, ph))
-            if n is None and not ph:  # "": every row (bm25's N)
-                n = int(self.db.execute(f"SELECT count(*) FROM {table}_docsize").fetchone()[0])
-            elif n is None:
-                n = int(self.db.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?",
-                                        (ph,)).fetchone()[0])
-                self._fts_df[(table, ph)] = n
-            out.append(n)
+        for params in params_list:
+            k = (sql, tuple(params))
+            rows = self._memo.get(k)
+            if rows is None:
+                rows = self._memo[k] = self.read(sql, params)
+            out.append(rows)
         return out
-
-    def fts_ranked(self, table: str, match: str, limit: int, *,
-                   sources: Sequence[str] | None = None,
-                   rowids: Sequence[int] | None = None) -> list[tuple[int, str, float]]:
-        """``(rowid, id, bm25)`` of the rows matching ``match``, best first (``ORDER BY rank``
-        exactly as :meth:`keyword_search`), optionally only among ``rowids``.
-
-        The rowid filter is written ``+rowid IN (...)`` so that SQLite checks it on each row of
-        ONE scan of the MATCH: as a pushed-down constraint FTS5 would run the query once per
-        rowid and recompute bm25's per-phrase row counts each time (10 ms a row at 133k).
-        bm25 is computed only for the rows that pass, in the same rowid order as the unfiltered
-        query, so ties come out in the same order.
-        """
-        if table not in ("chunks_fts", "chunks_fts_bigram"):
-            raise ValueError(table)
-        clause, params = _in_clause("source", sources)
-        extra: list[Any] = []
-        if rowids is not None:
-            clause += " AND +rowid IN (SELECT value FROM json_each(?))"
-            extra.append(json.dumps(list(rowids)))
-        rows = self.db.execute(
-            f"SELECT rowid, id, bm25({table}) AS rank FROM {table} WHERE {table} MATCH ?"
-            f"{clause} ORDER BY rank ASC LIMIT ?", [match, *params, *extra, limit]).fetchall()
-        return [(int(r[0]), r[1], float(r[2])) for r in rows]
 
     # ------------------------------------------------------------------ vector sidecar
 
@@ -766,6 +707,3 @@ class Store:
     def vector_dims(self) -> int | None:
         return self._vec_dims
 
-
-def _escape_like(term: str) -> str:
-    return term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

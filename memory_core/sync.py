@@ -24,7 +24,6 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from . import postings
 from .chunking import Chunk, chunk_context, chunk_markdown, remap_chunk_lines, sha256_hex
 from .common.dates import now_ms
 from .common.fileio import file_changed
@@ -32,6 +31,7 @@ from .common.sql import sqlite
 from .config import MemoryConfig, fingerprint
 from .embeddings import EmbeddingProvider, ProviderChoice
 from .embeddings.windows import POOLING, declared_limit, embed_whole, pooled_key
+from .keyword import postings
 from .sources import (
     SourceDoc,
     SourceError,

@@ -17,10 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memory_core import MemoryIndex, postings
+from memory_core import MemoryIndex
 from memory_core.config import profile_settings
+from memory_core.keyword import postings, reads
+from memory_core.keyword.plans import keyword_leg, or_query_topk
 from memory_core.query import or_fts_query
-from memory_core.search import keyword_leg, or_query_topk
 
 TABLE = postings.TABLE
 COMMON = "server database deploy alert backup".split()
@@ -92,7 +93,7 @@ def test_sync_writes_a_fresh_sidecar(kw_index: MemoryIndex) -> None:
     store = kw_index.store
     side = postings.for_store(store)
     assert side is not None
-    assert side.n == store.fts_row_count(TABLE)
+    assert side.n == reads.row_count(store, TABLE)
     assert postings.refresh(store) == "fresh"
     # row lengths are FTS5's docsize: the same avgdl as bm25 uses
     total = sum(len(t) for t in postings.tokenize(
@@ -110,8 +111,8 @@ def test_postings_equal_the_fts5_query(kw_index: MemoryIndex, pool: int,
     for q in _queries():
         match = or_fts_query(q)
         assert match
-        want = store.keyword_search(match, [], pool, table=TABLE, sources=sources)
-        got = side.ranked(store.db, TABLE, match.split(" OR "), pool, sources)
+        want = reads.match_rows(store, match, [], pool, table=TABLE, sources=sources)
+        got = side.ranked(store, TABLE, match.split(" OR "), pool, sources)
         assert got == want, q  # same ids, same order, same floats
 
 
@@ -125,7 +126,7 @@ def test_the_search_leg_uses_the_sidecar(kw_index: MemoryIndex) -> None:
         plans.add(plan)
         hits, m, table = keyword_leg(store, q, s, 200, None)
         assert table == TABLE and m == match
-        want = store.keyword_search(match, [], 200, table=TABLE)
+        want = reads.match_rows(store, match, [], 200, table=TABLE)
         assert [(h.id, h.raw) for h in hits] == want == got
     assert plans == {"postings"}
 
@@ -176,12 +177,12 @@ def test_a_small_sync_updates_the_sidecar_like_a_full_read(
     assert delta is not None
     _same_postings(delta, postings.build_full(store.db))
     side = postings.for_store(store)
-    assert side is not None and side.n == store.fts_row_count(TABLE)
+    assert side is not None and side.n == reads.row_count(store, TABLE)
     for q in [*_queries()[:40], "zebra brandnew", "斑马", "zebra_crossing"]:
         match = or_fts_query(q)
         assert match
-        want = store.keyword_search(match, [], 50, table=TABLE)
-        assert side.ranked(store.db, TABLE, match.split(" OR "), 50, None) == want, q
+        want = reads.match_rows(store, match, [], 50, table=TABLE)
+        assert side.ranked(store, TABLE, match.split(" OR "), 50, None) == want, q
 
 
 def test_stale_or_damaged_sidecars_are_not_used(fresh: tuple[Path, MemoryIndex]) -> None:
@@ -197,7 +198,7 @@ def test_stale_or_damaged_sidecars_are_not_used(fresh: tuple[Path, MemoryIndex])
     assert postings.for_store(store) is None
     match = or_fts_query("okapi server")
     assert match
-    want = store.keyword_search(match, [], 20, table=TABLE)
+    want = reads.match_rows(store, match, [], 20, table=TABLE)
     got, plan = or_query_topk(store, TABLE, match.split(" OR "), 20, None)
     assert got == want and plan != "postings"
     path.write_bytes(b"MWPOST01" + b"\xff" * 64)  # damaged
@@ -243,14 +244,14 @@ def test_verify_rewrites_a_sidecar_that_looks_fresh(fresh: tuple[Path, MemoryInd
                    side.doclen)
     match = or_fts_query("server")
     assert match
-    want = store.keyword_search(match, [], 20, table=TABLE)
+    want = reads.match_rows(store, match, [], 20, table=TABLE)
     bad = postings.for_store(store)
-    assert bad is not None and bad.ranked(store.db, TABLE, [match], 20) != want
+    assert bad is not None and bad.ranked(store, TABLE, [match], 20) != want
     idx.sync()  # a plain sync trusts the stamp
-    assert postings.for_store(idx.store).ranked(idx.store.db, TABLE, [match], 20) != want
+    assert postings.for_store(idx.store).ranked(idx.store, TABLE, [match], 20) != want
     idx.sync(verify=True)
     good = postings.for_store(idx.store)
-    assert good is not None and good.ranked(idx.store.db, TABLE, [match], 20) == want
+    assert good is not None and good.ranked(idx.store, TABLE, [match], 20) == want
 
 
 def test_a_sync_that_only_removes_rows_updates_like_a_full_read(
@@ -283,7 +284,7 @@ def test_a_sidecar_that_cannot_be_written_costs_a_warning_not_the_sync(
         match = or_fts_query("quokka server")
         assert match
         got, plan = or_query_topk(idx.store, TABLE, match.split(" OR "), 20, None)
-        assert plan != "postings" and got == idx.store.keyword_search(match, [], 20, table=TABLE)
+        assert plan != "postings" and got == reads.match_rows(idx.store, match, [], 20, table=TABLE)
         assert got and idx.search("quokka").hits
     finally:
         path.rmdir()

@@ -1,9 +1,9 @@
 """The default profile's OR keyword query, answered by splitting its phrases (issue #10 item 2).
 
-``search.or_query_topk`` must return exactly what FTS5's own ``ORDER BY bm25 LIMIT pool`` returns
-(same ids, same order, same bm25 floats), whichever plan answers. The corpus is built to make
-that hard: words in most chunks (IDF clamped to 1e-6), duplicate chunks (exact ties), a rare
-word per topic, Chinese bigrams, and a source filter. Real SQLite, keyword-only index.
+``keyword.plans.or_query_topk`` must return exactly what FTS5's own ``ORDER BY bm25 LIMIT pool``
+returns (same ids, same order, same bm25 floats), whichever plan answers. The corpus is built to
+make that hard: words in most chunks (IDF clamped to 1e-6), duplicate chunks (exact ties), a
+rare word per topic, Chinese bigrams, and a source filter. Real SQLite, keyword-only index.
 """
 
 from __future__ import annotations
@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 
 from memory_core import MemoryIndex
+from memory_core.keyword import reads
+from memory_core.keyword.fts import phrase_bound
+from memory_core.keyword.plans import or_query_topk
 from memory_core.query import or_fts_query
-from memory_core.search import or_query_topk, phrase_bound
 
 COMMON = "server database deploy alert backup".split()
 MEDIUM = [f"topic{i}" for i in range(30)]
@@ -72,7 +74,7 @@ def test_split_query_equals_the_full_fts5_query(kw_index: MemoryIndex, pool: int
     for q in _queries():
         match = or_fts_query(q)
         assert match
-        want = st.keyword_search(match, [], pool, table=table, sources=sources)
+        want = reads.match_rows(st, match, [], pool, table=table, sources=sources)
         got, plan = or_query_topk(st, table, match.split(" OR "), pool, sources)
         plans[plan.split("-")[0]] = plans.get(plan.split("-")[0], 0) + 1
         assert got == want, (q, plan)
@@ -89,13 +91,14 @@ def test_phrase_bound_is_fts5s_clamped_idf() -> None:
 def test_default_profile_search_is_unchanged_by_the_split(kw_index: MemoryIndex) -> None:
     """Through the public search path: the keyword leg's ids and scores are FTS5's."""
     from memory_core.config import profile_settings
-    from memory_core.search import fetch_candidates, keyword_leg
+    from memory_core.keyword.plans import keyword_leg
+    from memory_core.search import fetch_candidates
 
     s = profile_settings("default")
     for q in _queries()[:20]:
         hits, match, table = keyword_leg(kw_index.store, q, s, 200, None)
         assert match is not None
-        want = kw_index.store.keyword_search(match, [], 200, table=table)
+        want = reads.match_rows(kw_index.store, match, [], 200, table=table)
         assert [(h.id, h.raw) for h in hits] == want
         c = fetch_candidates(kw_index.store, None, q, s)
         assert [h.id for h in c.keyword] == [i for i, _ in want]

@@ -10,7 +10,8 @@ import pytest
 from memory_core import MemoryIndex, PathRefused, fuse, profile_settings
 from memory_core.candidates import Candidates, ChunkInfo, LegHit
 from memory_core.config import ExtraPath
-from memory_core.fusion import bm25_rank_to_score, lexical_boost_score
+from memory_core.fusion import lexical_boost_score
+from memory_core.keyword.fts import rank_to_score
 from memory_core.query import extract_keywords, or_fts_query, reference_fts_query
 
 
@@ -28,9 +29,9 @@ def test_or_query_uses_bigrams_and_drops_stop_words() -> None:
 
 
 def test_bm25_rank_to_score() -> None:
-    assert bm25_rank_to_score(-3.0) == pytest.approx(0.75)
-    assert bm25_rank_to_score(1.0) == pytest.approx(0.5)
-    assert bm25_rank_to_score(float("nan")) == 0.001
+    assert rank_to_score(-3.0) == pytest.approx(0.75)
+    assert rank_to_score(1.0) == pytest.approx(0.5)
+    assert rank_to_score(float("nan")) == 0.001
 
 
 def test_extract_keywords() -> None:
@@ -45,7 +46,7 @@ def _cands(vector: list[tuple[str, float]], keyword: list[tuple[str, float]],
     chunks = {i: ChunkInfo(i, f"memory/{i}.md", "memory", 1, 2, f"text {i}") for i in ids}
     return Candidates(query, mode,
                       tuple(LegHit(i, s, n + 1, s) for n, (i, s) in enumerate(vector)),
-                      tuple(LegHit(i, bm25_rank_to_score(r), n + 1, r)
+                      tuple(LegHit(i, rank_to_score(r), n + 1, r)
                             for n, (i, r) in enumerate(keyword)), chunks, 200)
 
 

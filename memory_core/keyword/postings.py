@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import math
 import os
 import re
 import threading
@@ -39,9 +38,9 @@ from typing import Any
 
 import numpy as np
 
-from . import vectors
-from .common.locations import beside, env_int
-from .common.sidecar import (
+from .. import vectors
+from ..common.locations import beside, env_int
+from ..common.sidecar import (
     Checks,
     SidecarDamaged,
     id_column,
@@ -50,19 +49,17 @@ from .common.sidecar import (
     source_codes,
     write_file,
 )
-from .common.topk import smallest_first
-from .store import Store, sqlite
+from ..common.topk import smallest_first
+from ..store import Store, sqlite
+from . import reads
+from .fts import BIGRAM_TABLE, K1, K1_PLUS_1, B, idf
 
 MAGIC = b"MWPOST01"
 #: The FTS5 table the sidecar mirrors: the default profile's keyword table.
-TABLE = "chunks_fts_bigram"
+TABLE = BIGRAM_TABLE
 #: Indexes below this many rows get no sidecar: FTS5 answers them in a few milliseconds (at
 #: 13k rows its OR query took ~20 ms, the postings < 1 ms).
 MIN_ROWS = 5_000
-#: FTS5's bm25 constants (``fts5_aux.c``), and ``k1 + 1.0`` computed as C computes it.
-K1 = 1.2
-B = 0.75
-K1_PLUS_1 = K1 + 1.0
 _VOCAB = "mw_postings_vocab"
 #: Memory for the per-term score arrays kept between queries (a term in every row of 133k:
 #: ~1.6 MB); the oldest go first.
@@ -176,11 +173,8 @@ class Postings:
         rows, tfs = self.term_rows(term)
         n = self.n
         if rows.size:
-            idf = math.log((n - rows.size + 0.5) / (rows.size + 0.5))
-            if idf <= 0.0:
-                idf = 1e-6
             f = tfs.astype(np.float64)
-            contrib = idf * ((f * K1_PLUS_1) / (f + self.length_norm()[rows]))
+            contrib = idf(n, rows.size) * ((f * K1_PLUS_1) / (f + self.length_norm()[rows]))
         else:
             contrib = np.zeros(0, np.float64)
         size = contrib.nbytes + rows.size * 4
@@ -202,7 +196,7 @@ class Postings:
             self._norm = K1 * ((1 - B) + (B * d) / avgdl)
         return self._norm
 
-    def ranked(self, db: Any, table: str, phrases: Sequence[str], pool: int,
+    def ranked(self, store: Store, table: str, phrases: Sequence[str], pool: int,
                sources: Sequence[str] | None = None) -> list[tuple[str, float]] | None:
         """The top ``pool`` ``(id, bm25)`` of the OR of ``phrases`` (``"tok"`` strings, as in
         the MATCH), as FTS5's ``ORDER BY bm25 LIMIT pool`` gives them; ``None`` when a phrase
@@ -221,8 +215,7 @@ class Postings:
                 if not rows.size:
                     continue
             else:  # positions matter: FTS5 scores this phrase alone, exactly as in the OR
-                got = db.execute(f"SELECT rowid, bm25({table}) FROM {table} WHERE {table} MATCH ?",
-                                 (phrase,)).fetchall()
+                got = reads.phrase_scores(store, table, phrase)
                 if not got:
                     continue
                 arr = np.asarray(got, dtype=np.float64)
@@ -486,7 +479,7 @@ def refresh(store: Store, *, force_full: bool = False,
         return "none"
     stamp = vectors.stamp_of(store.get_meta())
     path = sidecar_path(store.path)
-    n_rows = store.fts_row_count(TABLE)
+    n_rows = reads.row_count(store, TABLE)
     if n_rows < min_rows():
         if path.exists():
             with contextlib.suppress(FileNotFoundError):
