@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .keyword.fts import REFERENCE_TABLE
+
 
 @dataclass(frozen=True)
 class ChunkInfo:
@@ -53,7 +55,7 @@ class Candidates:
     chunks: dict[str, ChunkInfo]
     pool: int
     keyword_query: str | None = None
-    keyword_table: str = "chunks_fts"
+    keyword_table: str = REFERENCE_TABLE
     keyword_fallback: tuple[tuple[LegHit, ...], ...] = ()
     keyword_fallback_terms: tuple[str, ...] = ()  # the keyword each fallback list searched
     timings_ms: dict[str, float] = field(default_factory=dict)

@@ -9,8 +9,9 @@ docs/retrieval.md).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from . import calibration
 from .calibration_fitted import CALIBRATIONS
@@ -188,12 +189,7 @@ def _fts_only(cands: Candidates, s: SearchSettings) -> FusionResult:
                 h.score, h.text_score, h.text_rank, h.via = score, k.score, k.rank, "keyword"
                 h.components = {"text": k.score, "boost": score - k.score}
                 scored[k.id] = h
-    hits = list(scored.values())
-    _apply_decay(hits, cands, s)
-    hits = _sort(hits)
-    strict = [h for h in hits if h.score >= s.min_score]
-    chosen = strict or [h for h in hits if h.score >= 0]
-    return _finish(chosen, hits, s, cands.mode)
+    return _run_tail("reference:fts-only", cands, s, list(scored.values()), ())
 
 
 def _finish(chosen: list[Hit], ranked: list[Hit], s: SearchSettings, mode: str,
@@ -255,27 +251,13 @@ def _reference_hybrid(cands: Candidates, s: SearchSettings) -> FusionResult:
         for h in hits:
             h.score = h.vector_score
             h.components = {"vector": h.vector_score}
-        strict = [h for h in hits if h.score >= s.min_score]
-        return _finish(strict, hits, s, cands.mode)
+        return _run_tail("reference:vector-only", cands, s, hits, ())
     wv, wt = s.normalized_weights()
     merged = _merge(cands, vector, keyword)
     for h in merged:
         h.components = {"vector": wv * h.vector_score, "text": wt * h.text_score}
         h.score = h.components["vector"] + h.components["text"]
-    _apply_decay(merged, cands, s)
-    merged = _sort(merged)
-    if s.mmr_enabled:
-        merged = mmr_rerank(merged, s.mmr_lambda)
-    strict = [h for h in merged if h.score >= s.min_score]
-    if strict or not keyword:
-        if s.keyword_only_fill and keyword:
-            strict = _fill_keyword_only(strict, merged, s)
-        return _finish(strict, merged, s, cands.mode)
-    kw_keys = {_key(cands.chunks[k.id]) for k in keyword}
-    pool = [h for h in merged if _key(cands.chunks[h.id]) in kw_keys]
-    chosen = [h for h in pool if h.score >= s.min_score] or [
-        h for h in pool if h.score >= s.relaxed_min_score]
-    return _finish(chosen, merged, s, cands.mode)
+    return _run_tail("reference", cands, s, merged, keyword)
 
 
 def _fill_keyword_only(strict: list[Hit], merged: list[Hit], s: SearchSettings) -> list[Hit]:
@@ -312,13 +294,7 @@ def _rrf(cands: Candidates, s: SearchSettings) -> FusionResult:
         ct = wt * (k + 1) / (k + h.text_rank) if h.text_rank else 0.0
         h.components = {"vector": cv, "text": ct}
         h.score = cv + ct
-    _date_hint(merged, cands, s)
-    _apply_decay(merged, cands, s)
-    merged = _sort(merged)
-    if s.mmr_enabled:
-        merged = mmr_rerank(merged, s.mmr_lambda)
-    chosen = [h for h in merged if h.score >= s.min_score]
-    return _finish(chosen, merged, s, cands.mode)
+    return _run_tail("rrf", cands, s, merged, keyword)
 
 
 def _date_hint(hits: list[Hit], cands: Candidates, s: SearchSettings) -> None:
@@ -438,21 +414,7 @@ def _normalized(cands: Candidates, s: SearchSettings) -> FusionResult:
             cos = max(0.0, (cos - s.vector_floor) / (1.0 - s.vector_floor))
         h.components = {"vector": wv * cos, "text": wt * t}
         h.score = h.components["vector"] + h.components["text"]
-    _date_hint(merged, cands, s)
-    boost_adjacent(merged, s.adjacent)
-    _apply_decay(merged, cands, s)
-    merged = diversify(_sort(merged), s.diversity)
-    if s.mmr_enabled:
-        merged = mmr_rerank(merged, s.mmr_lambda)
-    evidence = None
-    if s.calibration and s.hybrid and calibration.applicable(cands):
-        evidence = _calibrate(merged, cands, s)
-        if merged and merged[0].score < s.abstain_below:
-            return _finish([], merged, s, cands.mode, evidence)
-    chosen = [h for h in merged if h.score >= s.min_score]
-    if s.keyword_only_fill and keyword:
-        chosen = _fill_keyword_only(chosen, merged, s)
-    return _finish(chosen, merged, s, cands.mode, evidence)
+    return _run_tail("normalized", cands, s, merged, keyword)
 
 
 def hit_evidence(cands: Candidates, hits: list[Hit]
@@ -494,6 +456,136 @@ def _calibrate(hits: list[Hit], cands: Candidates, s: SearchSettings
                       "logit": z, "logistic": raw, "probability": p, "model": model.name}
         h.score = p
     return q
+
+
+# --------------------------------------------------------------------------- the tail
+#
+# What every fusion does once each hit has its fused score: bonuses that read the other hits,
+# decay, the order, diversity, the gate and what fills or replaces it. One pipeline; each
+# fusion's order of steps is data (:data:`TAILS`). A step reads the settings and does nothing
+# when they leave it off, so a tail lists every step its fusion may take.
+
+TailStep = Literal["date_hint", "adjacent", "decay", "sort", "diversify", "mmr", "calibrate",
+                   "gate", "relaxed", "floor", "fill"]
+
+#: Each fusion's tail, in order. The three ``reference`` tails are OpenClaw 2026.5.20's
+#: (spec §4.2, the search flow; §4.5, the merge: decay → sort → MMR; §4.6–4.7) and must not
+#: change (tests/test_reference_goldens.py); the others are this project's (docs/retrieval.md).
+TAILS: dict[str, tuple[TailStep, ...]] = {
+    # the reference's: hybrid (§4.5, then §4.2's minScore and relaxed fallback, then 2026.9's
+    # keyword-only filling, off in its profile), no hybrid or no FTS5 (§4.2: the vector hits
+    # above minScore, in the leg's order) and FTS-only (§4.2: decay, sort, minScore, else >= 0)
+    "reference": ("decay", "sort", "mmr", "gate", "relaxed", "fill"),
+    "reference:vector-only": ("gate",),
+    "reference:fts-only": ("decay", "sort", "gate", "floor"),
+    # ours
+    "rrf": ("date_hint", "decay", "sort", "mmr", "gate"),
+    "normalized": ("date_hint", "adjacent", "decay", "sort", "diversify", "mmr", "calibrate",
+                   "gate", "fill"),
+}
+
+
+@dataclass
+class _Tail:
+    """One fusion call's state as its tail's steps pass it along (nothing outlives the call)."""
+
+    cands: Candidates
+    s: SearchSettings
+    hits: list[Hit]  # every candidate, in the order the steps so far left them
+    keyword: Sequence[LegHit]  # the keyword leg's cut list: the relaxed fallback's and fill's
+    chosen: list[Hit] | None = None  # what passes, once a gate ran
+    evidence: calibration.QueryEvidence | None = None
+
+
+def _step_date_hint(t: _Tail) -> bool:
+    _date_hint(t.hits, t.cands, t.s)
+    return False
+
+
+def _step_adjacent(t: _Tail) -> bool:
+    boost_adjacent(t.hits, t.s.adjacent)
+    return False
+
+
+def _step_decay(t: _Tail) -> bool:
+    _apply_decay(t.hits, t.cands, t.s)
+    return False
+
+
+def _step_sort(t: _Tail) -> bool:
+    t.hits = _sort(t.hits)
+    return False
+
+
+def _step_diversify(t: _Tail) -> bool:
+    t.hits = diversify(t.hits, t.s.diversity)
+    return False
+
+
+def _step_mmr(t: _Tail) -> bool:
+    if t.s.mmr_enabled:
+        t.hits = mmr_rerank(t.hits, t.s.mmr_lambda)
+    return False
+
+
+def _step_calibrate(t: _Tail) -> bool:
+    """Scores become probabilities; nothing is returned when the best is below abstainBelow."""
+    if not (t.s.calibration and t.s.hybrid and calibration.applicable(t.cands)):
+        return False
+    t.evidence = _calibrate(t.hits, t.cands, t.s)
+    if t.hits and t.hits[0].score < t.s.abstain_below:
+        t.chosen = []
+        return True
+    return False
+
+
+def _step_gate(t: _Tail) -> bool:
+    t.chosen = [h for h in t.hits if h.score >= t.s.min_score]
+    return False
+
+
+def _step_relaxed(t: _Tail) -> bool:
+    """Spec §4.2: nothing passed but the keyword leg found hits: those of them above
+    ``relaxedMinScore``, and the tail ends there."""
+    if t.chosen or not t.keyword:
+        return False
+    kw_keys = {_key(t.cands.chunks[k.id]) for k in t.keyword}
+    pool = [h for h in t.hits if _key(t.cands.chunks[h.id]) in kw_keys]
+    t.chosen = [h for h in pool if h.score >= t.s.min_score] or [
+        h for h in pool if h.score >= t.s.relaxed_min_score]
+    return True
+
+
+def _step_floor(t: _Tail) -> bool:
+    """Spec §4.2, FTS-only: nothing passed minScore: every hit scoring at least 0."""
+    if not t.chosen:
+        t.chosen = [h for h in t.hits if h.score >= 0]
+    return False
+
+
+def _step_fill(t: _Tail) -> bool:
+    if t.s.keyword_only_fill and t.keyword:
+        t.chosen = _fill_keyword_only(t.chosen or [], t.hits, t.s)
+    return False
+
+
+#: A step changes the tail's state and says whether the tail ends there.
+STEPS: dict[TailStep, Callable[[_Tail], bool]] = {
+    "date_hint": _step_date_hint, "adjacent": _step_adjacent, "decay": _step_decay,
+    "sort": _step_sort, "diversify": _step_diversify, "mmr": _step_mmr,
+    "calibrate": _step_calibrate, "gate": _step_gate, "relaxed": _step_relaxed,
+    "floor": _step_floor, "fill": _step_fill}
+
+
+def _run_tail(tail: str, cands: Candidates, s: SearchSettings, hits: list[Hit],
+              keyword: Sequence[LegHit]) -> FusionResult:
+    """Run :data:`TAILS` ``[tail]`` over the scored ``hits``; a tail with no gate keeps all."""
+    t = _Tail(cands, s, hits, keyword)
+    for step in TAILS[tail]:
+        if STEPS[step](t):
+            break
+    chosen = t.hits if t.chosen is None else t.chosen
+    return _finish(chosen, t.hits, s, cands.mode, t.evidence)
 
 
 FUSIONS: dict[FusionMode, Callable[[Candidates, SearchSettings], FusionResult]] = {
