@@ -3,7 +3,9 @@
 No SQL, no model, no clock unless the settings leave ``now_ms`` unset. ``fusion="reference"``
 reproduces OpenClaw 2026.5.20's merge, minScore gate and relaxed fallback to the constant (spec
 §4.2–4.7); the other modes are this project's improvements, chosen by measurement (see
-docs/retrieval.md).
+docs/retrieval.md). Each fusion scores its candidates, then runs one tail pipeline (decay,
+sort, MMR, the gate, filling…) whose order per fusion is data, :data:`TAILS`, the reference's
+orders marked as such.
 """
 
 from __future__ import annotations
