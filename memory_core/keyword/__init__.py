@@ -9,6 +9,10 @@ plans and the postings sidecar that answers the default profile's OR query.
   OR query by postings, a MaxScore split, or FTS5's full query, all with the same answer);
 * :mod:`.postings`: the sidecar, its reads and its build from FTS5's vocabulary.
 
+The MATCH strings themselves come from :mod:`memory_core.query` (``reference_fts_query``,
+``or_fts_query``): a pure base module whose tokens, dates and query limits fusion and the MCP
+server use too, so it stays below the store.
+
 This ``__init__`` imports nothing: the store imports :mod:`.fts` while it is itself being
 imported, and :mod:`.plans` imports the store.
 """
