@@ -257,3 +257,12 @@ def test_shared_locomo_queries_parse() -> None:
     assert all(ev.line and ev.path.startswith("memory/") for q in main_set for ev in q.relevant)
     sess = load_query_set("locomo-sessions:conv-30")
     assert all(ev.path.startswith("sessions/") for q in sess.queries for ev in q.relevant)
+
+
+def test_cli_eval_runs_one_named_conversation(capsys: pytest.CaptureFixture[str]) -> None:
+    """A named set of one conversation brings its own workspace: no --workspace is asked for."""
+    if not (datasets_dir() / "locomo-dev" / "queries-markdown.jsonl").is_file():
+        pytest.skip("../shared/datasets is absent")
+    assert main(["eval", "--queries", "locomo-markdown:conv-30", "--provider", "none",
+                 "--limit", "2", "--no-progress", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["reports"]

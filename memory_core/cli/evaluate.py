@@ -313,7 +313,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     except DatasetMissing as e:
         print(f"memory-core eval: {e}", file=sys.stderr)
         return EXIT_USAGE
-    if qs.workspaces.get("") is None and len(qs.workspaces) == 1 and not args.workspace:
+    if "" in qs.workspaces and qs.workspaces[""] is None and not args.workspace:
         raise CliError(f"{args.queries}: a query file needs --workspace")
     if (args.run_out or args.save_run is not None) and (args.cv or args.sweep
                                                          or args.backend == "qmd"):
