@@ -17,6 +17,7 @@ import urllib.parse
 from pathlib import Path
 
 from .common.fileio import atomic_write
+from .common.indexfiles import IndexFiles
 from .common.sql import DatabaseError, sqlite
 
 
@@ -50,7 +51,7 @@ def damage_marker(path: Path) -> Path:
     """``<index>.damaged``: left by the read that found the index damaged (with the reason), so
     the next sync rebuilds it even when its own reads never touch the damaged pages; removed
     when the rebuilt index is swapped in."""
-    return Path(f"{path}.damaged")
+    return IndexFiles(path).damaged
 
 
 def damage_found(path: Path) -> str | None:
@@ -65,7 +66,7 @@ def owner_stamp(path: Path) -> Path:
     """``<index>.owner``: written beside every index this project builds or opens, naming the
     file's device and inode. It is how a damaged index (page 1 overwritten, say) is still known
     as ours and rebuilt aside, while any other file at that path stays refused."""
-    return Path(f"{path}.owner")
+    return IndexFiles(path).owner
 
 
 def file_id(path: Path) -> list[int] | None:
@@ -146,7 +147,7 @@ def check_index_file(path: Path) -> None:
     why = ""
     readable = False
     uris = [read_uri(path, immutable=True)]
-    if os.path.exists(f"{path}-wal"):
+    if IndexFiles(path).wal.exists():
         uris.append(read_uri(path))
     for uri in uris:
         try:

@@ -28,6 +28,7 @@ from . import postings
 from .chunking import Chunk, chunk_context, chunk_markdown, remap_chunk_lines, sha256_hex
 from .common.dates import now_ms
 from .common.fileio import file_changed
+from .common.indexfiles import IndexFiles
 from .common.sql import sqlite
 from .config import MemoryConfig, fingerprint
 from .embeddings import EmbeddingProvider, ProviderChoice
@@ -609,7 +610,7 @@ class Indexer:
                  report: SyncReport) -> None:
         """Build the whole index aside (``<db>.tmp-<id>``), seeded with the old file's embedding
         cache, then swap it in; ``previous``: the old meta (the generation continues from it)."""
-        tmp = target.with_name(f"{target.name}.tmp-{uuid.uuid4().hex[:12]}")
+        tmp = IndexFiles(target).tmp(uuid.uuid4().hex[:12])
         # scratch: no WAL (every page written twice, WAL then file) and no syncs while the
         # file is built aside; a crash leaves a temp file that is discarded anyway
         new = Store(tmp, self.config.store.busy_timeout_ms, cache_mib=WRITE_CACHE_MIB,
@@ -778,18 +779,16 @@ def _copy_into(tmp: Path, target: Path, busy_timeout_ms: int) -> None:
 
 
 def _remove_db_sidecars(path: Path) -> None:
-    for suffix in ("-wal", "-shm"):
-        try:
-            os.remove(f"{path}{suffix}")
-        except FileNotFoundError:
-            pass
+    for p in IndexFiles(path).journal:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(p)
 
 
 def cleanup_stale_temp(target: Path, max_age_s: float = 3600) -> int:
     """Delete leftovers of rebuilds that were killed (``<db>.tmp-*``) older than ``max_age_s``."""
     n = 0
     now = time.time()
-    for p in target.parent.glob(target.name + ".tmp-*"):
+    for p in IndexFiles(target).temps():
         try:
             if now - p.stat().st_mtime > max_age_s:
                 p.unlink()
