@@ -64,8 +64,9 @@ from .store import (
     IndexUnavailable,
     SkippedRow,
     Store,
+    StoreCorrupt,
     StoreError,
-    is_corruption,
+    StoreLocked,
 )
 from .sync import (
     EmbedExecutor,
@@ -348,9 +349,8 @@ class MemoryIndex:
             self._synced = True
             self.sync_skipped = ("another process is syncing this index; answered from its "
                                  "last committed state")
-        except (StoreError, DatabaseError) as e:  # locked by another process: not damage
-            if isinstance(e, IndexPathRefused) or not self.store_path.exists() \
-                    or not ("locked" in str(e) or "busy" in str(e)):
+        except StoreLocked as e:  # locked by another process: not damage
+            if not self.store_path.exists():
                 raise
             self.sync_skipped = f"the index was busy ({e}); answered from its last committed state"
 
@@ -590,9 +590,7 @@ class MemoryIndex:
                     cache_entries = st.cache_count()
                     language_sample = _sample_texts(st, list(rows))
                     damage = st.damaged or (st.check_integrity() if deep else None)
-                except DatabaseError as e:
-                    if not is_corruption(e):
-                        raise
+                except StoreCorrupt as e:
                     raise st.confirm_damage(e) from e
                 if damage:
                     raise st.confirm_damage(Exception(damage))

@@ -18,11 +18,7 @@ from pathlib import Path
 
 from .common.fileio import atomic_write
 from .common.indexfiles import IndexFiles
-from .common.sql import DatabaseError, sqlite
-
-
-class StoreError(RuntimeError):
-    """The index database cannot be used (locked, corrupt, unreadable); the message says why."""
+from .common.sql import DatabaseError, StoreError, connect
 
 
 class IndexPathRefused(StoreError):
@@ -39,12 +35,6 @@ class IndexUnavailable(StoreError):
 #: the SQLite header it tells our index from any other file, even when its pages are damaged.
 APPLICATION_ID = 0x4D574958
 _OUR_TABLES = {"meta", "files", "chunks", "chunks_fts"}
-
-
-def is_corruption(e: BaseException) -> bool:
-    """Whether a SQLite error says the database file is damaged."""
-    msg = str(e).lower()
-    return "malformed" in msg or "not a database" in msg or "corrupt" in msg
 
 
 def damage_marker(path: Path) -> Path:
@@ -108,7 +98,7 @@ def read_uri(path: Path, *, immutable: bool = False) -> str:
 
 def _identity(uri: str) -> tuple[int, set[str]]:
     """``application_id`` and table names, read through SQLite (see :func:`check_index_file`)."""
-    con = sqlite.connect(uri, uri=True, timeout=5)
+    con = connect(uri, uri=True, timeout=5)
     try:
         app = int(con.execute("PRAGMA application_id").fetchone()[0])
         names = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
