@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 try:  # sqlean can load extensions (sqlite-vec); fall back to the stdlib where it is missing
     import sqlean as sqlite
@@ -69,6 +69,13 @@ def typed_error(e: Exception) -> Exception:
     return typed
 
 
+def _raise_typed(e: Exception) -> NoReturn:
+    typed = typed_error(e)
+    if typed is e:
+        raise e  # untyped: as SQLite raised it (``from e`` would make it its own cause)
+    raise typed from e
+
+
 def _typed(method: Callable[..., Any]) -> Callable[..., Any]:
     """``method`` raising its SQLite errors typed (:func:`typed_error`)."""
 
@@ -77,7 +84,7 @@ def _typed(method: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return method(self, *args, **kwargs)
         except DatabaseError as e:
-            raise typed_error(e) from e
+            _raise_typed(e)
 
     return call
 
@@ -96,7 +103,7 @@ class TypedCursor(sqlite.Cursor):
         try:
             return super().__next__()
         except DatabaseError as e:
-            raise typed_error(e) from e
+            _raise_typed(e)
 
 
 class TypedConnection(sqlite.Connection):
@@ -117,7 +124,7 @@ def connect(database: str, **kwargs: Any) -> TypedConnection:
     try:
         return sqlite.connect(database, factory=TypedConnection, **kwargs)
     except DatabaseError as e:
-        raise typed_error(e) from e
+        _raise_typed(e)
 
 
 def run_statements(db: Any, script: str) -> None:
