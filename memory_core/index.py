@@ -42,6 +42,7 @@ from .embeddings.windows import windowed_share
 from .expansion import with_decomposition, with_feedback
 from .fusion import FusionResult, Hit, fuse, rows_needed, scores_info
 from .reading import PathRefused, ReadResult, read_lines, read_rendered
+from .rebuild import RebuildCause
 from .search import fetch_candidates
 from .sources import SourceError, SourceFile, list_files, load
 from .status import (
@@ -578,7 +579,7 @@ class MemoryIndex:
         base["warnings"] = list(listing.warnings)
         if not self.store_path.exists():
             return Status(**base, indexed=False, dirty=True,
-                          identity=IdentityInfo("missing", "no index yet"))
+                          identity=IdentityInfo("missing", RebuildCause.NO_INDEX.text()))
         try:
             with self._lock:
                 st = self._open_store()
@@ -605,8 +606,9 @@ class MemoryIndex:
         identity = None
         if self._choice is not None:
             want = index_identity(cfg, self.workspace, self._choice)
-            reason = identity_diff(meta, want)
-            identity = IdentityInfo("mismatch" if reason else "valid", reason)
+            change = identity_diff(meta, want)
+            identity = IdentityInfo("mismatch" if change else "valid",
+                                    change.reason if change else None)
         return Status(
             **base,
             indexed=bool(meta), files=sum(c["files"] for c in counts.values()),

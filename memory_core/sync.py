@@ -33,6 +33,7 @@ from .common.sql import connect
 from .config import MemoryConfig, fingerprint
 from .embeddings import EmbeddingProvider, ProviderChoice
 from .embeddings.windows import POOLING, declared_limit, embed_whole, pooled_key
+from .rebuild import Rebuild, RebuildCause
 from .sources import (
     SourceDoc,
     SourceError,
@@ -84,6 +85,7 @@ class SyncReport:
 
     full: bool = False
     reason: str = ""
+    cause: RebuildCause | None = None
     files_seen: int = 0
     files_indexed: int = 0
     files_unchanged: int = 0
@@ -104,6 +106,7 @@ class SyncReport:
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
         d["wrote_anything"] = self.wrote_anything
+        d["cause"] = self.cause.value if self.cause else None
         return d
 
 
@@ -173,13 +176,14 @@ def next_generation(previous: dict[str, Any] | None) -> int:
         return 1
 
 
-def identity_diff(old: dict[str, Any] | None, new: dict[str, Any]) -> str | None:
+def identity_diff(old: dict[str, Any] | None, new: dict[str, Any]) -> Rebuild | None:
     """Why ``old`` cannot serve ``new`` (``None`` if it can)."""
     if not old:
-        return "no index yet"
+        return Rebuild.of(RebuildCause.NO_INDEX)
     for key in (*new, *(k for k in OPTIONAL_IDENTITY if k not in new)):
         if old.get(key) != new.get(key):
-            return f"{key} changed ({old.get(key)!r} → {new.get(key)!r})"
+            return Rebuild.of(RebuildCause.IDENTITY,
+                              f"{key} changed ({old.get(key)!r} → {new.get(key)!r})")
     return None
 
 
@@ -485,7 +489,7 @@ class Indexer:
         report.warnings.extend(listing.warnings)
         report.files_seen = len(listing.files)
         guard_index_path(store_path, self.workspace, self.config)
-        reason = "forced" if force else None
+        rebuild = Rebuild.of(RebuildCause.FORCED) if force else None
         old: Store | None = None
         previous: dict[str, Any] | None = None
         if store_path.exists():
@@ -497,32 +501,32 @@ class Indexer:
             except (IndexPathRefused, StoreLocked):
                 raise
             except StoreError as e:
-                reason = reason or f"index unreadable, rebuilding ({e})"
+                rebuild = rebuild or Rebuild.of(RebuildCause.UNREADABLE, e)
         if old is not None:
             try:
                 previous = old.get_meta()
             except StoreCorrupt as e:
                 old.damaged = str(e)
-            if reason is None and old.damaged:
-                reason = f"index damaged, rebuilding from the Markdown ({old.damaged})"
-            found = damage_found(store_path) if reason is None else None
+            if rebuild is None and old.damaged:
+                rebuild = Rebuild.of(RebuildCause.DAMAGED, old.damaged)
+            found = damage_found(store_path) if rebuild is None else None
             if found:
-                reason = f"index damaged (found by an earlier read: {found}), rebuilding"
-            if reason is None and verify:
+                rebuild = Rebuild.of(RebuildCause.DAMAGE_FOUND, found)
+            if rebuild is None and verify:
                 problem = old.check_integrity()
                 if problem:
-                    reason = f"index damaged, rebuilding from the Markdown ({problem})"
-            if reason is None:
-                reason = identity_diff(previous, index_identity(self.config, self.workspace,
-                                                                self.choice))
-        elif reason is None:
-            reason = "no index yet"
+                    rebuild = Rebuild.of(RebuildCause.DAMAGED, problem)
+            if rebuild is None:
+                rebuild = identity_diff(previous, index_identity(self.config, self.workspace,
+                                                                 self.choice))
+        elif rebuild is None:
+            rebuild = Rebuild.of(RebuildCause.NO_INDEX)
         refreshed = False
         known: dict[str, tuple[int, int, str]] | None = None
-        if reason is None and old is not None:
+        if rebuild is None and old is not None:
             known = old.file_signatures()
-            reason = mostly_changed(listing.files, known)
-        if reason is None and old is not None and known is not None:
+            rebuild = mostly_changed(listing.files, known)
+        if rebuild is None and old is not None and known is not None:
             try:
                 self._incremental(old, listing.files, report, known)
                 # the connection already open: a second open costs a migration check,
@@ -531,15 +535,15 @@ class Indexer:
                 refreshed = True
             except StoreCorrupt as e:  # damage found by the incremental: rebuild instead
                 old.rollback()
-                reason = f"index damaged, rebuilding from the Markdown ({e})"
+                rebuild = Rebuild.of(RebuildCause.DAMAGED, e)
                 report = SyncReport(warnings=list(listing.warnings),
                                     files_seen=len(listing.files))
             finally:
                 old.close()
         elif old is not None:
             old.close()
-        if reason is not None:
-            report.full, report.reason = True, reason
+        if rebuild is not None:
+            report.full, report.reason, report.cause = True, rebuild.reason, rebuild.cause
             self._rebuild(store_path, previous, listing.files, report)
         if not refreshed:
             self._refresh_sidecars(store_path, report, verify=verify)
@@ -650,7 +654,7 @@ REBUILD_MIN_FILES = 200
 
 
 def mostly_changed(files: Sequence[SourceFile], known: dict[str, tuple[int, int, str]]
-                   ) -> str | None:
+                   ) -> Rebuild | None:
     """The rebuild reason when most files changed since the last sync (by mtime/size), else
     None. New and deleted files count as changed."""
     total = max(len(files), len(known))
@@ -668,8 +672,7 @@ def mostly_changed(files: Sequence[SourceFile], known: dict[str, tuple[int, int,
             changed += 1
     changed += len(known) - present
     if changed >= REBUILD_MIN_FILES and changed >= REBUILD_SHARE * total:
-        return (f"{changed} of {total} files changed: rebuilt aside (cheaper than updating "
-                "them in place; cached embeddings reused)")
+        return Rebuild.of(RebuildCause.MOSTLY_CHANGED, f"{changed} of {total} files changed")
     return None
 
 
