@@ -42,6 +42,7 @@ from .expansion import with_decomposition, with_feedback
 from .fusion import FusionResult, Hit, fuse, rows_needed, scores_info
 from .keyword import postings
 from .reading import PathRefused, ReadResult, read_lines, read_rendered
+from .rebuild import RebuildCause
 from .search import fetch_candidates
 from .sources import SourceError, SourceFile, list_files, load
 from .status import (
@@ -64,8 +65,9 @@ from .store import (
     IndexUnavailable,
     SkippedRow,
     Store,
+    StoreCorrupt,
     StoreError,
-    is_corruption,
+    StoreLocked,
 )
 from .sync import (
     EmbedExecutor,
@@ -348,9 +350,8 @@ class MemoryIndex:
             self._synced = True
             self.sync_skipped = ("another process is syncing this index; answered from its "
                                  "last committed state")
-        except (StoreError, DatabaseError) as e:  # locked by another process: not damage
-            if isinstance(e, IndexPathRefused) or not self.store_path.exists() \
-                    or not ("locked" in str(e) or "busy" in str(e)):
+        except StoreLocked as e:  # locked by another process: not damage
+            if not self.store_path.exists():
                 raise
             self.sync_skipped = f"the index was busy ({e}); answered from its last committed state"
 
@@ -578,7 +579,7 @@ class MemoryIndex:
         base["warnings"] = list(listing.warnings)
         if not self.store_path.exists():
             return Status(**base, indexed=False, dirty=True,
-                          identity=IdentityInfo("missing", "no index yet"))
+                          identity=IdentityInfo("missing", RebuildCause.NO_INDEX.text()))
         try:
             with self._lock:
                 st = self._open_store()
@@ -590,9 +591,7 @@ class MemoryIndex:
                     cache_entries = st.cache_count()
                     language_sample = _sample_texts(st, list(rows))
                     damage = st.damaged or (st.check_integrity() if deep else None)
-                except DatabaseError as e:
-                    if not is_corruption(e):
-                        raise
+                except StoreCorrupt as e:
                     raise st.confirm_damage(e) from e
                 if damage:
                     raise st.confirm_damage(Exception(damage))
@@ -607,8 +606,9 @@ class MemoryIndex:
         identity = None
         if self._choice is not None:
             want = index_identity(cfg, self.workspace, self._choice)
-            reason = identity_diff(meta, want)
-            identity = IdentityInfo("mismatch" if reason else "valid", reason)
+            change = identity_diff(meta, want)
+            identity = IdentityInfo("mismatch" if change else "valid",
+                                    change.reason if change else None)
         return Status(
             **base,
             indexed=bool(meta), files=sum(c["files"] for c in counts.values()),

@@ -17,11 +17,8 @@ import urllib.parse
 from pathlib import Path
 
 from .common.fileio import atomic_write
-from .common.sql import DatabaseError, sqlite
-
-
-class StoreError(RuntimeError):
-    """The index database cannot be used (locked, corrupt, unreadable); the message says why."""
+from .common.indexfiles import IndexFiles
+from .common.sql import DatabaseError, StoreError, connect
 
 
 class IndexPathRefused(StoreError):
@@ -40,17 +37,11 @@ APPLICATION_ID = 0x4D574958
 _OUR_TABLES = {"meta", "files", "chunks", "chunks_fts"}
 
 
-def is_corruption(e: BaseException) -> bool:
-    """Whether a SQLite error says the database file is damaged."""
-    msg = str(e).lower()
-    return "malformed" in msg or "not a database" in msg or "corrupt" in msg
-
-
 def damage_marker(path: Path) -> Path:
     """``<index>.damaged``: left by the read that found the index damaged (with the reason), so
     the next sync rebuilds it even when its own reads never touch the damaged pages; removed
     when the rebuilt index is swapped in."""
-    return Path(f"{path}.damaged")
+    return IndexFiles(path).damaged
 
 
 def damage_found(path: Path) -> str | None:
@@ -65,7 +56,7 @@ def owner_stamp(path: Path) -> Path:
     """``<index>.owner``: written beside every index this project builds or opens, naming the
     file's device and inode. It is how a damaged index (page 1 overwritten, say) is still known
     as ours and rebuilt aside, while any other file at that path stays refused."""
-    return Path(f"{path}.owner")
+    return IndexFiles(path).owner
 
 
 def file_id(path: Path) -> list[int] | None:
@@ -107,7 +98,7 @@ def read_uri(path: Path, *, immutable: bool = False) -> str:
 
 def _identity(uri: str) -> tuple[int, set[str]]:
     """``application_id`` and table names, read through SQLite (see :func:`check_index_file`)."""
-    con = sqlite.connect(uri, uri=True, timeout=5)
+    con = connect(uri, uri=True, timeout=5)
     try:
         app = int(con.execute("PRAGMA application_id").fetchone()[0])
         names = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
@@ -146,7 +137,7 @@ def check_index_file(path: Path) -> None:
     why = ""
     readable = False
     uris = [read_uri(path, immutable=True)]
-    if os.path.exists(f"{path}-wal"):
+    if IndexFiles(path).wal.exists():
         uris.append(read_uri(path))
     for uri in uris:
         try:

@@ -22,7 +22,10 @@ import numpy as np
 
 from . import migrations, vectors
 from .common.dates import now_ms
-from .common.sql import DatabaseError, OperationalError, sqlite
+from .common.sql import DatabaseError, OperationalError, connect
+from .common.sql import StoreCorrupt as StoreCorrupt
+from .common.sql import StoreLocked as StoreLocked
+from .common.sql import sqlite as sqlite  # postings opens its scratch connection through it
 from .common.topk import smallest_first
 
 # re-exported: the faces and tests name them as the store's errors and checks
@@ -34,7 +37,6 @@ from .indexfile import (
     check_index_file,
     damage_marker,
     file_id,
-    is_corruption,
     read_uri,
 )
 from .indexfile import damage_found as damage_found
@@ -113,7 +115,7 @@ def in_clause(column: str, values: Sequence[str] | None) -> tuple[str, list[Any]
     return f" AND {column} IN ({','.join('?' * len(values))})", list(values)
 
 
-class MetaDamaged(DatabaseError):
+class MetaDamaged(StoreCorrupt):
     """The index meta is not what a sync writes: damage that ``quick_check`` cannot see."""
 
 
@@ -141,8 +143,8 @@ class Store:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             uri = read_uri(self.path) if readonly else str(self.path)
-            self.db = sqlite.connect(uri, uri=readonly, isolation_level=None,
-                                     check_same_thread=False, timeout=busy_timeout_ms / 1000)
+            self.db = connect(uri, uri=readonly, isolation_level=None,
+                              check_same_thread=False, timeout=busy_timeout_ms / 1000)
             self.db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             if cache_mib:  # page cache beyond SQLite's 2 MiB (sync's writers: see Indexer)
                 self.db.execute(f"PRAGMA cache_size = {-int(cache_mib) * 1024}")
@@ -158,19 +160,20 @@ class Store:
         except DatabaseError as e:
             with contextlib.suppress(Exception):
                 self.db.close()
-            if is_corruption(e):
-                raise IndexUnavailable(self._explain(e)) from e
-            raise StoreError(self._explain(e)) from e
+            raise self._error(e) from e
 
-    def _explain(self, e: Exception) -> str:
+    def _error(self, e: DatabaseError) -> StoreError:
+        """SQLite's error ``e`` as the store's one line, of the type SQLite's code gave it:
+        :class:`StoreLocked`, :class:`IndexUnavailable` (damaged) or a plain StoreError."""
         msg = str(e)
-        if "locked" in msg or "busy" in msg:
-            return (f"index {self.path} is locked by another process ({msg}); "
-                    "wait for it to finish or stop it")
-        if is_corruption(e):
-            return (f"index {self.path} is damaged ({msg}); the Markdown is untouched: "
-                    "run `memory-core index` to rebuild it from the Markdown")
-        return f"index {self.path}: {msg}"
+        if isinstance(e, StoreLocked):
+            return StoreLocked(f"index {self.path} is locked by another process ({msg}); "
+                               "wait for it to finish or stop it")
+        if isinstance(e, StoreCorrupt):
+            return IndexUnavailable(
+                f"index {self.path} is damaged ({msg}); the Markdown is untouched: "
+                "run `memory-core index` to rebuild it from the Markdown")
+        return StoreError(f"index {self.path}: {msg}")
 
     # ------------------------------------------------------------------ capabilities
 
@@ -205,7 +208,7 @@ class Store:
             self.fts_available = True
         except DatabaseError as e:
             self.fts_error = str(e)
-            if is_corruption(e):
+            if isinstance(e, StoreCorrupt):
                 self.damaged = str(e)
 
     def unavailable(self, e: BaseException | None = None) -> IndexUnavailable:
@@ -229,10 +232,10 @@ class Store:
             return self.unavailable(e)
         try:
             rows = [str(r[0]) for r in self.db.execute("PRAGMA quick_check(5)")]
-        except DatabaseError as q:
-            if not is_corruption(q):
-                return StoreError(self._explain(q))  # locked, busy: no verdict either way
+        except StoreCorrupt as q:
             rows = [str(q)]
+        except DatabaseError as q:
+            return self._error(q)  # locked, busy: no verdict either way
         if rows != ["ok"]:
             return self.unavailable(Exception("; ".join(rows)))
         return StoreError(f"index {self.path} could not be read just now ({e}); it is sound "
@@ -272,7 +275,7 @@ class Store:
         try:
             self.db.execute("BEGIN IMMEDIATE")
         except OperationalError as e:
-            raise StoreError(self._explain(e)) from e
+            raise self._error(e) from e
 
     def commit(self) -> None:
         self.db.execute("COMMIT")

@@ -27,11 +27,13 @@ import numpy as np
 from .chunking import Chunk, chunk_context, chunk_markdown, remap_chunk_lines, sha256_hex
 from .common.dates import now_ms
 from .common.fileio import file_changed
-from .common.sql import sqlite
+from .common.indexfiles import IndexFiles
+from .common.sql import connect
 from .config import MemoryConfig, fingerprint
 from .embeddings import EmbeddingProvider, ProviderChoice
 from .embeddings.windows import POOLING, declared_limit, embed_whole, pooled_key
 from .keyword import postings
+from .rebuild import Rebuild, RebuildCause
 from .sources import (
     SourceDoc,
     SourceError,
@@ -47,12 +49,13 @@ from .store import (
     IndexPathRefused,
     SkippedRow,
     Store,
+    StoreCorrupt,
     StoredChunk,
     StoreError,
+    StoreLocked,
     check_index_file,
     damage_found,
     damage_marker,
-    is_corruption,
     stamp_owner,
 )
 from .text import cjk_bigrams
@@ -82,6 +85,7 @@ class SyncReport:
 
     full: bool = False
     reason: str = ""
+    cause: RebuildCause | None = None
     files_seen: int = 0
     files_indexed: int = 0
     files_unchanged: int = 0
@@ -102,6 +106,7 @@ class SyncReport:
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
         d["wrote_anything"] = self.wrote_anything
+        d["cause"] = self.cause.value if self.cause else None
         return d
 
 
@@ -171,13 +176,14 @@ def next_generation(previous: dict[str, Any] | None) -> int:
         return 1
 
 
-def identity_diff(old: dict[str, Any] | None, new: dict[str, Any]) -> str | None:
+def identity_diff(old: dict[str, Any] | None, new: dict[str, Any]) -> Rebuild | None:
     """Why ``old`` cannot serve ``new`` (``None`` if it can)."""
     if not old:
-        return "no index yet"
+        return Rebuild.of(RebuildCause.NO_INDEX)
     for key in (*new, *(k for k in OPTIONAL_IDENTITY if k not in new)):
         if old.get(key) != new.get(key):
-            return f"{key} changed ({old.get(key)!r} → {new.get(key)!r})"
+            return Rebuild.of(RebuildCause.IDENTITY,
+                              f"{key} changed ({old.get(key)!r} → {new.get(key)!r})")
     return None
 
 
@@ -483,7 +489,7 @@ class Indexer:
         report.warnings.extend(listing.warnings)
         report.files_seen = len(listing.files)
         guard_index_path(store_path, self.workspace, self.config)
-        reason = "forced" if force else None
+        rebuild = Rebuild.of(RebuildCause.FORCED) if force else None
         old: Store | None = None
         previous: dict[str, Any] | None = None
         if store_path.exists():
@@ -492,58 +498,52 @@ class Indexer:
                 # chunks): searches' own opens still do it and rebuild on damage
                 old = Store(store_path, self.config.store.busy_timeout_ms, fts_scan=False,
                             cache_mib=WRITE_CACHE_MIB)
-            except IndexPathRefused:
+            except (IndexPathRefused, StoreLocked):
                 raise
             except StoreError as e:
-                if "locked" in str(e):
-                    raise
-                reason = reason or f"index unreadable, rebuilding ({e})"
+                rebuild = rebuild or Rebuild.of(RebuildCause.UNREADABLE, e)
         if old is not None:
             try:
                 previous = old.get_meta()
-            except DatabaseError as e:
-                if not is_corruption(e):
-                    raise
+            except StoreCorrupt as e:
                 old.damaged = str(e)
-            if reason is None and old.damaged:
-                reason = f"index damaged, rebuilding from the Markdown ({old.damaged})"
-            found = damage_found(store_path) if reason is None else None
+            if rebuild is None and old.damaged:
+                rebuild = Rebuild.of(RebuildCause.DAMAGED, old.damaged)
+            found = damage_found(store_path) if rebuild is None else None
             if found:
-                reason = f"index damaged (found by an earlier read: {found}), rebuilding"
-            if reason is None and verify:
+                rebuild = Rebuild.of(RebuildCause.DAMAGE_FOUND, found)
+            if rebuild is None and verify:
                 problem = old.check_integrity()
                 if problem:
-                    reason = f"index damaged, rebuilding from the Markdown ({problem})"
-            if reason is None:
-                reason = identity_diff(previous, index_identity(self.config, self.workspace,
-                                                                self.choice))
-        elif reason is None:
-            reason = "no index yet"
+                    rebuild = Rebuild.of(RebuildCause.DAMAGED, problem)
+            if rebuild is None:
+                rebuild = identity_diff(previous, index_identity(self.config, self.workspace,
+                                                                 self.choice))
+        elif rebuild is None:
+            rebuild = Rebuild.of(RebuildCause.NO_INDEX)
         refreshed = False
         known: dict[str, tuple[int, int, str]] | None = None
-        if reason is None and old is not None:
+        if rebuild is None and old is not None:
             known = old.file_signatures()
-            reason = mostly_changed(listing.files, known)
-        if reason is None and old is not None and known is not None:
+            rebuild = mostly_changed(listing.files, known)
+        if rebuild is None and old is not None and known is not None:
             try:
                 self._incremental(old, listing.files, report, known)
                 # the connection already open: a second open costs a migration check,
                 # sqlite-vec's load and the FTS probe again
                 self._refresh_sidecars(store_path, report, old, verify=verify)
                 refreshed = True
-            except DatabaseError as e:  # damage found by the incremental: rebuild instead
-                if not is_corruption(e):
-                    raise
+            except StoreCorrupt as e:  # damage found by the incremental: rebuild instead
                 old.rollback()
-                reason = f"index damaged, rebuilding from the Markdown ({e})"
+                rebuild = Rebuild.of(RebuildCause.DAMAGED, e)
                 report = SyncReport(warnings=list(listing.warnings),
                                     files_seen=len(listing.files))
             finally:
                 old.close()
         elif old is not None:
             old.close()
-        if reason is not None:
-            report.full, report.reason = True, reason
+        if rebuild is not None:
+            report.full, report.reason, report.cause = True, rebuild.reason, rebuild.cause
             self._rebuild(store_path, previous, listing.files, report)
         if not refreshed:
             self._refresh_sidecars(store_path, report, verify=verify)
@@ -609,7 +609,7 @@ class Indexer:
                  report: SyncReport) -> None:
         """Build the whole index aside (``<db>.tmp-<id>``), seeded with the old file's embedding
         cache, then swap it in; ``previous``: the old meta (the generation continues from it)."""
-        tmp = target.with_name(f"{target.name}.tmp-{uuid.uuid4().hex[:12]}")
+        tmp = IndexFiles(target).tmp(uuid.uuid4().hex[:12])
         # scratch: no WAL (every page written twice, WAL then file) and no syncs while the
         # file is built aside; a crash leaves a temp file that is discarded anyway
         new = Store(tmp, self.config.store.busy_timeout_ms, cache_mib=WRITE_CACHE_MIB,
@@ -654,7 +654,7 @@ REBUILD_MIN_FILES = 200
 
 
 def mostly_changed(files: Sequence[SourceFile], known: dict[str, tuple[int, int, str]]
-                   ) -> str | None:
+                   ) -> Rebuild | None:
     """The rebuild reason when most files changed since the last sync (by mtime/size), else
     None. New and deleted files count as changed."""
     total = max(len(files), len(known))
@@ -672,8 +672,7 @@ def mostly_changed(files: Sequence[SourceFile], known: dict[str, tuple[int, int,
             changed += 1
     changed += len(known) - present
     if changed >= REBUILD_MIN_FILES and changed >= REBUILD_SHARE * total:
-        return (f"{changed} of {total} files changed: rebuilt aside (cheaper than updating "
-                "them in place; cached embeddings reused)")
+        return Rebuild.of(RebuildCause.MOSTLY_CHANGED, f"{changed} of {total} files changed")
     return None
 
 
@@ -738,9 +737,8 @@ def _swap(tmp: Path, target: Path, busy_timeout_ms: int = 5000) -> None:
     if target.exists():
         try:
             _copy_into(tmp, target, busy_timeout_ms)
-        except DatabaseError as e:
-            if not is_corruption(e):
-                raise
+        except StoreCorrupt:
+            pass  # not a database any more: replaced by a rename below
         else:
             _remove_db(tmp)
             with contextlib.suppress(FileNotFoundError):
@@ -760,8 +758,8 @@ def _copy_into(tmp: Path, target: Path, busy_timeout_ms: int) -> None:
     """Copy every page of ``tmp`` into the live index ``target`` in one transaction (SQLite's
     backup), then fold the WAL back into the file when no reader holds it. It costs ~6% of a
     forced rebuild (34 MB index: 0.40 s of 5.8 s; a rename took 0.05 s)."""
-    src = sqlite.connect(str(tmp), isolation_level=None)
-    dst = sqlite.connect(str(target), isolation_level=None, timeout=busy_timeout_ms / 1000)
+    src = connect(str(tmp), isolation_level=None)
+    dst = connect(str(target), isolation_level=None, timeout=busy_timeout_ms / 1000)
     try:
         dst.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         if str(dst.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
@@ -778,18 +776,16 @@ def _copy_into(tmp: Path, target: Path, busy_timeout_ms: int) -> None:
 
 
 def _remove_db_sidecars(path: Path) -> None:
-    for suffix in ("-wal", "-shm"):
-        try:
-            os.remove(f"{path}{suffix}")
-        except FileNotFoundError:
-            pass
+    for p in IndexFiles(path).journal:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(p)
 
 
 def cleanup_stale_temp(target: Path, max_age_s: float = 3600) -> int:
     """Delete leftovers of rebuilds that were killed (``<db>.tmp-*``) older than ``max_age_s``."""
     n = 0
     now = time.time()
-    for p in target.parent.glob(target.name + ".tmp-*"):
+    for p in IndexFiles(target).temps():
         try:
             if now - p.stat().st_mtime > max_age_s:
                 p.unlink()

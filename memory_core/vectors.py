@@ -29,7 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from .common.locations import beside, env_int
+from .common.indexfiles import IndexFiles, temp_beside
+from .common.locations import env_int
 from .common.sidecar import (
     Checks,
     id_column,
@@ -61,12 +62,12 @@ def ann_min_rows() -> int:
 
 def sidecar_path(db_path: Path) -> Path:
     """``<index>.vectors`` beside the index file."""
-    return beside(db_path, ".vectors")
+    return IndexFiles(db_path).vectors
 
 
 def ann_path(db_path: Path) -> Path:
     """``<index>.vectors.usearch``: the approximate index, when one is built."""
-    return db_path.with_name(db_path.name + ".vectors.usearch")
+    return IndexFiles(db_path).ann
 
 
 def stamp_of(meta: dict[str, Any] | None) -> str:
@@ -285,7 +286,7 @@ def _write_ann(db_path: Path, rowids: np.ndarray, ids: list[str], mat: np.ndarra
                         connectivity=ANN_CONNECTIVITY, expansion_add=ANN_EXPANSION_ADD,
                         expansion_search=ANN_EXPANSION_SEARCH)
         ann.add(rowids.astype(np.uint64), mat, threads=0)
-    tmp = p.with_name(f"{p.name}.tmp-{os.getpid()}")
+    tmp = temp_beside(p, os.getpid())
     ann.save(str(tmp))
     os.replace(tmp, p)
     return len(ann)

@@ -129,7 +129,7 @@ def test_the_split_limit_is_part_of_the_identity(tmp_path: Path) -> None:
     at_8k, at_512 = (index_identity(cfg, ws, _openai(n)) for n in (8192, 512))
     assert at_512["splitBytes"] == 512
     reason = identity_diff(at_8k, at_512)
-    assert reason is not None and "splitBytes" in reason
+    assert reason is not None and "splitBytes" in reason.reason
     assert identity_diff(at_512, at_8k) is not None  # back to the usual limit: rebuilt too
     # an index built before the key existed (the usual limit, 8,000 bytes) keeps its identity
     assert "splitBytes" not in at_8k and identity_diff(at_8k, index_identity(
@@ -145,7 +145,7 @@ def test_an_e5_index_with_the_old_pieces_is_rebuilt(tmp_path: Path) -> None:
     assert want["splitBytes"] == idx.choice.provider.max_input_tokens  # type: ignore[union-attr]
     old = {k: v for k, v in want.items() if k != "splitBytes"}
     reason = identity_diff(old, want)
-    assert reason is not None and reason.startswith("splitBytes changed")
+    assert reason is not None and reason.reason.startswith("splitBytes changed")
 
 
 def test_a_sync_after_a_split_limit_change_rebuilds_with_the_new_pieces(tmp_path: Path) -> None:

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from ..common.sql import sqlite
+from ..common.sql import StoreLocked, connect, sqlite
 from ..config import MemoryConfig
 from ..fusion import Hit
 from ..reading import PathRefused, ReadResult, read_lines
@@ -526,16 +526,16 @@ class QmdBackend:
         if self._db is None:
             if not self.index_path.exists():
                 raise QmdError(f"qmd index {self.index_path} does not exist yet")
-            self._db = sqlite.connect(f"file:{self.index_path}?mode=ro", uri=True,
-                                       timeout=1.0, check_same_thread=False)
+            self._db = connect(f"file:{self.index_path}?mode=ro", uri=True,
+                               timeout=1.0, check_same_thread=False)
         return self._db
 
     def _rows(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
         try:
             return list(self._conn().execute(sql, args))
+        except StoreLocked as e:
+            raise QmdError(f"qmd index busy while reading results: {e}") from e
         except sqlite.Error as e:
-            if "locked" in str(e) or "busy" in str(e):
-                raise QmdError(f"qmd index busy while reading results: {e}") from e
             raise QmdError(f"qmd index unreadable: {e}") from e
 
     def locate(self, docid: str | None, collection: str | None, file: str | None

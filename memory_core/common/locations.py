@@ -28,11 +28,6 @@ def cache_root() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "memory-workbench"
 
 
-def beside(db_path: Path, suffix: str) -> Path:
-    """``<index><suffix>``: a sidecar file next to the index file (``.vectors``, ``.postings``)."""
-    return db_path.with_name(db_path.name + suffix)
-
-
 def env_int(name: str, default: int) -> int:
     """An integer setting from the environment (``default`` when unset or not a number)."""
     raw = os.environ.get(name)

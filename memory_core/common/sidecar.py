@@ -27,6 +27,8 @@ from typing import IO, Any
 
 import numpy as np
 
+from .indexfiles import temp_beside
+
 ALIGN = 64
 #: No header either module writes comes near this; a larger length means a damaged file.
 MAX_HEADER = 1 << 20
@@ -275,7 +277,7 @@ def write_file(path: Path, magic: bytes, header: dict[str, Any], parts: dict[str
     blob = header_bytes(magic, {**header, "offsets": offsets, "sizes": sizes})
     if len(blob) > 16 + room:
         raise ValueError(f"{path.name}: sidecar header too large")
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    tmp = temp_beside(path, os.getpid())
     try:
         with open(tmp, "wb") as f:
             f.write(blob)

@@ -9,12 +9,17 @@ process that open the same file, but only within one library. A second library (
 it, and another process then takes itself for the last connection, checkpoints and deletes the
 ``-wal``/``-shm`` under live connections (SQLite's "How To Corrupt", section 2.2.1; issue #19).
 ``tests/test_index_locks.py`` checks the source for any other import of ``sqlite3``.
+
+Connections opened with :func:`connect` raise SQLite's errors typed by their result code:
+:class:`StoreLocked` (busy, locked: contention) and :class:`StoreCorrupt` (a damaged file), at
+whichever step SQLite reports them, so that callers decide by type and never by message text.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 try:  # sqlean can load extensions (sqlite-vec); fall back to the stdlib where it is missing
     import sqlean as sqlite
@@ -24,6 +29,102 @@ except ImportError:  # pragma: no cover - sqlean is a dependency
 DatabaseError = sqlite.DatabaseError
 OperationalError = sqlite.OperationalError
 Connection = sqlite.Connection
+
+#: SQLite's primary result codes for "another connection holds the lock" and "the file is
+#: damaged" (https://sqlite.org/rescode.html); extended codes carry them in their low byte.
+_LOCKED_CODES = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED
+_CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
+
+
+class StoreError(RuntimeError):
+    """The index database cannot be used (locked, corrupt, unreadable); the message says why."""
+
+
+class StoreLocked(StoreError, sqlite.OperationalError):
+    """SQLite reported the database busy or locked (``SQLITE_BUSY``, ``SQLITE_LOCKED``):
+    another connection holds it. Contention, never damage: wait, retry or answer from what was
+    committed. Still an ``OperationalError``, as SQLite's own error was."""
+
+
+class StoreCorrupt(StoreError, sqlite.DatabaseError):
+    """SQLite reported the file damaged (``SQLITE_CORRUPT``, ``SQLITE_NOTADB``: "database disk
+    image is malformed", "file is not a database"). Still a ``DatabaseError``."""
+
+
+def typed_error(e: Exception) -> Exception:
+    """``e`` as :class:`StoreLocked` or :class:`StoreCorrupt` when its SQLite result code says
+    so (same message and codes), else ``e`` itself: callers decide by type, not by text."""
+    if isinstance(e, StoreError):
+        return e
+    code = getattr(e, "sqlite_errorcode", None)
+    if not isinstance(code, int):
+        return e
+    cls = StoreLocked if code & 0xFF in _LOCKED_CODES else \
+        StoreCorrupt if code & 0xFF in _CORRUPT_CODES else None
+    if cls is None:
+        return e
+    typed = cls(*e.args)
+    typed.sqlite_errorcode = code
+    typed.sqlite_errorname = getattr(e, "sqlite_errorname", None)
+    return typed
+
+
+def _raise_typed(e: Exception) -> NoReturn:
+    typed = typed_error(e)
+    if typed is e:
+        raise e  # untyped: as SQLite raised it (``from e`` would make it its own cause)
+    raise typed from e
+
+
+def _typed(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method`` raising its SQLite errors typed (:func:`typed_error`)."""
+
+    @functools.wraps(method)
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except DatabaseError as e:
+            _raise_typed(e)
+
+    return call
+
+
+class TypedCursor(sqlite.Cursor):
+    """A cursor whose SQLite errors are typed, wherever a statement fails: at ``execute``, or
+    at any later step of its rows (damage found mid-scan)."""
+
+    execute = _typed(sqlite.Cursor.execute)
+    executemany = _typed(sqlite.Cursor.executemany)
+    fetchone = _typed(sqlite.Cursor.fetchone)
+    fetchmany = _typed(sqlite.Cursor.fetchmany)
+    fetchall = _typed(sqlite.Cursor.fetchall)
+
+    def __next__(self) -> Any:  # written out: one call per row, not two
+        try:
+            return super().__next__()
+        except DatabaseError as e:
+            _raise_typed(e)
+
+
+class TypedConnection(sqlite.Connection):
+    """A connection whose statements run on :class:`TypedCursor` (and whose backups raise
+    typed errors too): what :func:`connect` opens."""
+
+    def execute(self, sql: str, parameters: Any = ()) -> TypedCursor:
+        return self.cursor(TypedCursor).execute(sql, parameters)
+
+    def executemany(self, sql: str, seq: Any) -> TypedCursor:
+        return self.cursor(TypedCursor).executemany(sql, seq)
+
+    backup = _typed(sqlite.Connection.backup)
+
+
+def connect(database: str, **kwargs: Any) -> TypedConnection:
+    """Open ``database`` (``sqlite.connect``'s arguments) with typed errors."""
+    try:
+        return sqlite.connect(database, factory=TypedConnection, **kwargs)
+    except DatabaseError as e:
+        _raise_typed(e)
 
 
 def run_statements(db: Any, script: str) -> None:

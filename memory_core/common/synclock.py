@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from .indexfiles import IndexFiles
+
 #: Called with (seconds waited so far, the bound) while waiting for another process's sync.
 WaitProgress = Callable[[float, float], None]
 #: How long a sync waits for another one by default before giving up with a clear message.
@@ -32,7 +34,7 @@ class SyncLockTimeout(RuntimeError):
 
 def lock_path(index_path: Path) -> Path:
     """The lock file that guards syncs of ``index_path``."""
-    return index_path.with_name(index_path.name + ".lock")
+    return IndexFiles(index_path).lock
 
 
 def _holder(fd: int) -> str:

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from ..common.indexfiles import temp_beside
 from ..common.locations import cache_root
 from .base import ProviderUnavailable
 
@@ -289,7 +290,7 @@ def load_torch_model(source: Path | None = None, *, quantize: bool = False) -> E
             model = E5TorchModel(src, quantize)
             try:
                 cached.parent.mkdir(parents=True, exist_ok=True)
-                tmp = cached.with_suffix(f".tmp-{os.getpid()}")
+                tmp = temp_beside(cached, os.getpid())
                 torch.save(model, tmp)
                 os.replace(tmp, cached)
             except (OSError, RuntimeError, TypeError, AttributeError):

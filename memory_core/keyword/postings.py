@@ -39,7 +39,8 @@ from typing import Any
 import numpy as np
 
 from .. import vectors
-from ..common.locations import beside, env_int
+from ..common.indexfiles import IndexFiles
+from ..common.locations import env_int
 from ..common.sidecar import (
     Checks,
     SidecarDamaged,
@@ -73,7 +74,7 @@ def min_rows() -> int:
 
 def sidecar_path(db_path: Path) -> Path:
     """``<index>.postings`` beside the index file."""
-    return beside(db_path, ".postings")
+    return IndexFiles(db_path).postings
 
 
 def tokenizer_spec(db: Any, table: str = TABLE) -> str:

@@ -28,6 +28,7 @@ from typing import Any
 
 from ..common.dates import now_ms
 from ..common.fileio import atomic_write
+from ..common.indexfiles import IndexFiles
 
 #: Seconds between beats.
 DEFAULT_INTERVAL_S = 2.0
@@ -37,7 +38,7 @@ STALE_BEATS = 3
 
 def heartbeat_path(index_path: Path) -> Path:
     """The heartbeat file of the index at ``index_path``: ``<index>.watch.json``."""
-    return index_path.with_name(index_path.name + ".watch.json")
+    return IndexFiles(index_path).watch
 
 
 def _pid_alive(pid: int) -> bool:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..common.dates import DAY_MS, day_of, day_start_ms
 from ..common.fileio import iter_jsonl
+from ..common.indexfiles import IndexFiles
 from ..common.sql import sqlite
 from ..config import MemoryConfig
 from ..index import MemoryIndex
@@ -100,8 +101,8 @@ def _snapshot_index(src: Path, target: Path) -> None:
                 sqlite.connect(target) as b:
             a.backup(b)
     except sqlite.Error:
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{target}{suffix}").unlink(missing_ok=True)
+        for p in (target, *IndexFiles(target).journal):
+            p.unlink(missing_ok=True)
 
 
 def _copy_config(index: MemoryIndex, copy_ws: Path) -> MemoryConfig:
