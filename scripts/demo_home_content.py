@@ -469,7 +469,7 @@ SESSION_QUERIES: list[tuple[str, str]] = [
 
 #: Questions the memory does not answer (the right result is none).
 NO_ANSWER: list[str] = [
-    "What is the password of the office guest Wi-Fi?",
+    "Who is the landlord of the office building?",
     "What is the name of Sam's dog?",
     "Which restaurant hosts the 2027 summer party?",
     "Who won the team chess tournament?",

@@ -279,12 +279,25 @@ def write_labels(new: list[dict[str, Any]]) -> int:
     return len(rows)
 
 
+def _clear(home: Path) -> None:
+    """Remove what an earlier run wrote, except the workspace's indexes (``.memory/``): they
+    are caches the next sync brings up to date, and a rebuild takes minutes."""
+    if not home.exists():
+        return
+    for p in sorted(home.iterdir()):
+        if p.name == "workspace":
+            for q in p.iterdir():
+                if q.name != ".memory":
+                    shutil.rmtree(q) if q.is_dir() else q.unlink()
+        else:
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
+
+
 def main() -> int:
     rng = random.Random(SEED)
-    if HOME.exists():
-        shutil.rmtree(HOME)
+    _clear(HOME)
     ws, sessions = HOME / "workspace", HOME / "agents" / AGENT / "sessions"
-    sessions.mkdir(parents=True)
+    sessions.mkdir(parents=True, exist_ok=True)
     (HOME / "openclaw.json").write_text(OPENCLAW_JSON, encoding="utf-8")
     copy_small(ws, sessions)
     (ws / "memory-workbench.toml").write_text(WORKSPACE_TOML, encoding="utf-8")
@@ -295,7 +308,7 @@ def main() -> int:
         labels.append({"query": query, "category": "session", "relevant": [
             {"path": f"sessions/{AGENT}/{sid}.jsonl", "line": evidence[sid]}]})
     n = write_labels(labels)
-    files = sum(1 for p in HOME.rglob("*") if p.is_file())
+    files = sum(1 for p in HOME.rglob("*") if p.is_file() and ".memory" not in p.parts)
     print(f"wrote {HOME.relative_to(ROOT)}: {files} files; {n} labelled queries in "
           f"{QUERIES.relative_to(ROOT)}")
     return 0
