@@ -2,6 +2,7 @@
 it out) around a workspace of a few hundred chunks, with its labelled queries.
 
     python scripts/make_demo_home.py          # rewrites examples/demo-home* (deterministic)
+    python scripts/make_demo_home.py DIR      # the same files under DIR
 
 The home holds ``openclaw.json``, the agent's ``workspace/`` and its transcripts in
 ``agents/main/sessions/``. The workspace is the small demo (``examples/demo-workspace``, whose
@@ -38,10 +39,9 @@ import demo_home_content as content
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 SMALL = EXAMPLES / "demo-workspace"
-HOME = EXAMPLES / "demo-home"
-QUERIES = EXAMPLES / "demo-home-queries.jsonl"
-LABELS = EXAMPLES / "demo-home-labels"
-NO_ANSWER = EXAMPLES / "demo-home-no-answer.jsonl"
+#: What is written, relative to the output folder (``examples/``).
+HOME, QUERIES, LABELS, NO_ANSWER = ("demo-home", "demo-home-queries.jsonl", "demo-home-labels",
+                                    "demo-home-no-answer.jsonl")
 AGENT = "main"
 SEED = 20261201
 FIRST_DAY, LAST_DAY = dt.date(2026, 6, 1), dt.date(2026, 11, 28)
@@ -256,7 +256,7 @@ def _jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
                     encoding="utf-8")
 
 
-def write_labels(new: list[dict[str, Any]]) -> int:
+def write_labels(out: Path, new: list[dict[str, Any]]) -> int:
     """The small demo's queries (their transcripts cited as the home cites them), then ``new``."""
     rows = []
     for line in (EXAMPLES / "demo-queries.jsonl").read_text(encoding="utf-8").splitlines():
@@ -267,14 +267,15 @@ def write_labels(new: list[dict[str, Any]]) -> int:
         rows.append(rec)
     for i, rec in enumerate(new, 1):
         rows.append({"qid": f"home-q{i:02d}", **rec})
-    _jsonl(QUERIES, rows)
-    LABELS.mkdir(exist_ok=True)
-    _jsonl(LABELS / "queries.jsonl", [{k: r[k] for k in ("qid", "query", "category")}
+    _jsonl(out / QUERIES, rows)
+    labels = out / LABELS
+    labels.mkdir(exist_ok=True)
+    _jsonl(labels / "queries.jsonl", [{k: r[k] for k in ("qid", "query", "category")}
                                       for r in rows])
-    (LABELS / "qrels.txt").write_text("".join(
+    (labels / "qrels.txt").write_text("".join(
         f"{r['qid']} 0 {e['path']}#L{e['line']} 1\n" for r in rows for e in r["relevant"]),
         encoding="utf-8")
-    _jsonl(NO_ANSWER, [{"qid": f"home-none-{i:02d}", "query": q, "kind": "demo-no-answer"}
+    _jsonl(out / NO_ANSWER, [{"qid": f"home-none-{i:02d}", "query": q, "kind": "demo-no-answer"}
                        for i, q in enumerate(content.NO_ANSWER, 1)])
     return len(rows)
 
@@ -293,12 +294,14 @@ def _clear(home: Path) -> None:
             shutil.rmtree(p) if p.is_dir() else p.unlink()
 
 
-def main() -> int:
+def generate(out: Path = EXAMPLES) -> int:
+    """Write the home and its labels under ``out``; returns the number of labelled queries."""
     rng = random.Random(SEED)
-    _clear(HOME)
-    ws, sessions = HOME / "workspace", HOME / "agents" / AGENT / "sessions"
+    home = out / HOME
+    _clear(home)
+    ws, sessions = home / "workspace", home / "agents" / AGENT / "sessions"
     sessions.mkdir(parents=True, exist_ok=True)
-    (HOME / "openclaw.json").write_text(OPENCLAW_JSON, encoding="utf-8")
+    (home / "openclaw.json").write_text(OPENCLAW_JSON, encoding="utf-8")
     copy_small(ws, sessions)
     (ws / "memory-workbench.toml").write_text(WORKSPACE_TOML, encoding="utf-8")
     labels = write_diaries(ws, rng) + write_notes(ws)
@@ -307,12 +310,16 @@ def main() -> int:
     for sid, query in content.SESSION_QUERIES:
         labels.append({"query": query, "category": "session", "relevant": [
             {"path": f"sessions/{AGENT}/{sid}.jsonl", "line": evidence[sid]}]})
-    n = write_labels(labels)
-    files = sum(1 for p in HOME.rglob("*") if p.is_file() and ".memory" not in p.parts)
-    print(f"wrote {HOME.relative_to(ROOT)}: {files} files; {n} labelled queries in "
-          f"{QUERIES.relative_to(ROOT)}")
+    return write_labels(out, labels)
+
+
+def main(argv: list[str] | None = None) -> int:
+    out = Path(argv[0]) if argv else EXAMPLES  # a folder other than examples/: for the test
+    n = generate(out)
+    files = sum(1 for p in (out / HOME).rglob("*") if p.is_file() and ".memory" not in p.parts)
+    print(f"wrote {out / HOME}: {files} files; {n} labelled queries in {out / QUERIES}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
