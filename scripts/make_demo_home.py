@@ -66,12 +66,12 @@ OPENCLAW_JSON = """// OpenClaw configuration of the demo agent (fictional, writt
 """
 
 # The workspace's own settings for the workbench, so that ``-w examples/demo-home/workspace``
-# reads the same sources as the home does (the agent's transcripts, cited as the home does).
-WORKSPACE_TOML = """# Memory Workbench settings: the same sources as ../openclaw.json, so that the
-# workspace opened alone (-w) indexes what the home does, transcripts cited
-# sessions/main/<file>.
+# reads what the home does (the agent's transcripts, cited as the home cites them, and notes/).
+# Only what a bare workspace lacks: the rest (sources, search) comes from openclaw.json, which
+# the workbench's Home page then names as its origin.
+WORKSPACE_TOML = """# Memory Workbench settings: what ../openclaw.json gives the home, for the workspace
+# opened alone (-w): the agent's transcripts (cited sessions/main/<file>) and notes/.
 [sources]
-sources = ["memory", "sessions"]
 sessions_dir = "../agents/main/sessions"
 sessions_agent = "main"
 extra_paths = [{ path = "notes", pattern = "**/*.md" }]
