@@ -69,8 +69,9 @@ OPENCLAW_JSON = """// OpenClaw configuration of the demo agent (fictional, writt
 # reads what the home does (the agent's transcripts, cited as the home cites them, and notes/).
 # Only what a bare workspace lacks: the rest (sources, search) comes from openclaw.json, which
 # the workbench's Home page then names as its origin.
-WORKSPACE_TOML = """# Memory Workbench settings: what ../openclaw.json gives the home, for the workspace
-# opened alone (-w): the agent's transcripts (cited sessions/main/<file>) and notes/.
+WORKSPACE_TOML = """# Memory Workbench settings: what ../openclaw.json gives the home, for the
+# workspace opened alone (-w): the agent's transcripts (cited sessions/main/<file>)
+# and notes/.
 [sources]
 sessions_dir = "../agents/main/sessions"
 sessions_agent = "main"
