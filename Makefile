@@ -1,4 +1,4 @@
-# Two commands do all set-up: `make run` (the workbench on the demo workspace) and `make test`.
+# Two commands do all set-up: `make run` (the workbench on the demo OpenClaw home) and `make test`.
 # Both create .venv and install the project into it on first use. `make check` is the quick loop
 # while developing (under a minute): lint, types, and the unit tests of the pure parts, which load
 # no model. `make test-fast`: lint, types and every test except the browser, UMAP, notebook and
@@ -29,7 +29,8 @@ $(STAMP): pyproject.toml constraints.txt
 
 run: $(STAMP)
 	-bash scripts/install-node-tools.sh qmd  # node 24 + qmd (the qmd backend) in .tools/ (skipped without npm)
-	$(VENV)/bin/streamlit run app.py --server.headless true
+	MEMORY_WORKBENCH_OPENCLAW_HOME=$(CURDIR)/examples/demo-home \
+		$(VENV)/bin/streamlit run app.py --server.headless true
 
 test: $(STAMP)
 	-bash scripts/install-node-tools.sh  # node 24, MCP Inspector, qmd in .tools/ (skipped without npm)
@@ -58,4 +59,4 @@ bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) examples/demo-workspace/.memory
+	rm -rf $(VENV) examples/demo-workspace/.memory examples/demo-home/workspace/.memory

@@ -120,6 +120,11 @@ if not sets:
     _saved_runs_section()
     st.stop()
 
+if "eval_set" not in st.session_state:  # the demo set labelled against the open workspace
+    st.session_state["eval_set"] = next(
+        (n for n in ("demo-home", "demo") if n in sets
+         and ev.same_workspace(ev.load_query_set(n).workspaces[""] or "", idx.workspace)),
+        sets[0])
 top = st.columns([1.6, 1.4, 1])
 name = top[0].selectbox("Query set", sets, key="eval_set")
 try:
@@ -228,7 +233,7 @@ st.subheader(f"Metrics ({level} level, {report.runs[0].metrics['n_queries']} que
 st.dataframe(table.style.format("{:.3f}", subset=[*METRICS, "zero results"])
              .format("{:.0f}", subset=["p50 ms"])
              .highlight_max(subset=METRICS, color="#d3f9d8"), width="stretch",
-             key="eval_metrics")
+             column_config=evalruns.metric_columns(METRICS), key="eval_metrics")
 st.plotly_chart(charts.metrics_bar_figure(table, ["success@1", "success@5", "recall@5",
                                                   "recall@10", "mrr@10", "ndcg@10"]),
                 key="eval_bars")

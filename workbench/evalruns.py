@@ -96,3 +96,25 @@ def side_frames(a: SavedRun, b: SavedRun, qid: str) -> tuple[pd.DataFrame, pd.Da
              "hit": r[f"{tag} hit"], "score": r[f"{tag} score"]}
             for r in rows if r[f"{tag} hit"]], columns=["rank", "gold", "hit", "score"]))
     return frames[0], frames[1]
+
+
+#: Short headers for the metric table, so that every column is in view at 1440 px with the
+#: sidebar open (about 940 px of page): "recall@10" and "success@10" as headers need twice the
+#: width of their figures. The full name is each column's tooltip.
+_SHORT = {"recall": "R", "success": "S", "mrr": "MRR", "ndcg": "nDCG"}
+METRIC_COLUMN_WIDTH = 58
+RUN_COLUMN_WIDTH = 190
+
+
+def metric_columns(metrics: list[str]) -> dict[str, Any]:
+    """``column_config`` for Evaluate's metric table: the run, the metrics, zero results, p50."""
+    cfg: dict[str, Any] = {"_index": st.column_config.TextColumn("run", width=RUN_COLUMN_WIDTH)}
+    for m in metrics:
+        name, _, k = m.partition("@")
+        cfg[m] = st.column_config.Column(f"{_SHORT.get(name, name)}@{k}",
+                                         width=METRIC_COLUMN_WIDTH, help=m)
+    cfg["zero results"] = st.column_config.Column("zero", width=METRIC_COLUMN_WIDTH,
+                                                  help="share of queries with no result")
+    cfg["p50 ms"] = st.column_config.Column("p50 ms", width=METRIC_COLUMN_WIDTH,
+                                            help="median search time per query")
+    return cfg

@@ -8,6 +8,8 @@ the session, so that moving a slider only re-fuses them.
 Environment variables (used by the tests and the browser test):
 
 * ``MEMORY_WORKBENCH_WORKSPACE``: the default workspace (else the demo workspace);
+* ``MEMORY_WORKBENCH_OPENCLAW_HOME``: an OpenClaw home to open first (``make run``: the rich
+  demo, ``examples/demo-home``); the sidebar then starts on "OpenClaw home";
 * ``MEMORY_WORKBENCH_PROVIDER``: the default embedding provider (else the workspace's config);
 * ``MEMORY_WORKBENCH_CACHE``: the cache folder (else ``~/.cache/memory-workbench``), where
   indexes of read-only workspaces and embedding-map coordinates live;
@@ -59,6 +61,12 @@ _CANDIDATE_CACHE_SIZE = 48
 def default_workspace() -> str:
     """``$MEMORY_WORKBENCH_WORKSPACE`` or the demo workspace."""
     return os.environ.get("MEMORY_WORKBENCH_WORKSPACE") or str(DEMO)
+
+
+def default_home() -> str:
+    """``$MEMORY_WORKBENCH_OPENCLAW_HOME`` or ``~/.openclaw``: the home the sidebar offers."""
+    return (os.environ.get("MEMORY_WORKBENCH_OPENCLAW_HOME")
+            or str(Path("~/.openclaw").expanduser()))
 
 
 def default_provider() -> str:
@@ -224,6 +232,8 @@ def workspace_picker() -> IndexKey:
     sb.subheader("Workspace")
     datasets = dataset_workspaces()
     modes = [m for m in WS_MODES if m != "dataset" or datasets]
+    if "wb_ws_mode" not in st.session_state and os.environ.get("MEMORY_WORKBENCH_OPENCLAW_HOME"):
+        st.session_state["wb_ws_mode"] = "openclaw"  # a home to open first (make run's demo)
     mode = sb.radio("Open", modes, format_func=WS_MODE_LABELS.__getitem__, key="wb_ws_mode",
                     label_visibility="collapsed")
     if mode == "dataset":
@@ -275,7 +285,7 @@ def workspace_picker() -> IndexKey:
 def _home_picker(sb: Any) -> tuple[str, str, str]:
     """The OpenClaw-home part of the picker: the home folder and one of its agents; returns
     (home, agent, the agent's workspace). Stops the page with the reason when it cannot open."""
-    home_dir = sb.text_input("OpenClaw home", value=str(Path("~/.openclaw").expanduser()),
+    home_dir = sb.text_input("OpenClaw home", value=default_home(),
                              key="wb_oc_home", help="A folder with openclaw.json and agents/ "
                              "(~/.openclaw): the agent's workspace, transcripts and settings.")
     try:

@@ -28,6 +28,9 @@ from ..common.locations import REPO_ROOT, cache_root, datasets_dir
 
 DEMO_WORKSPACE = REPO_ROOT / "examples" / "demo-workspace"
 DEMO_QUERIES = REPO_ROOT / "examples" / "demo-queries.jsonl"
+#: The rich demo (``scripts/make_demo_home.py``): an OpenClaw home's workspace and its labels.
+DEMO_HOME_WORKSPACE = REPO_ROOT / "examples" / "demo-home" / "workspace"
+DEMO_HOME_QUERIES = REPO_ROOT / "examples" / "demo-home-queries.jsonl"
 LOCOMO_CONVS: tuple[str, ...] = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43")
 BEIR_SETS: dict[str, str] = {"xquad-en": "xquad/beir-en", "xquad-zh": "xquad/beir-zh",
                              "scifact": "scifact"}
@@ -106,6 +109,8 @@ class QuerySet:
 def available_query_sets() -> list[str]:
     """Names :func:`load_query_set` accepts whose data exists on this machine."""
     out = ["demo"] if DEMO_QUERIES.is_file() and DEMO_WORKSPACE.is_dir() else []
+    if DEMO_HOME_QUERIES.is_file() and DEMO_HOME_WORKSPACE.is_dir():
+        out.append("demo-home")
     ds = datasets_dir()
     loc = ds / "locomo-dev"
     for shape in ("markdown", "sessions"):
@@ -122,7 +127,8 @@ def load_query_set(name_or_path: str | os.PathLike[str], workspace: str | os.Pat
                    | None = None) -> QuerySet:
     """Load a named query set, a LoCoMo-style ``.jsonl`` file or a BEIR folder.
 
-    Names: ``demo``; ``locomo-markdown:<conv>|all`` and ``locomo-sessions:<conv>|all``;
+    Names: ``demo``, ``demo-home`` (the rich demo); ``locomo-markdown:<conv>|all`` and
+    ``locomo-sessions:<conv>|all``;
     ``xquad-en``, ``xquad-zh``, ``scifact``. A ``.jsonl`` file is judged against ``workspace``
     (or the index given to :func:`run_eval`). Raises :class:`DatasetMissing` when the data is
     absent.
@@ -130,6 +136,9 @@ def load_query_set(name_or_path: str | os.PathLike[str], workspace: str | os.Pat
     raw = str(name_or_path)
     if raw == "demo":
         return _load_jsonl(DEMO_QUERIES, "demo", {"": DEMO_WORKSPACE}, {"": None})
+    if raw == "demo-home":
+        return _load_jsonl(DEMO_HOME_QUERIES, "demo-home", {"": DEMO_HOME_WORKSPACE},
+                           {"": None})
     m = re.fullmatch(r"locomo-(markdown|sessions)(?::([\w-]+))?", raw)
     if m:
         return _load_locomo(m.group(1), m.group(2) or "all")
