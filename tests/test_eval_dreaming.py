@@ -49,6 +49,13 @@ def test_eval_dreaming_reports_both_profiles(tmp_path: Path, monkeypatch: pytest
         assert r["days"][-1]["ownShare"] > 0  # the questions' recalls are in the store
     # the scratch workspaces are gone
     assert not list(Path(tempfile.gettempdir()).glob("dreaming-conv-x-*"))
+    # the table, then each profile's junk bullets, counted as the table counts them
+    assert main(["eval", "--dreaming", "--show-junk", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "| profile | asks | saved searches |" in out
+    for r in runs:
+        assert f"{r['profile']}: {r['junk']} junk bullets" in out
+    assert len(runs[0]["junkBullets"]) == runs[0]["junk"]
 
 
 def test_eval_dreaming_without_the_dataset_is_one_line(

@@ -132,7 +132,8 @@ def record_search(index: MemoryIndex, query: str, hits: Sequence[Hit], *,
     if not query.strip():
         return 0
     signals = []
-    for h in hits:
+    top = policy_for(index).recall_top_k
+    for h in hits[:top] if top > 0 else hits:
         if h.source != "memory" or not is_short_term_path(h.path):
             continue
         snip = collapse(h.snippet)
