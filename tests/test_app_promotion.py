@@ -22,6 +22,9 @@ def test_replay_then_apply_then_undo(open_app: OpenApp, demo_ws: Path) -> None:
     original = (demo / "MEMORY.md").read_bytes()
     at = open_app(demo, PAGE, timeout=300)
     assert _metric(at, "Tracked entries") == 0
+    # the dreaming evaluation's saved held-out table, both profiles (issue 25 item 1)
+    saved = next(d.value for d in at.dataframe if "saved searches" in d.value.columns)
+    assert list(saved["profile"]) == ["reference", "default"]
     assert at.selectbox(key="promo_src").value == "demo"
     at.button(key="promo_replay").click().run()
     assert not at.exception
