@@ -15,9 +15,13 @@ is immune to the failures OpenClaw's users report (issue 25):
 * **clean bullets** (#67580, #89444): the default writes only the recalled lines that are
   memory, not staged ``Candidate:``/``confidence:`` lines, shell commands or tool output
   (:func:`memory_lines`), and no ``[score=… recalls=…]`` metadata (the marker before each
-  bullet keeps its key, the state store and the history keep the rest).
+  bullet keeps its key, the state store and the history keep the rest);
+* **no padding** (what the dreaming evaluation found most junk to be): only a search's first
+  ``recall_top_k`` hits are recalls, a candidate needs ``min_distinct_queries`` distinct
+  queries, and a recalled chunk no line of which shares a word with its queries is not
+  written (both thresholds chosen by cross-validation, ``scripts/tune_dreaming.py``).
 
-Both are decided by :func:`policy_for` from the index's profile; nothing here changes what a
+All are decided by :func:`policy_for` from the index's profile; nothing here changes what a
 reference-profile run writes below the cap.
 """
 
