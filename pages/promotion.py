@@ -95,6 +95,8 @@ with st.expander("The agent's real recalls, and the Light/REM phases", expanded=
     if d2.button("Run Light and REM", key="promo_dream", disabled=read_only):
         cfg_d = (pr.DreamingConfig.from_openclaw(oc.config.dreaming_settings(oc_home.raw))
                  if oc_home else pr.DreamingConfig())
+        if oc_home and (tz := oc.config.dreaming_timezone(oc_home.raw)):
+            pr.set_timezone(idx, tz)  # recall days in the agent's timezone from now on
         for r in pr.run_sweep(idx, cfg_d):
             st.success(f"{r.phase}: {len(r.keys)} of {r.considered} recent entries picked; "
                        f"wrote {', '.join(r.written)}")
