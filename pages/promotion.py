@@ -14,6 +14,7 @@ import streamlit as st
 from memory_core import evaluation as ev
 from memory_core import promotion as pr
 from memory_core.common.dates import path_date
+from memory_core.evaluation import dreaming as ev_dreaming
 from workbench import charts, state
 
 key = state.current_key()
@@ -94,9 +95,65 @@ with st.expander("The agent's real recalls, and the Light/REM phases", expanded=
     if d2.button("Run Light and REM", key="promo_dream", disabled=read_only):
         cfg_d = (pr.DreamingConfig.from_openclaw(oc.config.dreaming_settings(oc_home.raw))
                  if oc_home else pr.DreamingConfig())
+        if oc_home and (tz := oc.config.dreaming_timezone(oc_home.raw)):
+            pr.set_timezone(idx, tz)  # recall days in the agent's timezone from now on
         for r in pr.run_sweep(idx, cfg_d):
             st.success(f"{r.phase}: {len(r.keys)} of {r.considered} recent entries picked; "
                        f"wrote {', '.join(r.written)}")
+
+# ----------------------------------------------------------------------------- evaluation
+
+
+@st.cache_data(show_spinner=False)
+def _saved_dreaming() -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+    runs, meta = ev_dreaming.saved_evaluation()
+    return [ev_dreaming.summary(r) for r in runs], [r.to_dict() for r in runs], meta
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _replayed(conv: str, days: int) -> list[dict[str, Any]]:
+    # a few session days of one conversation, both profiles, keyword-only: seconds, cached
+    return [ev_dreaming.summary(r) for r in ev_dreaming.run_dreaming_eval([conv],
+                                                                           max_days=days)]
+
+
+def _sizes(runs: list[dict[str, Any]]) -> pd.DataFrame:
+    """MEMORY.md's length after each night, per profile, with the budget."""
+    cols = {r["profile"]: [d["memoryChars"] for d in r["days"]] for r in runs}
+    frame = pd.DataFrame(cols)
+    frame["budget"] = runs[0]["budget"]
+    frame.index.name = "night"
+    return frame
+
+
+with st.expander("Dreaming evaluation: what promotion saved the agent, and its junk",
+                 expanded=False):
+    rows, saved_runs, meta = _saved_dreaming()
+    st.caption(f"{meta['dataset']}, keyword-only, {meta['heldOut']}: each conversation is "
+               "replayed day by day; the questions whose evidence lies in earlier sessions are "
+               "asked through search on the three session days after it, and the nights run "
+               "Light, REM and promotion. *Saved searches*: asks whose evidence lines were "
+               "already in MEMORY.md; *junk*: promoted bullets that are evidence for no "
+               "question. (`memory-core eval --dreaming`; docs/promotion.md section 6.)")
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="dream_saved")
+    st.line_chart(_sizes(saved_runs), height=220)
+    st.caption("MEMORY.md's length after each night (the conversations one after the other): "
+               "the budget line is never crossed.")
+    convs = ev_dreaming.conversations()
+    if not convs:
+        st.caption("LoCoMo dev is not beside the project (../shared/datasets): the figures "
+                   "above are the saved evaluation; nothing can be replayed here.")
+    else:
+        e1, e2, e3 = st.columns([2, 2, 1])
+        conv = e1.selectbox("Conversation", convs, key="dream_conv")
+        ndays = e2.slider("Session days", 3, 35, 6, key="dream_days")
+        if e3.button("Replay", key="dream_replay"):
+            with st.spinner(f"Replaying {ndays} days of {conv} in both profiles…"):
+                st.session_state["dream_last"] = (conv, ndays, _replayed(conv, int(ndays)))
+        if st.session_state.get("dream_last"):
+            c_, n_, got = st.session_state["dream_last"]
+            st.caption(f"{c_}, its first {n_} session days:")
+            st.dataframe(pd.DataFrame(got), hide_index=True, width="stretch", key="dream_live")
 
 # ----------------------------------------------------------------------------- candidates
 

@@ -6,9 +6,12 @@ import json
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from workbench.testing import OpenApp
+
+from .test_eval_dreaming import locomo_like_dataset
 
 PAGE = "pages/promotion.py"
 
@@ -22,6 +25,9 @@ def test_replay_then_apply_then_undo(open_app: OpenApp, demo_ws: Path) -> None:
     original = (demo / "MEMORY.md").read_bytes()
     at = open_app(demo, PAGE, timeout=300)
     assert _metric(at, "Tracked entries") == 0
+    # the dreaming evaluation's saved held-out table, both profiles (issue 25 item 1)
+    saved = next(d.value for d in at.dataframe if "saved searches" in d.value.columns)
+    assert list(saved["profile"]) == ["reference", "default"]
     assert at.selectbox(key="promo_src").value == "demo"
     at.button(key="promo_replay").click().run()
     assert not at.exception
@@ -96,3 +102,21 @@ def test_apply_waits_for_a_confirmation_while_over_the_budget(open_app: OpenApp,
     at.checkbox(key="promo_over_ok").check().run()
     assert not at.button(key="promo_apply").disabled
     assert memory.read_bytes() == before  # nothing written until Apply is clicked
+
+
+def test_the_dreaming_evaluation_replays_a_few_days_live(
+        open_app: OpenApp, demo_ws: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With LoCoMo-shaped data beside the project, the page replays one conversation's first
+    days in both profiles (cached), beside the saved held-out table."""
+    monkeypatch.setenv("MEMORY_WORKBENCH_DATASETS", str(locomo_like_dataset(tmp_path)))
+    at = open_app(demo_ws, PAGE, timeout=300)
+    assert at.selectbox(key="dream_conv").value == "conv-x"
+    at.slider(key="dream_days").set_value(4).run()
+    at.button(key="dream_replay").click().run()
+    assert not at.exception
+    saved, live = [d.value for d in at.dataframe if "saved searches" in d.value.columns]
+    assert list(saved["profile"]) == ["reference", "default"]  # the saved table stays above
+    assert list(live["profile"]) == ["reference", "default"]
+    assert (live["asks"] > 0).all()
+    assert any("conv-x, its first 4 session days" in c.value for c in at.caption)

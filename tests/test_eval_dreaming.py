@@ -18,7 +18,7 @@ from memory_core.cli import main
 DAYS = ["2023-05-01", "2023-05-02", "2023-05-03", "2023-05-04", "2023-05-05"]
 
 
-def _dataset(tmp_path: Path) -> Path:
+def locomo_like_dataset(tmp_path: Path) -> Path:
     root = tmp_path / "datasets" / "locomo-dev"
     mem = root / "markdown" / "conv-x" / "memory"
     mem.mkdir(parents=True)
@@ -38,7 +38,7 @@ def _dataset(tmp_path: Path) -> Path:
 
 def test_eval_dreaming_reports_both_profiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                              capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv("MEMORY_WORKBENCH_DATASETS", str(_dataset(tmp_path)))
+    monkeypatch.setenv("MEMORY_WORKBENCH_DATASETS", str(locomo_like_dataset(tmp_path)))
     assert main(["eval", "--dreaming", "--json", "--no-progress"]) == 0
     runs = json.loads(capsys.readouterr().out)["dreaming"]
     assert [r["profile"] for r in runs] == ["reference", "default"]
@@ -49,6 +49,13 @@ def test_eval_dreaming_reports_both_profiles(tmp_path: Path, monkeypatch: pytest
         assert r["days"][-1]["ownShare"] > 0  # the questions' recalls are in the store
     # the scratch workspaces are gone
     assert not list(Path(tempfile.gettempdir()).glob("dreaming-conv-x-*"))
+    # the table, then each profile's junk bullets, counted as the table counts them
+    assert main(["eval", "--dreaming", "--show-junk", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "| profile | asks | saved searches |" in out
+    for r in runs:
+        assert f"{r['profile']}: {r['junk']} junk bullets" in out
+    assert len(runs[0]["junkBullets"]) == runs[0]["junk"]
 
 
 def test_eval_dreaming_without_the_dataset_is_one_line(
@@ -58,6 +65,6 @@ def test_eval_dreaming_without_the_dataset_is_one_line(
     assert main(["eval", "--dreaming"]) == 2
     err = capsys.readouterr().err.strip()
     assert "needs LoCoMo dev" in err and len(err.splitlines()) == 1
-    monkeypatch.setenv("MEMORY_WORKBENCH_DATASETS", str(_dataset(tmp_path)))
+    monkeypatch.setenv("MEMORY_WORKBENCH_DATASETS", str(locomo_like_dataset(tmp_path)))
     assert main(["eval", "--dreaming", "--conversations", "conv-nope"]) == 2
     assert "unknown conversation 'conv-nope'" in capsys.readouterr().err

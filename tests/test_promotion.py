@@ -200,7 +200,9 @@ def test_worked_example_daily_only_scores_about_068_and_is_not_promoted(tmp_path
         assert c.score == pytest.approx(0.675, abs=0.002)
         assert round(c.score, 2) == 0.68
         assert not c.passed
-        assert c.reasons == [f"score {c.score:.3f} < minScore 0.80"]
+        # the default profile also wants three distinct queries (daily ingestion has one)
+        assert c.reasons == ["distinct queries 1 < 3 (the default profile's "
+                             "minDistinctQueries)", f"score {c.score:.3f} < minScore 0.80"]
 
 
 def test_score_entry_matches_the_formula() -> None:

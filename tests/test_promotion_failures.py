@@ -241,5 +241,7 @@ def test_default_bullet_keeps_the_lines_the_queries_were_after() -> None:
     assert memory_lines(chunk, ["Where did Bob moor the boat?"]) == chunk[1]
     assert memory_lines(chunk, ["When are Ann's pottery classes?",
                                 "Where is the boat moored?"]) == "\n".join(chunk[1:3])
-    assert memory_lines(chunk, ["nothing in common"]) == "\n".join(chunk[:3] + chunk[4:])
+    # a range no line of which shares a word with its queries came back as padding: nothing
+    assert memory_lines(chunk, ["nothing in common"]) == ""
+    assert memory_lines(chunk) == "\n".join(chunk[:3] + chunk[4:])
     assert "$ git push" not in memory_lines(chunk)

@@ -123,6 +123,8 @@ def register(subparsers: Any) -> None:
                    "LoCoMo dev day by day under the reference and default profiles (issue 25; "
                    "--provider, default none; --conversations to take a subset)")
     p.add_argument("--conversations", help="with --dreaming: comma-separated, e.g. conv-26")
+    p.add_argument("--show-junk", action="store_true", help="with --dreaming: list each "
+                   "profile's junk bullets (evidence for no question) after the table")
     p.add_argument("--cv", action="store_true", help="cross-validate: choose the constants "
                    "of --grid (default: weights, minScore, date hint) on training folds and "
                    "report the held-out folds (LoCoMo: leave one conversation out)")
@@ -180,7 +182,12 @@ def _eval_dreaming(args: argparse.Namespace) -> int:
     runs = run_dreaming_eval(convs, provider=args.provider or "none", progress=progress)
     if not args.no_progress:
         sys.stderr.write("\n")
-    _emit(args, {"dreaming": [r.to_dict() for r in runs]}, dreaming_table(runs))
+    text = dreaming_table(runs)
+    if args.show_junk:
+        for r in runs:
+            text += f"\n{r.profile}: {len(r.junk_bullets)} junk bullets\n"
+            text += "".join(f"  {b[:200]}\n" for b in r.junk_bullets)
+    _emit(args, {"dreaming": [r.to_dict() for r in runs]}, text)
     return 0
 
 

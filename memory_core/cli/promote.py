@@ -88,6 +88,8 @@ def cmd_promote(args: argparse.Namespace) -> int:
             else:
                 _print_explain(info)
             return 0
+        if args.timezone:
+            pr.set_timezone(idx, args.timezone)
         if args.ingest_daily:
             rep = pr.ingest_daily(idx, now=now)
             if not args.json:
@@ -296,15 +298,19 @@ def cmd_dream(args: argparse.Namespace) -> int:
     from .. import promotion as pr
 
     cfg = pr.DreamingConfig()
+    tz = None
     if args.openclaw_home:
         from ..openclaw import open_home
-        from ..openclaw.config import dreaming_settings
+        from ..openclaw.config import dreaming_settings, dreaming_timezone
 
-        cfg = pr.DreamingConfig.from_openclaw(
-            dreaming_settings(open_home(args.openclaw_home, args.agent).raw))
+        raw = open_home(args.openclaw_home, args.agent).raw
+        cfg = pr.DreamingConfig.from_openclaw(dreaming_settings(raw))
+        tz = dreaming_timezone(raw)
     if args.storage:
         cfg.storage = args.storage
     with open_index(args) as idx:
+        if tz:
+            pr.set_timezone(idx, tz)
         if args.phase == "light":
             reports = [pr.run_light(idx, cfg, now=_now(args))]
         elif args.phase == "rem":
@@ -349,6 +355,8 @@ def _promote_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-duplicates", action="store_true",
                    help="skip the near-duplicate check against MEMORY.md")
     p.add_argument("--now", help="ISO 8601 time to score at (default: the clock)")
+    p.add_argument("--timezone", metavar="TZ", help="record recall days as calendar days in "
+                   "this IANA time zone from now on (kept per workspace; default UTC)")
 
 
 def register(subparsers: Any) -> None:

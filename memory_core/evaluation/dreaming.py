@@ -43,6 +43,8 @@ class DreamingRun:
     bullets: int = 0
     junk: int = 0
     budget: int = 0
+    #: the junk bullets' text, as written (to read what the policy lets through)
+    junk_bullets: list[str] = field(default_factory=list)
     #: per conversation, per day: (day, MEMORY.md length, store size, share recalled)
     days: list[tuple[str, str, int, int, float]] = field(default_factory=list)
 
@@ -68,6 +70,7 @@ class DreamingRun:
                 "budget": self.budget, "withinBudget": self.within_budget,
                 "maxMemoryChars": max(sizes, default=0), "maxStore": max(stores, default=0),
                 "finalOwnShare": sum(last.values()) / len(last) if last else 0.0,
+                "junkBullets": self.junk_bullets,
                 "days": [{"conversation": c, "day": d, "memoryChars": n, "store": s,
                           "ownShare": o} for c, d, n, s, o in self.days]}
 
@@ -76,6 +79,12 @@ def locomo_root() -> Path | None:
     """``../shared/datasets/locomo-dev`` when it is there (its Markdown shape)."""
     root = datasets_dir() / "locomo-dev"
     return root if (root / "queries-markdown.jsonl").is_file() else None
+
+
+def conversations() -> list[str]:
+    """LoCoMo dev's conversations (``[]`` when the dataset is not there)."""
+    root = locomo_root()
+    return sorted(p.name for p in (root / "markdown").iterdir()) if root else []
 
 
 def _collapse(text: str) -> str:
@@ -93,12 +102,12 @@ def _questions(root: Path, conv: str) -> list[dict[str, Any]]:
 
 
 def _replay_one(root: Path, conv: str, profile: str, provider: str, run: DreamingRun,
-                progress: Callable[[str], None] | None) -> None:
+                progress: Callable[[str], None] | None, max_days: int | None = None) -> None:
     from .. import promotion as pr
     from ..index import MemoryIndex
 
     src = root / "markdown" / conv / "memory"
-    diaries = sorted(p.name for p in src.iterdir() if p.suffix == ".md")
+    diaries = sorted(p.name for p in src.iterdir() if p.suffix == ".md")[:max_days]
     days = [d.removesuffix(".md") for d in diaries]
     lines = {d: (src / d).read_text(encoding="utf-8").split("\n") for d in diaries}
     questions = _questions(root, conv)
@@ -143,7 +152,9 @@ def _replay_one(root: Path, conv: str, profile: str, provider: str, run: Dreamin
                     for e in plan.entries:
                         run.bullets += 1
                         body = _collapse(e.bullet)
-                        run.junk += not any(t in body for t in all_evidence)
+                        if not any(t in body for t in all_evidence):
+                            run.junk += 1
+                            run.junk_bullets.append(e.bullet)
                     if plan.entries:
                         pr.apply(idx, plan)
                 text = ((ws / "MEMORY.md").read_text(encoding="utf-8")
@@ -162,8 +173,10 @@ def _replay_one(root: Path, conv: str, profile: str, provider: str, run: Dreamin
 def run_dreaming_eval(conversations: Sequence[str] | None = None, *,
                       profiles: Sequence[str] = ("reference", "default"),
                       provider: str = "none",
-                      progress: Callable[[str], None] | None = None) -> list[DreamingRun]:
-    """Replay ``conversations`` (default: every LoCoMo dev conversation) under each profile."""
+                      progress: Callable[[str], None] | None = None,
+                      max_days: int | None = None) -> list[DreamingRun]:
+    """Replay ``conversations`` (default: every LoCoMo dev conversation) under each profile
+    (only each one's first ``max_days`` session days when given: a quick look)."""
     root = locomo_root()
     if root is None:
         raise FileNotFoundError("LoCoMo dev is not there (../shared/datasets/locomo-dev)")
@@ -175,20 +188,118 @@ def run_dreaming_eval(conversations: Sequence[str] | None = None, *,
 
         run.budget = MEMORY_FILE_MAX_CHARS - BUDGET_RESERVE_CHARS
         for conv in convs:
-            _replay_one(root, conv, profile, provider, run, progress)
+            _replay_one(root, conv, profile, provider, run, progress, max_days)
         runs.append(run)
     return runs
 
 
+def summary(run: DreamingRun) -> dict[str, str | int]:
+    """One row of the evaluation's table, formatted (the CLI, the docs, the Promotion page)."""
+    d = run.to_dict()
+    return {"profile": run.profile, "asks": run.asks, "saved searches": f"{run.saved_share:.1%}",
+            "promoted bullets": run.bullets, "junk": f"{run.junk_share:.1%}",
+            "max MEMORY.md / budget": f"{d['maxMemoryChars']} / {run.budget}",
+            "within budget every day": "yes" if run.within_budget else "no",
+            "max store": d["maxStore"], "own-query share (end)": f"{d['finalOwnShare']:.1%}"}
+
+
 def dreaming_table(runs: Sequence[DreamingRun]) -> str:
     """The Markdown table of docs/promotion.md."""
-    rows = ["| profile | asks | saved searches | promoted bullets | junk | max MEMORY.md / "
-            "budget | within budget every day | max store | own-query share (end) |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    rows: list[str] = []
     for r in runs:
-        d = r.to_dict()
-        rows.append(f"| {r.profile} | {r.asks} | {r.saved_share:.1%} | {r.bullets} | "
-                    f"{r.junk_share:.1%} | {d['maxMemoryChars']} / {r.budget} | "
-                    f"{'yes' if r.within_budget else 'no'} | {d['maxStore']} | "
-                    f"{d['finalOwnShare']:.1%} |")
+        row = summary(r)
+        if not rows:
+            rows += ["| " + " | ".join(row) + " |", "|" + "---|" * len(row)]
+        rows.append("| " + " | ".join(str(v) for v in row.values()) + " |")
     return "\n".join(rows) + "\n"
+
+
+def merge_runs(profile: str, runs: Sequence[DreamingRun]) -> DreamingRun:
+    """One run pooling ``runs`` (of disjoint conversations): every ask and bullet counted once."""
+    out = DreamingRun(profile)
+    for r in runs:
+        out.conversations += r.conversations
+        out.asks += r.asks
+        out.saved += r.saved
+        out.bullets += r.bullets
+        out.junk += r.junk
+        out.budget = max(out.budget, r.budget)
+        out.junk_bullets += r.junk_bullets
+        out.days += r.days
+    return out
+
+
+def run_from_dict(d: dict[str, Any]) -> DreamingRun:
+    """The :class:`DreamingRun` that :meth:`DreamingRun.to_dict` wrote (a saved evaluation)."""
+    rows = d["dayRows"] if "dayRows" in d else [
+        (x["conversation"], x["day"], x["memoryChars"], x["store"], x["ownShare"])
+        for x in d["days"]]
+    return DreamingRun(d["profile"], list(d["conversations"]), d["asks"], d["saved"],
+                       d["bullets"], d["junk"], d["budget"], list(d.get("junkBullets", [])),
+                       [(str(c), str(day), int(n), int(st), float(o))
+                        for c, day, n, st, o in rows])
+
+
+# --------------------------------------------------------------------------- cross-validation
+
+#: What :func:`cross_validate` tunes: the default policy's recall and diversity thresholds.
+CV_GRID: dict[str, list[int]] = {"recall_top_k": [0, 3], "min_distinct_queries": [3, 4]}
+#: The junk share a setting may have on the training conversations to be chosen.
+MAX_JUNK = 0.05
+
+
+def choose(runs: Sequence[DreamingRun], floor: float = -1.0) -> int:
+    """The index of the best run. Only runs saving more searches than ``floor`` (the
+    reference's share on the same conversations) are considered, when any does; among them,
+    the most saved searches with junk <= MAX_JUNK, else the least junk."""
+    ok = [i for i, r in enumerate(runs) if r.saved_share > floor] or list(range(len(runs)))
+    clean = [i for i in ok if runs[i].junk_share <= MAX_JUNK]
+    if clean:
+        return max(clean, key=lambda i: (runs[i].saved_share, -runs[i].junk_share))
+    return min(ok, key=lambda i: (runs[i].junk_share, -runs[i].saved_share))
+
+
+@dataclass
+class DreamingCV:
+    """Leave one conversation out: per fold, the setting chosen on the others."""
+
+    settings: list[dict[str, int]]
+    #: fold (the held-out conversation) -> index into :attr:`settings`
+    chosen: dict[str, int]
+    #: the held-out runs pooled (each conversation replayed under settings chosen without it)
+    held_out: DreamingRun
+    #: every setting on every conversation pooled
+    pooled: list[DreamingRun]
+    #: the setting chosen on all the conversations (the default's constants)
+    final: int
+
+
+def cross_validate(per_setting: Sequence[dict[str, DreamingRun]],
+                   settings: Sequence[dict[str, int]],
+                   reference: dict[str, DreamingRun] | None = None) -> DreamingCV:
+    """Leave-one-conversation-out over ``per_setting[i][conv]`` (setting i's replay of conv);
+    with the ``reference``'s replays, a setting must save more than it on the training ones."""
+    convs = sorted(per_setting[0])
+
+    def floor(cs: list[str]) -> float:
+        return merge_runs("reference", [reference[c] for c in cs]).saved_share if reference \
+            else -1.0
+
+    chosen: dict[str, int] = {}
+    held: list[DreamingRun] = []
+    for test in convs:
+        train = [c for c in convs if c != test]
+        chosen[test] = choose([merge_runs("default", [runs[c] for c in train])
+                               for runs in per_setting], floor(train))
+        held.append(per_setting[chosen[test]][test])
+    pooled = [merge_runs("default", [runs[c] for c in convs]) for runs in per_setting]
+    return DreamingCV(list(settings), chosen, merge_runs("default", held), pooled,
+                      choose(pooled, floor(convs)))
+
+
+def saved_evaluation() -> tuple[list[DreamingRun], dict[str, Any]]:
+    """The held-out evaluation docs/promotion.md reports, as ``scripts/tune_dreaming.py
+    --write`` saved it (figures only, no dataset text): the runs and how they were made."""
+    from .dreaming_saved import META, RUNS
+
+    return [run_from_dict(r) for r in RUNS], dict(META)

@@ -422,6 +422,16 @@ def agent_workspace(raw: dict[str, Any], agent: str, home: Path) -> tuple[Path, 
     return home / f"workspace-{aid}", "reference default (<home>/workspace-<agent id>)"
 
 
+def dreaming_timezone(raw: dict[str, Any]) -> str | None:
+    """The time zone dreaming's days are in: ``dreaming.timezone``, falling back to
+    ``agents.defaults.userTimezone`` (spec §6.1), or ``None``."""
+    for v in (dreaming_settings(raw).get("timezone"),
+              dig(raw, "agents", "defaults", "userTimezone")):
+        if isinstance(v, str) and v.strip():
+            return v.strip()
+    return None
+
+
 def dreaming_settings(raw: dict[str, Any]) -> dict[str, Any]:
     """``plugins.entries.memory-core.config.dreaming`` (the phases' settings), or ``{}``."""
     v = dig(raw, "plugins", "entries", "memory-core", "config", "dreaming")

@@ -62,6 +62,7 @@ from .signals import (
     recall_recorder,
     record_search,
     record_tool_results,
+    set_timezone,
 )
 from .simulation import ImpactReport, impact_preview, load_query_log, replay, replay_tool_results
 from .state import open_state, state_of, state_path
@@ -114,6 +115,7 @@ __all__ = [
     "run_rem",
     "run_sweep",
     "score_entry",
+    "set_timezone",
     "state_of",
     "state_path",
     "undo",

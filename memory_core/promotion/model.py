@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from ..common.dates import DATED_NAME_RE
+from ..common.dates import DATED_NAME_RE, day_of
 from ..common.dates import now_ms as clock_ms
 
 # --------------------------------------------------------------------------- constants
@@ -91,6 +92,23 @@ def now_ms(now: Now = None) -> int:
         dt = now if now.tzinfo else now.replace(tzinfo=UTC)
         return int(dt.timestamp() * 1000)
     return int(now * 1000) if now < 1e11 else int(now)
+
+
+def check_timezone(name: str) -> str:
+    """``name`` if it is an IANA time zone (``Europe/Berlin``, ``UTC``); else PromotionError."""
+    try:
+        ZoneInfo(name)
+    except (ValueError, ZoneInfoNotFoundError):
+        raise PromotionError(f"unknown time zone {name!r} (an IANA name such as "
+                             "Europe/Berlin or UTC)") from None
+    return name
+
+
+def day_in(ms: int, timezone: str = "UTC") -> str:
+    """The calendar day ``YYYY-MM-DD`` of epoch milliseconds ``ms`` in ``timezone``."""
+    if timezone == "UTC":
+        return day_of(ms)
+    return datetime.fromtimestamp(ms / 1000, ZoneInfo(timezone)).strftime("%Y-%m-%d")
 
 
 def iso(ms: int | None) -> str | None:

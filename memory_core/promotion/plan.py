@@ -43,7 +43,7 @@ from .model import (
     iso,
     now_ms,
 )
-from .policy import memory_lines, policy_for
+from .policy import junk_line, memory_lines, policy_for
 from .scoring import PromotionCandidate, list_candidates
 from .state import state_of
 
@@ -166,11 +166,22 @@ def _plan_entries(index: MemoryIndex, candidates: Sequence[PromotionCandidate],
         text = snippet if (loc.quality == 3 and loc.loose) else loc.text
         shown = text
         if policy.clean_lines:  # the default: only the lines that are memory (openclaw#67580)
-            shown = collapse(memory_lines(
-                [text] if loc.loose else lines[loc.start_line - 1:loc.end_line],
-                queries.get(c.key, ())))
+            a, b = loc.start_line, loc.end_line
+            if (not loc.loose and c.start_line <= a and b <= c.end_line <= len(lines)
+                    and collapse(snippet).removeprefix("…").strip() in collapse(
+                        " ".join(lines[c.start_line - 1:c.end_line]))):
+                # the stored snippet is the chunk's first 700 characters (and a chunk that
+                # starts inside a line opens with "…"), so it re-locates to the chunk's head;
+                # the line the agent searched for is anywhere in the chunk it recalled, which
+                # is still there as it was (an edited range keeps the re-located window)
+                a, b = c.start_line, c.end_line
+            shown = collapse(memory_lines([text] if loc.loose else lines[a - 1:b],
+                                          queries.get(c.key, ())))
             if not shown:
-                skipped[c.key] = "nothing left once commands and tool output are removed"
+                skipped[c.key] = ("no line of it shares a word with the queries that recalled "
+                                  "it" if queries.get(c.key) and any(
+                                      x.strip() and not junk_line(x) for x in lines[a - 1:b])
+                                  else "nothing left once commands and tool output are removed")
                 continue
         why = contamination(shown)
         if why:  # 2026.9's filters and ours (code fences, cron reports, tool output)

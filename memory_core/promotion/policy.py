@@ -15,18 +15,24 @@ is immune to the failures OpenClaw's users report (issue 25):
 * **clean bullets** (#67580, #89444): the default writes only the recalled lines that are
   memory, not staged ``Candidate:``/``confidence:`` lines, shell commands or tool output
   (:func:`memory_lines`), and no ``[score=… recalls=…]`` metadata (the marker before each
-  bullet keeps its key, the state store and the history keep the rest).
+  bullet keeps its key, the state store and the history keep the rest);
+* **no padding** (what the dreaming evaluation found most junk to be): only a search's first
+  ``recall_top_k`` hits are recalls, a candidate needs ``min_distinct_queries`` distinct
+  queries, and a recalled chunk no line of which shares a word with its queries is not
+  written (both thresholds chosen by cross-validation, ``scripts/tune_dreaming.py``).
 
-Both are decided by :func:`policy_for` from the index's profile; nothing here changes what a
+All are decided by :func:`policy_for` from the index's profile; nothing here changes what a
 reference-profile run writes below the cap.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from .model import PROMOTED_TEXT_MAX_CHARS, RecallEntry
 
@@ -54,16 +60,41 @@ class DreamingPolicy:
     score_metadata: bool = True
     #: Drop staged-output lines, shell commands and tool output from promoted text.
     clean_lines: bool = False
+    #: Only a search's first ``recall_top_k`` hits count as recalls (0: all of them). The
+    #: rest fill the agent's result list: a chunk that keeps coming back fifth or sixth for
+    #: unrelated questions is padding, not something the agent needed.
+    recall_top_k: int = 0
+    #: A candidate needs this many distinct queries that recalled it (0: no such gate). The
+    #: reference's diversity is max(queries, days), so one question asked on three days
+    #: passes; an entry only one or two questions wanted is rarely worth a line of MEMORY.md.
+    min_distinct_queries: int = 0
 
 
 REFERENCE = DreamingPolicy("reference")
+#: The default's two thresholds were chosen by cross-validation over LoCoMo dev's
+#: conversations (scripts/tune_dreaming.py; docs/promotion.md section 6).
 DEFAULT = DreamingPolicy("default", keep_recalled=True, max_artifact_share=0.5,
-                         rem_reads_light=True, score_metadata=False, clean_lines=True)
+                         rem_reads_light=True, score_metadata=False, clean_lines=True,
+                         recall_top_k=3, min_distinct_queries=3)
+
+_OVERRIDE: ContextVar[DreamingPolicy | None] = ContextVar("dreaming_policy", default=None)
 
 
 def policy_for(index: MemoryIndex) -> DreamingPolicy:
-    """The policy of ``index``'s profile."""
-    return REFERENCE if str(index.config.profile) == "reference" else DEFAULT
+    """The policy of ``index``'s profile (the default's as :func:`tuned` set it, if it did)."""
+    if str(index.config.profile) == "reference":
+        return REFERENCE
+    return _OVERRIDE.get() or DEFAULT
+
+
+@contextmanager
+def tuned(**changes: Any) -> Iterator[DreamingPolicy]:
+    """Run the default profile with some of its constants changed (cross-validation)."""
+    token = _OVERRIDE.set(replace(DEFAULT, **changes))
+    try:
+        yield _OVERRIDE.get() or DEFAULT
+    finally:
+        _OVERRIDE.reset(token)
 
 
 def is_artifact(e: RecallEntry) -> bool:
@@ -152,6 +183,11 @@ def _words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
 
 
+#: A line that ends by asking (an image caption or other bracketed tail after the "?" allowed):
+#: a question in a diary is not the memory, the line answering it is.
+_ASKS = re.compile(r"\?\s*(?:\[[^\]]*\]\s*)?$")
+
+
 def memory_lines(lines: Sequence[str], queries: Sequence[str] = ()) -> str:
     """The lines of a recalled range worth keeping in ``MEMORY.md``, joined (``""``: none).
 
@@ -159,11 +195,13 @@ def memory_lines(lines: Sequence[str], queries: Sequence[str] = ()) -> str:
     only the lines sharing a distinctive word (one on at most a quarter of the range's lines) with
     them are kept (a search chunk is 20-30 diary
     lines, and the bullet's 640 characters would otherwise be its first few, whatever the agent
-    was after), the lines sharing the most first, then in the diary's order; all the clean
-    lines when none shares a word.
+    was after), the lines sharing the most first (a line asking a question brings the next
+    line, its answer, right after it), then in the diary's order. When none shares a
+    word, ``""``: the range came back for those queries as padding, not as what they were after
+    (without ``queries``, every clean line).
     """
     clean = [x for x in lines if x.strip() and not junk_line(x)]
-    if not queries or len(clean) <= 1:
+    if not queries or not clean:
         return "\n".join(clean)
     words = [_words(x) for x in clean]
     # a word on most lines of the range (a speaker's name, the topic's heading word) tells
@@ -176,8 +214,11 @@ def memory_lines(lines: Sequence[str], queries: Sequence[str] = ()) -> str:
     wanted = [_words(q) - common for q in queries]
     overlap = [sum(len(w & x) for w in wanted) for x in words]
     if not any(overlap):
-        return "\n".join(clean)
-    order = sorted((i for i, n in enumerate(overlap) if n), key=lambda i: (-overlap[i], i))
+        return ""
+    order: list[int] = []
+    for i in sorted((i for i, n in enumerate(overlap) if n), key=lambda i: (-overlap[i], i)):
+        order += [j for j in (i, i + 1) if j not in order and (j == i or (
+            j < len(clean) and _ASKS.search(clean[i])))]
     kept: list[int] = []
     size = 0
     for i in order:

@@ -31,6 +31,7 @@ from .model import (
     iso,
     now_ms,
 )
+from .policy import policy_for
 from .state import state_of
 
 if TYPE_CHECKING:
@@ -210,6 +211,7 @@ def list_candidates(index: MemoryIndex, *, now: Now = None, min_score: float | N
     muq = DEFAULT_MIN_UNIQUE_QUERIES if min_unique_queries is None else min_unique_queries
     mad = DEFAULT_MAX_AGE_DAYS if max_age_days is None else max_age_days
     lim = DEFAULT_LIMIT if limit is None else limit
+    mdq = policy_for(index).min_distinct_queries
     at = now_ms(now)
     markers = set(promotion_markers(read_memory_text(index.workspace)))
     with state_of(index) as st:
@@ -236,6 +238,9 @@ def list_candidates(index: MemoryIndex, *, now: Now = None, min_score: float | N
             c.reasons.append(f"signals {s.signals} < minRecallCount {mrc}")
         if s.context_diversity < muq:
             c.reasons.append(f"unique queries/days {s.context_diversity} < minUniqueQueries {muq}")
+        if len(e.query_hashes) < mdq:
+            c.reasons.append(f"distinct queries {len(e.query_hashes)} < {mdq} (the default "
+                             "profile's minDistinctQueries)")
         if mad >= 0 and s.age_days > mad:
             c.reasons.append(f"last recalled {s.age_days:.1f} days ago > maxAgeDays {mad:g}")
         if s.score < ms:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..common.dates import DAY_MS, dated_name_date, day_of, day_start_ms
+from ..common.dates import DAY_MS, dated_name_date, day_start_ms
 from ..common.fileio import stat_signature
 from .concepts import derive_concept_tags
 from .memory_file import HEADING_RE, LIST_RE, fenced_ranges
@@ -33,6 +33,7 @@ from .model import (
     Signal,
     clamp01,
     collapse,
+    day_in,
     is_contaminated,
     is_short_term_path,
     now_ms,
@@ -68,7 +69,7 @@ def record_into(st: StateStore, signals: Sequence[Signal], *, query: str, kind: 
     if kind not in ("recall", "daily", "grounded"):
         raise ValueError(f"unknown signal kind {kind!r}")
     at = now_ms(now)
-    day = day_of(at)
+    day = day_in(at, st.timezone())  # the configured timezone's calendar day (§6.2)
     qh = query_hash(query)
     logged_query = query[:200]
     n = 0
@@ -132,7 +133,8 @@ def record_search(index: MemoryIndex, query: str, hits: Sequence[Hit], *,
     if not query.strip():
         return 0
     signals = []
-    for h in hits:
+    top = policy_for(index).recall_top_k
+    for h in hits[:top] if top > 0 else hits:
         if h.source != "memory" or not is_short_term_path(h.path):
             continue
         snip = collapse(h.snippet)
@@ -260,7 +262,6 @@ def ingest_daily(index: MemoryIndex, *, now: Now = None, lookback_days: int = DA
     counted at most once per day.
     """
     at = now_ms(now)
-    today = day_of(at)
     report = IngestReport()
     mem = index.workspace / "memory"
     if not mem.is_dir():
@@ -272,6 +273,7 @@ def ingest_daily(index: MemoryIndex, *, now: Now = None, lookback_days: int = DA
     per_file = max(6, math.ceil(total_cap / len(dated)))
     budget = total_cap
     with state_of(index) as st:
+        today = day_in(at, st.timezone())
         for day, p in dated:
             rel = f"memory/{p.name}"
             mtime, size = stat_signature(p.stat())
@@ -324,7 +326,7 @@ def record_tool_results_into(st: StateStore, query: str, results: Sequence[dict[
     if not q:
         return 0
     at = now_ms(now)
-    day = day_of(at)
+    day = day_in(at, st.timezone())  # the configured timezone's calendar day (§6.2)
     qh = query_hash(q)
     n = 0
     with st.transaction():
@@ -364,3 +366,11 @@ def record_tool_results(index: MemoryIndex, query: str, results: Sequence[dict[s
         n = record_tool_results_into(st, query, results, now=now)
         retain(st, policy_for(index))
         return n
+
+
+def set_timezone(index: MemoryIndex, name: str) -> None:
+    """Make recall days calendar days in the IANA time zone ``name`` for ``index``'s workspace
+    (the reference's ``dreaming.timezone``, else ``agents.defaults.userTimezone``; ``UTC``
+    until set). Kept in the state store; days already recorded keep their bucket."""
+    with state_of(index) as st, st.transaction():
+        st.set_timezone(name)

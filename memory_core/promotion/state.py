@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..common.dates import now_ms
 from ..common.sql import sqlite
 from ..indexfile import read_uri
-from .model import PromotionError, full_disk_note
+from .model import PromotionError, check_timezone, full_disk_note
 from .state_migrations import migrate
 
 if TYPE_CHECKING:
@@ -242,6 +242,19 @@ class StateStore:
         sorts keep that order). Only the newest events are kept per key, so for a key with
         many signals this is an approximation, which only matters between equal entries."""
         return dict(self.db.execute("SELECT key, MIN(id) FROM recall_events GROUP BY key"))
+
+    # ------------------------------------------------------------------ settings
+
+    def timezone(self) -> str:
+        """The time zone whose calendar days recall days are (``UTC`` unless set)."""
+        row = self.db.execute("SELECT value FROM settings WHERE key = 'timezone'").fetchone()
+        return str(row[0]) if row else "UTC"
+
+    def set_timezone(self, name: str) -> None:
+        """Set it (an IANA name, checked: :class:`PromotionError` otherwise)."""
+        self.db.execute("INSERT INTO settings(key, value) VALUES ('timezone', ?)"
+                        " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                        (check_timezone(name),))
 
     # ------------------------------------------------------------------ phase signals
 

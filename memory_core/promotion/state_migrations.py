@@ -105,7 +105,21 @@ def m003_history_section(db: Connection) -> None:
     db.execute("ALTER TABLE promotion_history ADD COLUMN section TEXT")
 
 
-MIGRATIONS: list[Migration] = [m001_state, m002_phase_signals, m003_history_section]
+def m004_settings(db: Connection) -> None:
+    """The workspace's dreaming settings that recording needs (``timezone``: recall days are
+    calendar days there, as the reference formats them in its configured timezone)."""
+    run_statements(db,
+        """
+        CREATE TABLE IF NOT EXISTS settings (
+            key TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        )
+        """
+    )
+
+
+MIGRATIONS: list[Migration] = [m001_state, m002_phase_signals, m003_history_section,
+                               m004_settings]
 
 
 def migrate(db: Connection) -> int:

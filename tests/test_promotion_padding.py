@@ -1,0 +1,137 @@
+"""The default profile's guards against promoting padding (issue 25 item 1: junk <= 5 %).
+
+A search returns up to six hits whether or not six are relevant; the reference records each
+as a recall, and its diversity gate (max(queries, days) >= 3) lets one question asked on three
+days promote whatever came back with it. The default counts a search's first three hits only,
+wants three distinct queries, and skips a range no line of which shares a word with them.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from memory_core import MemoryIndex
+from memory_core import promotion as pr
+from memory_core.evaluation import dreaming as dr
+from memory_core.promotion.policy import DEFAULT, policy_for, tuned
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+def _workspace(tmp_path: Path, profile: str, days: int = 8) -> MemoryIndex:
+    ws = tmp_path / profile
+    (ws / "memory").mkdir(parents=True)
+    for i in range(days):
+        d = (NOW - timedelta(days=days - i)).date().isoformat()
+        (ws / "memory" / f"{d}.md").write_text(
+            f"# {d}\n\nThe harbour crane {i} was inspected by the night shift.\n\n"
+            f"Lunch was soup number {i}.\n", encoding="utf-8")
+    idx = MemoryIndex.open(ws, provider="none", profile=profile)
+    idx.sync()
+    return idx
+
+
+def test_only_the_first_hits_count_as_recalls_in_the_default(tmp_path: Path) -> None:
+    recorded = {}
+    for profile in ("reference", "default"):
+        with _workspace(tmp_path, profile) as idx:
+            hits = idx.search("harbour crane inspected").hits
+            assert len(hits) > DEFAULT.recall_top_k, hits
+            recorded[profile] = (len(hits), pr.record_search(idx, "harbour crane inspected",
+                                                             hits, now=NOW))
+    assert recorded["reference"][1] == recorded["reference"][0]  # every hit is a recall
+    assert recorded["default"][1] == DEFAULT.recall_top_k
+
+
+def test_one_question_on_three_days_promotes_in_the_reference_only(tmp_path: Path) -> None:
+    reasons = {}
+    for profile in ("reference", "default"):
+        with _workspace(tmp_path, profile, days=2) as idx:
+            for day in range(3):
+                q = "harbour crane inspected"
+                pr.record_search(idx, q, idx.search(q).hits[:1], now=NOW - timedelta(days=day))
+            (c,) = [c for c in pr.list_candidates(idx, now=NOW, min_score=0.0,
+                                                  check_duplicates_of="none")
+                    if c.recall_count][:1]
+            reasons[profile] = c.reasons
+    assert reasons["reference"] == []  # diversity counts the three days
+    assert reasons["default"] == ["distinct queries 1 < 3 (the default profile's "
+                                  "minDistinctQueries)"]
+
+
+def test_a_range_sharing_no_word_with_its_queries_is_not_written(tmp_path: Path) -> None:
+    with _workspace(tmp_path, "default", days=1) as idx:
+        hit = idx.search("harbour crane").hits[0]
+        for i, q in enumerate(["zebra", "quokka", "axolotl"]):  # it came back as padding
+            pr.record_search(idx, q, [hit], now=NOW - timedelta(days=i))
+        cands = pr.list_candidates(idx, now=NOW, min_score=0.0, check_duplicates_of="none")
+        plan = pr.preview_apply(idx, [c for c in cands if c.passed], now=NOW)
+    assert not plan.entries
+    assert list(plan.skipped.values()) == [
+        "no line of it shares a word with the queries that recalled it"]
+
+
+def test_tuned_changes_the_default_only_inside_its_block(tmp_path: Path) -> None:
+    with _workspace(tmp_path, "default", days=1) as idx:
+        with tuned(recall_top_k=0, min_distinct_queries=2) as p:
+            assert policy_for(idx) is p and p.recall_top_k == 0 and p.clean_lines
+        assert policy_for(idx) is DEFAULT
+
+
+def _run(saved: int, junk: int, conv: str) -> dr.DreamingRun:
+    return dr.DreamingRun("default", [conv], asks=100, saved=saved, bullets=100, junk=junk,
+                          budget=10)
+
+
+def test_cross_validation_chooses_on_the_other_conversations() -> None:
+    # setting 0 saves most but is junky everywhere; setting 1 is clean except on conv-b,
+    # where setting 2 is the clean one
+    per = [{"conv-a": _run(50, 20, "conv-a"), "conv-b": _run(50, 20, "conv-b"),
+            "conv-c": _run(50, 20, "conv-c")},
+           {"conv-a": _run(30, 0, "conv-a"), "conv-b": _run(30, 14, "conv-b"),
+            "conv-c": _run(30, 0, "conv-c")},
+           {"conv-a": _run(20, 2, "conv-a"), "conv-b": _run(20, 0, "conv-b"),
+            "conv-c": _run(20, 2, "conv-c")}]
+    cv = dr.cross_validate(per, [{"k": 0}, {"k": 1}, {"k": 2}])
+    # held out conv-a: on b+c setting 1 has 7 % junk, so setting 2 (1 %) is chosen
+    assert cv.chosen == {"conv-a": 2, "conv-b": 1, "conv-c": 2}
+    assert cv.held_out.asks == 300 and cv.held_out.saved == 20 + 30 + 20
+    assert cv.held_out.junk == 2 + 14 + 2
+    assert [r.saved for r in cv.pooled] == [150, 90, 60]
+    assert cv.final == 1  # pooled, its junk is 14 / 300 = 4.7 % and it saves more than 2
+    # a setting must save more than the reference: at 25 % saved only setting 0 does, and
+    # with none clean among the eligible, the least junk of them is chosen
+    ref = {c: dr.DreamingRun("reference", [c], asks=100, saved=40) for c in per[0]}
+    assert dr.cross_validate(per, [{"k": 0}, {"k": 1}, {"k": 2}], ref).chosen == {
+        "conv-a": 0, "conv-b": 0, "conv-c": 0}
+
+
+def test_the_saved_evaluation_is_what_the_docs_report() -> None:
+    runs, meta = dr.saved_evaluation()
+    ref, dflt = runs
+    assert (ref.profile, dflt.profile) == ("reference", "default")
+    assert sorted(dflt.conversations) == sorted(ref.conversations)
+    assert len(dflt.conversations) == 5 and dflt.asks == ref.asks
+    # held out, the default saves more later searches with a third of the reference's junk
+    # (issue 25 wants junk <= 5 %: not reached, docs/promotion.md section 6)
+    assert dflt.saved_share > ref.saved_share
+    assert dflt.junk_share < ref.junk_share / 3
+    assert dflt.within_budget and ref.within_budget
+    assert set(meta["chosen"]) == set(dflt.conversations)
+    assert {k: getattr(DEFAULT, k) for k in meta["final"]} == meta["final"]
+    table = dr.dreaming_table(runs)
+    assert f"| default | {dflt.asks} | {dflt.saved_share:.1%} |" in table
+
+
+def test_a_question_line_brings_its_answer() -> None:
+    from memory_core.promotion.policy import memory_lines
+
+    chunk = ["[D1:1] Ann: Hi Bob, how was the week?",
+             "[D1:2] Bob: Busy. Ann, the boat is now moored at pier 9 in Kiel.",
+             "[D1:3] Ann: Nice. Which pottery classes do you take? [shares image: a vase]",
+             "[D1:4] Bob: The Tuesday ones at the harbour studio.",
+             "[D1:5] Ann: Bob, see you soon."]
+    # the query matches the question; the fact is in the reply
+    assert memory_lines(chunk, ["What pottery classes does Bob take?"]) == "\n".join(chunk[2:4])
+    assert memory_lines(chunk, ["Where did Bob moor the boat?"]) == chunk[1]
