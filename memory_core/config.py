@@ -25,6 +25,7 @@ from typing import Any, Literal, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
 from .calibration_fitted import GATES as CALIBRATED_GATES
+from .text import mostly_cjk
 
 CONFIG_FILE = "memory-workbench.toml"
 #: A named set of search settings: ``reference`` (OpenClaw 2026.5.20) or ``default`` (measured).
@@ -330,6 +331,13 @@ class SearchSettings:
     #: gets MiniLM's spread; 0 = the cosine as it is.
     vector_floor: float = setting(0.0, ge=0.0, lt=1.0,
                                   help="normalized fusion reads cosines from this floor")
+    #: ``normalized`` fusion's vector weight (the keyword leg's is 1 − it) for a query written
+    #: mostly in CJK: an English-only model's cosines on it are noise (MiniLM's vector leg
+    #: alone: XQuAD zh S@5 0.29 against en 0.98), so such a query keeps the keyword leg's share
+    #: while English queries lean on the vector leg; None = ``vector_weight`` for every query.
+    cjk_vector_weight: float | None = setting(None, ge=0.0, le=1.0,
+                                              help="normalized fusion's vector weight for a "
+                                                   "mostly-CJK query (none: vector_weight)")
     #: ``Source:`` lines in tool snippets (the reference's ``memory.citations``).
     citations: CitationsMode = setting("auto", help="Source: lines in snippets: auto, on or off")
     #: ``normalized`` fusion then maps each hit's absolute evidence to the probability that it
@@ -342,6 +350,14 @@ class SearchSettings:
     abstain_below: float = setting(0.0, ge=0.0, le=1.0,
                                    help="no result unless the best hit's probability reaches "
                                         "this")
+
+    def weights_for(self, query: str) -> tuple[float, float]:
+        """:meth:`normalized_weights`, or ``(cjk_vector_weight, 1 − it)`` for a query written
+        mostly in a script without spaces (:func:`memory_core.text.mostly_cjk`) when set."""
+        if self.cjk_vector_weight is not None and mostly_cjk(query):
+            v = min(1.0, max(0.0, self.cjk_vector_weight))
+            return v, 1.0 - v
+        return self.normalized_weights()
 
     def normalized_weights(self) -> tuple[float, float]:
         """Clamp both weights to 0..1 and divide by their sum (0.7/0.3 when the sum is 0)."""
@@ -364,7 +380,7 @@ class SearchSettings:
 #: (0.2, chosen on every fold) moves the order as far as MiniLM's 0.4.
 PROVIDER_SETTINGS: dict[tuple[str, str], dict[str, Any]] = {
     ("default", "e5"): {"vector_weight": 0.9, "text_weight": 0.1, "vector_floor": 0.0,
-                        "date_hint": 0.2},
+                        "date_hint": 0.2, "cjk_vector_weight": None},
 }
 #: The default profile's calibration (issue #21) was fitted on the local model's cosines; with
 #: any other provider it is off (the normalized fusion's scores, no abstention).
@@ -415,8 +431,9 @@ def _profile_settings(profile: ProfileName | str) -> SearchSettings:
     if profile == "default":
         # Chosen by cross-validation on the dev data (docs/retrieval.md, issue #14): a constant
         # is kept only if tuning it wins on held-out folds. OR-joined, stemmed, CJK-bigram BM25;
-        # each leg on a corpus-size-free scale (cosine as is, BM25 over the query's best) with
-        # equal weights (a tuned weight did not beat 0.5 held out), the cosine read from a floor
+        # each leg on a corpus-size-free scale (cosine as is, BM25 over the query's best),
+        # 0.65 / 0.35 (equal weights until the vectors read whole chunks, issue #21: then 0.65
+        # won held out, with CJK queries kept at 0.5), the cosine read from a floor
         # of 0.2 (MiniLM's unrelated passages sit near it); no gate (minScore changed nothing
         # held out: 0.1 removed 0.04 results a query); a hint towards diaries of a date the
         # query names (0.4, chosen on every fold once the grid went past 0.3 and the hint drew
@@ -424,8 +441,11 @@ def _profile_settings(profile: ProfileName | str) -> SearchSettings:
         # (PROVIDER_SETTINGS).
         return SearchSettings(
             fusion="normalized",
-            vector_weight=0.5,
-            text_weight=0.5,
+            vector_weight=0.65,
+            text_weight=0.35,
+            # issue #21, on whole-chunk (windowed) vectors: English leans on the vector leg,
+            # a mostly-CJK query keeps equal weights (MiniLM reads no Chinese)
+            cjk_vector_weight=0.5,
             min_score=0.0,
             keyword_query="or",
             cjk_bigrams=True,

@@ -386,12 +386,12 @@ def _normalized(cands: Candidates, s: SearchSettings) -> FusionResult:
       penalty (:mod:`memory_core.expansion`), MMR, the minScore gate and keyword-only filling
       as configured.
 
-    With the default profile's equal weights the best keyword match scores at least 0.5 and a
-    vector-only hit 0.5 × its cosine, so only a near-duplicate can tie it; and minScore means
-    the same on any corpus.
+    With the default profile's weights the best keyword match scores at least 0.35 and a
+    vector-only hit 0.65 × its cosine read from the floor (a mostly-CJK query: 0.5 and 0.5,
+    ``cjk_vector_weight``); and minScore means the same on any corpus.
     """
     vector, keyword = _with_dated(cands, s, *_leg_maps(cands, s))
-    wv, wt = s.normalized_weights()
+    wv, wt = s.weights_for(cands.query)
     if cands.mode == "fts-only" or not cands.vector:
         wv, wt = 0.0, 1.0
     elif not keyword:

@@ -148,6 +148,14 @@ def is_word_start(text: str, idx: int) -> bool:
     return prev.isspace() or bool(_CJK_CHAR_RE.match(prev) or _CJK_CHAR_RE.match(text[idx]))
 
 
+def mostly_cjk(text: str) -> bool:
+    """Whether most of ``text``'s letters and digits are :data:`CJK_SCRIPT_CLASS` characters
+    (a Chinese question with a Latin name in it still counts; an English one with a Chinese
+    term does not)."""
+    chars = [c for c in text if c.isalnum()]
+    return bool(chars) and 2 * sum(1 for c in chars if _CJK_CHAR_RE.match(c)) > len(chars)
+
+
 def cjk_bigrams(text: str) -> str:
     """Rewrite every CJK run as space-separated overlapping bigrams (a lone character stays).
 

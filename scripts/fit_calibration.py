@@ -3,8 +3,9 @@
     PYTHONPATH=. python scripts/fit_calibration.py [--write] [--out report.json]
 
 1. Fetches (once; the evaluator's candidate cache keeps them) the candidates of LoCoMo dev's
-   Markdown questions and of the off-topic probes (``examples/probes/`` and XQuAD questions
-   read from ``../shared/datasets``) asked of every LoCoMo conversation and of the demo.
+   questions (Markdown and, where present, the sessions shape) and of the off-topic probes
+   (``examples/probes/`` and XQuAD questions read from ``../shared/datasets``) asked of every
+   LoCoMo conversation and of the demo.
 2. Cross-validates (``memory_core.evaluation.calibrate``): per LoCoMo conversation, a model
    and a gate fitted on the other four conversations and four fifths of the probes, scored on
    the held-out conversation and fifth; the demo is never fitted on.
@@ -89,11 +90,13 @@ def _fmt(s: dict[str, Any]) -> str:
 
 def cross_validate(loc: Sequence[cal.QueryRows], loc_probes: Sequence[cal.QueryRows],
                    demo_probes: Sequence[cal.QueryRows], parts: dict[str, int],
-                   other: Sequence[cal.QueryRows] = (), isotonic: bool = True
-                   ) -> dict[str, Any]:
+                   other: Sequence[cal.QueryRows] = (), isotonic: bool = True,
+                   sessions: Sequence[cal.QueryRows] = ()) -> dict[str, Any]:
     """Held-out figures: LoCoMo by conversation, probes by fifth (and the demo's probes);
-    ``other`` labelled sets of one workspace (XQuAD) by fifths of a stable hash of the id."""
+    ``other`` labelled sets of one workspace (XQuAD) by fifths of a stable hash of the id;
+    ``sessions``: LoCoMo's transcript shape, held out with its conversation's Markdown."""
     convs = list(dict.fromkeys(r.collected.query.workspace for r in loc))
+    test_s: list[cal.Scored] = []
     test_q: list[cal.Scored] = []
     test_p: list[cal.Scored] = []
     test_demo: list[cal.Scored] = []
@@ -102,12 +105,15 @@ def cross_validate(loc: Sequence[cal.QueryRows], loc_probes: Sequence[cal.QueryR
     for j, conv in enumerate(convs):
         part = j % K
         train = [r for r in loc if r.collected.query.workspace != conv]
+        train_s = [r for r in sessions if r.collected.query.workspace != conv]
         train_o = [r for r in other if _qpart(r) != part]
         train_p = [r for r in loc_probes if r.collected.query.workspace != conv
                    and _part(r, parts) != part]
-        model = cal.fit_calibration([*train, *train_o, *train_p], f"cv-{conv}",
+        model = cal.fit_calibration([*train, *train_s, *train_o, *train_p], f"cv-{conv}",
                                     isotonic=isotonic)
-        gate, _ = cal.choose_gate(_by_set([*train, *train_o]), train_p, model)
+        gate, _ = cal.choose_gate(_by_set([*train, *train_s, *train_o]), train_p, model)
+        test_s += [cal.score_query(r, model, gate) for r in sessions
+                   if r.collected.query.workspace == conv]
         tq = [cal.score_query(r, model, gate) for r in loc if r.collected.query.workspace == conv]
         tp = [cal.score_query(r, model, gate) for r in loc_probes
               if r.collected.query.workspace == conv and _part(r, parts) == part]
@@ -124,6 +130,9 @@ def cross_validate(loc: Sequence[cal.QueryRows], loc_probes: Sequence[cal.QueryR
     demo = cal.summarise([], test_demo)
     print(f"held out, pooled: {_fmt(pooled)}")
     by_set: dict[str, Any] = {}
+    if test_s:
+        by_set["locomo-sessions"] = cal.summarise(test_s, [])
+        print(f"LoCoMo sessions held out: {_fmt(by_set['locomo-sessions'])}")
     for name in ("xquad-en", "xquad-zh"):
         sc = [t for n, t in test_other if n == name]
         if sc:
@@ -211,6 +220,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     locomo = load_query_set("locomo-markdown:all")
     demo = load_query_set("demo")
     loc = _rows("locomo", locomo, base, False)
+    ses = (_rows("locomo-sessions", load_query_set("locomo-sessions:all"), base, False)
+           if "locomo-sessions:all" in available_query_sets() else [])
     other = [r for name in ("xquad-en", "xquad-zh") if name in available_query_sets()
              for r in _rows(name, load_query_set(name), base, False)]
     loc_probes = _rows("locomo probes", probe_set(locomo, probes), base, True)
@@ -220,20 +231,20 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{len(demo_probes)} on the demo ({len(probes)} probes)", flush=True)
     report: dict[str, Any] = {"probes": len(probes)}
     report["cv"] = cross_validate(loc, loc_probes, demo_probes, parts, other,
-                                  isotonic=not args.no_isotonic)
-    note = (f"LoCoMo dev Markdown ({len(loc)} q), XQuAD en+zh ({len(other)} q), "
-            f"{len(loc_probes)} probe queries; scripts/fit_calibration.py")
-    model = cal.fit_calibration([*loc, *other, *loc_probes], NAME,
+                                  isotonic=not args.no_isotonic, sessions=ses)
+    note = (f"LoCoMo dev Markdown ({len(loc)} q) and sessions ({len(ses)} q), XQuAD en+zh "
+            f"({len(other)} q), {len(loc_probes)} probe queries; scripts/fit_calibration.py")
+    model = cal.fit_calibration([*loc, *ses, *other, *loc_probes], NAME,
                                 isotonic=not args.no_isotonic, note=note)
-    gate, in_sample = cal.choose_gate(_by_set([*loc, *other]), loc_probes, model)
+    gate, in_sample = cal.choose_gate(_by_set([*loc, *ses, *other]), loc_probes, model)
     print(f"final: gate {gate}, in-sample {_fmt(in_sample)}")
     print("weights: " + ", ".join(f"{f} {w:+.3f}" for f, w in zip(model.features,
                                                                   model.weights, strict=True)))
     if min(model.weights[:2]) < 0:
         print("warning: a hit-level weight is negative: the order is no longer the fusion's")
-    mismatches = _check_fusion(model, gate, [*loc, *loc_probes])
-    print(f"fusion check: {mismatches} of {len(loc) + len(loc_probes)} queries differ from the "
-          "fit's own scoring")
+    mismatches = _check_fusion(model, gate, [*loc, *ses, *loc_probes])
+    print(f"fusion check: {mismatches} of {len(loc) + len(ses) + len(loc_probes)} queries "
+          "differ from the fit's own scoring")
     demo_s = cal.summarise([cal.score_query(r, model, gate) for r in demo_rows],
                            [cal.score_query(r, model, gate) for r in demo_probes])
     print(f"demo (never fitted on), final model: {_fmt(demo_s)}")

@@ -193,6 +193,10 @@ OUT_OF_RANGE: list[tuple[list[str], tuple[str, ...]]] = [
      ("eval --set: fusion", "'reference', 'rrf' or 'normalized'")),
     (["eval", "--queries", "demo", "--grid", "min_score=0,1.5", "--sweep"],
      ("eval --grid: min_score", "got 1.5")),
+    (["eval", "--queries", "demo", "--set", "cjk_vector_weight=2"],
+     ("eval --set: cjk_vector_weight", "less than or equal to 1")),
+    (["eval", "--queries", "demo", "--set", "cjk_vector_weight=half"],
+     ("cjk_vector_weight=half: not a number (or none)",)),
 ]
 
 

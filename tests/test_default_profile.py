@@ -36,9 +36,30 @@ def test_reference_profile_keeps_the_reference_constants() -> None:
 def test_default_profile_settings() -> None:
     d = profile_settings("default")
     assert d.fusion == "normalized" and d.keyword_query == "or" and d.cjk_bigrams
-    assert d.max_results == 6 and d.normalized_weights() == pytest.approx((0.5, 0.5))
-    assert 0 <= d.min_score < 0.5 * 1.0  # the best keyword match (≥ 0.5) always passes
+    assert d.max_results == 6 and d.normalized_weights() == pytest.approx((0.65, 0.35))
+    assert 0 <= d.min_score < 0.35 * 1.0  # the best keyword match (≥ 0.35) always passes
     assert d.date_hint > 0
+    # MiniLM reads no Chinese: a mostly-CJK query keeps equal weights; e5 reads it
+    assert d.weights_for("连接池是什么时候改的？") == pytest.approx((0.5, 0.5))
+    assert d.weights_for("Dana 什么时候离职？") == pytest.approx((0.5, 0.5))
+    assert d.weights_for("when did we change the 连接池?") == pytest.approx((0.65, 0.35))
+    e5 = profile_settings("default", "e5")
+    assert e5.weights_for("连接池是什么时候改的？") == pytest.approx(e5.normalized_weights())
+
+
+def test_a_cjk_query_fuses_with_its_own_weights() -> None:
+    """The same candidates under an English and a Chinese query: the vector-only hit wins the
+    English one (0.65 × its cosine) and loses the Chinese one to the keyword-only hit."""
+    chunks = {i: ChunkInfo(i, f"memory/{i}.md", "memory", 1, 2, f"text {i}") for i in "vk"}
+    s = replace(profile_settings("default"), calibration="", abstain_below=0.0, vector_floor=0.0)
+
+    def order(query: str) -> list[str]:
+        cands = Candidates(query, "hybrid", (LegHit("v", 0.9, 1, 0.9),),
+                           (LegHit("k", 0.5, 1, -2.0),), chunks, 200)
+        return [h.id for h in fuse(cands, s).hits]
+
+    assert order("which colleague is leaving?") == ["v", "k"]  # 0.585 against 0.35
+    assert order("哪位同事要离职？") == ["k", "v"]  # 0.45 against 0.5
 
 
 # ----------------------------------------------------------------------------- the demo

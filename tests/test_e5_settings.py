@@ -22,7 +22,7 @@ from memory_core.embeddings.openai import OpenAIEmbeddingProvider
 from memory_core.sync import Indexer, identity_diff, index_identity
 
 E5 = PROVIDER_SETTINGS[("default", "e5")]
-WEIGHTS = {"local": (0.5, 0.5, 0.2), "e5": (E5["vector_weight"], E5["text_weight"],
+WEIGHTS = {"local": (0.65, 0.35, 0.2), "e5": (E5["vector_weight"], E5["text_weight"],
                                             E5["vector_floor"])}
 
 
@@ -105,11 +105,11 @@ def test_other_search_keys_keep_e5_s_weights(tmp_path: Path) -> None:
 
 def test_an_explicit_vector_weight_wins(tmp_path: Path) -> None:
     """A ``[search] vector_weight`` the user wrote wins over e5's, even when it equals the local
-    model's default (0.5); the keys not written still follow the model."""
-    ws = _ws(tmp_path, '[provider]\nprovider = "e5"\n\n[search]\nvector_weight = 0.5\n')
+    model's default (0.65); the keys not written still follow the model."""
+    ws = _ws(tmp_path, '[provider]\nprovider = "e5"\n\n[search]\nvector_weight = 0.65\n')
     cfg = load_config(ws)
     s = cfg.settings()
-    assert s.vector_weight == 0.5
+    assert s.vector_weight == 0.65 and s.cjk_vector_weight is None  # e5 reads CJK
     assert (s.text_weight, s.vector_floor) == WEIGHTS["e5"][1:]
     idx = _open(ws, "e5")
     assert idx.settings() == s

@@ -61,10 +61,11 @@ def _typed(field: str, raw: str) -> Any:
             return raw.lower() in ("1", "true", "yes", "on")
         if isinstance(current, int) or field == "now_ms":
             return int(raw)
-        if isinstance(current, float):
-            return float(raw)
+        if isinstance(current, float) or (current is None and field != "now_ms"):
+            return None if raw.lower() == "none" else float(raw)
     except ValueError as e:
-        raise CliError(f"{field}={raw}: not a {type(current).__name__}") from e
+        kind = "number (or none)" if current is None else type(current).__name__
+        raise CliError(f"{field}={raw}: not a {kind}") from e
     return raw
 
 
