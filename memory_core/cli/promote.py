@@ -305,7 +305,10 @@ def cmd_dream(args: argparse.Namespace) -> int:
 
         raw = open_home(args.openclaw_home, args.agent).raw
         cfg = pr.DreamingConfig.from_openclaw(dreaming_settings(raw))
+        cfg.ingest_sessions = True  # the home binds its agent to the workspace
         tz = dreaming_timezone(raw)
+    if args.sessions:
+        cfg.ingest_sessions = True
     if args.storage:
         cfg.storage = args.storage
     with open_index(args) as idx:
@@ -393,5 +396,8 @@ def register(subparsers: Any) -> None:
     d.add_argument("--storage", choices=["separate", "inline", "both"],
                    help="separate: memory/dreaming/<phase>/DAY.md (default); inline: a managed "
                    "block in today's diary; both")
+    d.add_argument("--sessions", action="store_true",
+                   help="also ingest the workspace's session transcripts (signal 3) into "
+                   "memory/.dreams/session-corpus/ (on with --openclaw-home)")
     d.add_argument("--now", help="ISO 8601 time to run at (default: the clock)")
     d.set_defaults(func=cmd_dream)

@@ -5,7 +5,8 @@ The flow, as in OpenClaw 2026.5.20, one module per job:
 1. **Signals** (§6.2, :mod:`.signals`). A search made with
    ``on_hits=recall_recorder(index)`` records its hits on short-term files (dated diaries) as
    *recalls*: count, score, query hash, day. Daily-note ingestion (:func:`ingest_daily`) records
-   each diary snippet of the last days as a weaker *daily* signal. Both land in the workspace's
+   each diary snippet of the last days as a weaker *daily* signal, session-transcript
+   ingestion (:func:`ingest_sessions`) each new transcript line. All land in the workspace's
    durable state store (:mod:`.state`, ``.memory/state.sqlite``), which no index rebuild
    touches and every index of the workspace shares. Concept tags: :mod:`.concepts`.
 2. **Scoring** (§6.4, :mod:`.scoring`). :func:`list_candidates` scores every entry with the
@@ -56,6 +57,7 @@ from .model import (
 from .phases import DreamingConfig, run_light, run_rem, run_sweep
 from .plan import preview_apply
 from .scoring import PromotionCandidate, explain, list_candidates, normalize_weights, score_entry
+from .sessions import ingest_sessions
 from .signals import (
     daily_snippets,
     ingest_daily,
@@ -93,6 +95,7 @@ __all__ = [
     "explain",
     "impact_preview",
     "ingest_daily",
+    "ingest_sessions",
     "is_contaminated",
     "is_short_term_path",
     "iso",
