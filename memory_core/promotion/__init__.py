@@ -30,6 +30,7 @@ so that tests and demos are deterministic. Days are UTC calendar days.
 from __future__ import annotations
 
 from .apply import ApplyResult, apply, promotion_lock, undo
+from .diary import promoted_snippets, write_diary
 from .duplicates import check_duplicates
 from .memory_file import promoted_sections, relocate
 from .model import (
@@ -106,6 +107,7 @@ __all__ = [
     "open_state",
     "preview_apply",
     "promoted_sections",
+    "promoted_snippets",
     "promotion_lock",
     "query_hash",
     "recall_recorder",
@@ -122,4 +124,5 @@ __all__ = [
     "state_of",
     "state_path",
     "undo",
+    "write_diary",
 ]

@@ -23,8 +23,8 @@ path, the fenced blocks are skipped by re-location and by daily ingestion, and s
 are contaminated snippets (:func:`.model.contamination`).
 
 With ``ingest_sessions`` both phases also ingest the workspace's session transcripts after the
-diaries (signal 3, :mod:`.sessions`). Not reproduced: the dream-diary narrative (``DREAMS.md``,
-written by a sub-agent).
+diaries (signal 3, :mod:`.sessions`). The dream diary (``DREAMS.md``) is :mod:`.diary`'s,
+written from the phases' reports when asked.
 """
 
 from __future__ import annotations
