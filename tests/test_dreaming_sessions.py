@@ -13,6 +13,7 @@ from memory_core import promotion as pr
 from memory_core.common.dates import DAY_MS
 from memory_core.promotion.policy import is_artifact
 from memory_core.promotion.sessions import ingest_sessions, message_hash, session_scope
+from memory_core.sources import list_files
 
 NOW = 1_795_428_000_000  # 2026-11-23T10:00:00Z
 T0 = NOW - 3 * 3600_000  # 07:00 the same day
@@ -60,6 +61,9 @@ def test_transcript_lines_become_corpus_lines_and_daily_entries(tmp_path: Path,
         assert (e.daily_count, e.recall_count, e.total_score) == (1, 0, pytest.approx(0.58))
         assert e.snippet == "Assistant: The staging database listens on port 5433."
         assert is_artifact(e)  # never a recall: the default's retention evicts it first
+        # the corpus is the engine's state: no sync indexes it (the transcript itself is indexed)
+        listed = [f.path for f in list_files(ws, idx.config).files]
+        assert "sessions/s1.jsonl" in listed and not any(".dreams" in p for p in listed)
         assert [(ev["kind"], ev["query"]) for ev in events] == [
             ("daily", "__dreaming_sessions__:2026-11-23")]
 

@@ -116,9 +116,16 @@ def _transcripts(index: MemoryIndex) -> list[SourceFile]:
     return sorted(files, key=lambda f: f.path)
 
 
+#: a transcript's progress to store once its lines are recorded: the state key, (mtime, size,
+#: content hash, line count, cursor), the session scope and its seen hashes (None: unchanged)
+_Progress = tuple[str, tuple[int, int, str, int, int], str, list[str] | None]
+
+
 def _scan(st: StateStore, f: SourceFile, agent: str, cap: int, cutoff: int, tz: str,
-          out: dict[str, list[_Taken]], report: SessionIngestReport) -> int:
-    """Take ``f``'s new lines (at most ``cap``) into ``out`` by day; return how many."""
+          out: dict[str, list[_Taken]], report: SessionIngestReport,
+          progress: list[_Progress]) -> int:
+    """Take ``f``'s new lines (at most ``cap``) into ``out`` by day and its new progress into
+    ``progress``; return how many lines were taken."""
     key = f"{agent}:{f.path}"
     prev = st.session_ingestion_state(key)
     mtime, size = stat_signature(f.abs_path.stat())
@@ -162,11 +169,8 @@ def _scan(st: StateStore, f: SourceFile, agent: str, cap: int, cutoff: int, tz: 
         seen.add(h)
         new.append(h)
         taken += 1
-    with st.transaction():
-        st.session_ingestion_set(key, mtime, size, doc.hash, len(lines), max(last, cursor))
-        if new:
-            st.session_seen_set(scope, (seen_before + new)[-MAX_SEEN_PER_SESSION:],
-                                MAX_SEEN_SESSIONS)
+    progress.append((key, (mtime, size, doc.hash, len(lines), max(last, cursor)), scope,
+                     (seen_before + new)[-MAX_SEEN_PER_SESSION:] if new else None))
     report.files.append(f.path)
     return taken
 
@@ -185,13 +189,14 @@ def ingest_sessions(index: MemoryIndex, *, now: Now = None, lookback_days: int =
     per_file = min(MAX_PER_FILE, max(MIN_PER_FILE, math.ceil(MAX_PER_SWEEP / len(files))))
     remaining = MAX_PER_SWEEP
     by_day: dict[str, list[_Taken]] = {}
+    progress: list[_Progress] = []
     with state_of(index) as st:
         tz = st.timezone()
         for f in files:
             if remaining <= 0:
                 break
             remaining -= _scan(st, f, agent, max(1, min(per_file, remaining)), cutoff, tz,
-                               by_day, report)
+                               by_day, report, progress)
         for day in sorted(by_day):
             taken = by_day[day]
             rel, first = _append_corpus(index.workspace, day, taken)
@@ -202,5 +207,11 @@ def ingest_sessions(index: MemoryIndex, *, now: Now = None, lookback_days: int =
                     if not is_contaminated(t.snippet, transcript_turns_ok=True)]
             report.recorded += record_into(st, sigs, query=SESSION_QUERY_PREFIX + day,
                                            kind="daily", now=at, dedupe_per_day=True)
+        # only once the lines are in the corpus and recorded: a failure before leaves them new
+        with st.transaction():
+            for key, state, scope, seen in progress:
+                st.session_ingestion_set(key, *state)
+                if seen is not None:
+                    st.session_seen_set(scope, seen, MAX_SEEN_SESSIONS)
         report.evicted = retain(st, policy_for(index))
     return report
