@@ -152,6 +152,8 @@ def _apply_or_preview(idx: Any, args: argparse.Namespace, passed: list[pr.Promot
         impact = pr.impact_preview(idx, plan, queries, now=now)
     if args.apply:
         res = pr.apply(idx, plan if plan is not None else passed, now=now)
+        if args.diary and res.wrote:
+            pr.write_diary(idx, promoted=pr.promoted_snippets(idx, res.applied), now=now)
         if args.json:
             _dump_with_impact(res.to_dict(), impact)
             return 0
@@ -305,7 +307,10 @@ def cmd_dream(args: argparse.Namespace) -> int:
 
         raw = open_home(args.openclaw_home, args.agent).raw
         cfg = pr.DreamingConfig.from_openclaw(dreaming_settings(raw))
+        cfg.ingest_sessions = True  # the home binds its agent to the workspace
         tz = dreaming_timezone(raw)
+    if args.sessions:
+        cfg.ingest_sessions = True
     if args.storage:
         cfg.storage = args.storage
     with open_index(args) as idx:
@@ -317,6 +322,10 @@ def cmd_dream(args: argparse.Namespace) -> int:
             reports = [pr.run_rem(idx, cfg, now=_now(args))]
         else:
             reports = pr.run_sweep(idx, cfg, now=_now(args))
+        if args.diary:
+            diary = pr.write_diary(idx, reports, now=_now(args))
+            if diary:
+                reports[-1].written.append(diary)
     if args.json:
         dump_json([r.to_dict() for r in reports])
         return 0
@@ -334,6 +343,8 @@ def _promote_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--explain", metavar="KEY", help="everything about one entry")
     p.add_argument("--apply", action="store_true", help="write the candidates into MEMORY.md")
     p.add_argument("--preview", action="store_true", help="show the diff --apply would write")
+    p.add_argument("--diary", action="store_true",
+                   help="with --apply: note what was promoted in the dream diary DREAMS.md")
     p.add_argument("--undo", action="store_true", help="restore MEMORY.md before the last apply")
     p.add_argument("--force", action="store_true",
                    help="with --undo: restore even if MEMORY.md was edited since the apply")
@@ -393,5 +404,11 @@ def register(subparsers: Any) -> None:
     d.add_argument("--storage", choices=["separate", "inline", "both"],
                    help="separate: memory/dreaming/<phase>/DAY.md (default); inline: a managed "
                    "block in today's diary; both")
+    d.add_argument("--diary", action="store_true",
+                   help="append a factual entry (what Light staged, what REM found) to the "
+                   "dream diary DREAMS.md, between its diary markers")
+    d.add_argument("--sessions", action="store_true",
+                   help="also ingest the workspace's session transcripts (signal 3) into "
+                   "memory/.dreams/session-corpus/ (on with --openclaw-home)")
     d.add_argument("--now", help="ISO 8601 time to run at (default: the clock)")
     d.set_defaults(func=cmd_dream)

@@ -5,7 +5,8 @@ The flow, as in OpenClaw 2026.5.20, one module per job:
 1. **Signals** (§6.2, :mod:`.signals`). A search made with
    ``on_hits=recall_recorder(index)`` records its hits on short-term files (dated diaries) as
    *recalls*: count, score, query hash, day. Daily-note ingestion (:func:`ingest_daily`) records
-   each diary snippet of the last days as a weaker *daily* signal. Both land in the workspace's
+   each diary snippet of the last days as a weaker *daily* signal, session-transcript
+   ingestion (:func:`ingest_sessions`) each new transcript line. All land in the workspace's
    durable state store (:mod:`.state`, ``.memory/state.sqlite``), which no index rebuild
    touches and every index of the workspace shares. Concept tags: :mod:`.concepts`.
 2. **Scoring** (§6.4, :mod:`.scoring`). :func:`list_candidates` scores every entry with the
@@ -29,6 +30,7 @@ so that tests and demos are deterministic. Days are UTC calendar days.
 from __future__ import annotations
 
 from .apply import ApplyResult, apply, promotion_lock, undo
+from .diary import promoted_snippets, write_diary
 from .duplicates import check_duplicates
 from .memory_file import promoted_sections, relocate
 from .model import (
@@ -56,6 +58,7 @@ from .model import (
 from .phases import DreamingConfig, run_light, run_rem, run_sweep
 from .plan import preview_apply
 from .scoring import PromotionCandidate, explain, list_candidates, normalize_weights, score_entry
+from .sessions import ingest_sessions
 from .signals import (
     daily_snippets,
     ingest_daily,
@@ -93,6 +96,7 @@ __all__ = [
     "explain",
     "impact_preview",
     "ingest_daily",
+    "ingest_sessions",
     "is_contaminated",
     "is_short_term_path",
     "iso",
@@ -103,6 +107,7 @@ __all__ = [
     "open_state",
     "preview_apply",
     "promoted_sections",
+    "promoted_snippets",
     "promotion_lock",
     "query_hash",
     "recall_recorder",
@@ -119,4 +124,5 @@ __all__ = [
     "state_of",
     "state_path",
     "undo",
+    "write_diary",
 ]

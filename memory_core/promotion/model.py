@@ -172,6 +172,12 @@ def is_short_term_path(path: str) -> bool:
     return any(r.match(p) for r in _SHORT_TERM_RES)
 
 
+def is_session_corpus_path(path: str) -> bool:
+    """``isShortTermSessionCorpusPath``: a day file of session ingestion's corpus, whose
+    snippets are transcript turns by design (the turn filter does not apply to them)."""
+    return bool(_SHORT_TERM_RES[1].match(path.replace("\\", "/").removeprefix("./")))
+
+
 # The contamination filters of 2026.9 (``isContaminatedDreamingSnippet``,
 # short-term-promotion-store.ts): dreaming output and raw transcript material must never be
 # recorded, ranked or promoted.

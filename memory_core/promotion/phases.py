@@ -22,8 +22,9 @@ search or a sync. Their content is never promoted: ``memory/dreaming/`` is not a
 path, the fenced blocks are skipped by re-location and by daily ingestion, and staged lines
 are contaminated snippets (:func:`.model.contamination`).
 
-Not reproduced: session-transcript ingestion (signal 3) and the dream-diary narrative
-(``DREAMS.md``, written by a sub-agent).
+With ``ingest_sessions`` both phases also ingest the workspace's session transcripts after the
+diaries (signal 3, :mod:`.sessions`). The dream diary (``DREAMS.md``) is :mod:`.diary`'s,
+written from the phases' reports when asked.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from ..common.fileio import atomic_write
 from ..common.sets import jaccard
 from .model import Now, RecallEntry, clamp01, is_short_term_path, now_ms
 from .policy import policy_for
+from .sessions import ingest_sessions
 from .signals import ingest_daily
 from .state import state_of
 
@@ -64,6 +66,10 @@ class DreamingConfig:
     rem_lookback_days: int = 7
     rem_limit: int = 10
     rem_min_pattern_strength: float = 0.75
+    #: Signal 3: ingest the index's session transcripts (:mod:`.sessions`). The reference does
+    #: for the agents its OpenClaw config binds to the workspace, so off without one (and in
+    #: the recorded sweep golden); ``dream --openclaw-home`` and ``dream --sessions`` turn it on.
+    ingest_sessions: bool = False
 
     @classmethod
     def from_openclaw(cls, dreaming: dict[str, Any]) -> DreamingConfig:
@@ -104,11 +110,12 @@ class PhaseReport:
     body: list[str]
     written: list[str] = field(default_factory=list)
     ingested: int = 0
+    sessions_ingested: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"phase": self.phase, "day": self.day, "considered": self.considered,
                 "keys": self.keys, "body": self.body, "written": self.written,
-                "dailyIngested": self.ingested}
+                "dailyIngested": self.ingested, "sessionsIngested": self.sessions_ingested}
 
 
 # --------------------------------------------------------------------------- selection
@@ -309,6 +316,8 @@ def run_light(index: MemoryIndex, config: DreamingConfig | None = None, *,
     at = now_ms(now)
     ingested = ingest_daily(index, now=at, lookback_days=c.light_lookback_days,
                             limit=c.light_limit).recorded if ingest else 0
+    sessions = ingest_sessions(index, now=at, lookback_days=c.light_lookback_days).recorded \
+        if ingest and c.ingest_sessions else 0
     entries = recent_entries(index, c.light_lookback_days, at)
     entries.sort(key=lambda e: (-e.last_recalled_at, -e.recall_count))
     picked = dedupe(entries[:c.light_limit], c.light_dedupe)[:c.light_limit]
@@ -317,7 +326,7 @@ def run_light(index: MemoryIndex, config: DreamingConfig | None = None, *,
     written = write_phase(index.workspace, "light", body, day, c.storage)
     keys = [e.key for e in picked]
     _hit(index, keys, "light", at)
-    return PhaseReport("light", day, len(entries), keys, body, written, ingested)
+    return PhaseReport("light", day, len(entries), keys, body, written, ingested, sessions)
 
 
 def run_rem(index: MemoryIndex, config: DreamingConfig | None = None, *,
@@ -327,6 +336,8 @@ def run_rem(index: MemoryIndex, config: DreamingConfig | None = None, *,
     at = now_ms(now)
     ingested = ingest_daily(index, now=at, lookback_days=c.rem_lookback_days,
                             limit=c.rem_limit).recorded if ingest else 0
+    sessions = ingest_sessions(index, now=at, lookback_days=c.rem_lookback_days).recorded \
+        if ingest and c.ingest_sessions else 0
     entries = recent_entries(index, c.rem_lookback_days, at)
     if policy_for(index).rem_reads_light:
         entries = staged_by_light(index, entries, at - max(0, c.rem_lookback_days) * DAY_MS)
@@ -334,7 +345,7 @@ def run_rem(index: MemoryIndex, config: DreamingConfig | None = None, *,
     day = day_of(at)
     written = write_phase(index.workspace, "rem", body, day, c.storage)
     _hit(index, keys, "rem", at)
-    return PhaseReport("rem", day, len(entries), keys, body, written, ingested)
+    return PhaseReport("rem", day, len(entries), keys, body, written, ingested, sessions)
 
 
 def run_sweep(index: MemoryIndex, config: DreamingConfig | None = None, *,

@@ -27,6 +27,7 @@ from .model import (
     RecallEntry,
     clamp01,
     is_contaminated,
+    is_session_corpus_path,
     is_short_term_path,
     iso,
     now_ms,
@@ -220,7 +221,8 @@ def list_candidates(index: MemoryIndex, *, now: Now = None, min_score: float | N
     out: list[PromotionCandidate] = []
     for row in rows:
         e = RecallEntry.from_row(row)
-        if e.source != "memory" or not is_short_term_path(e.path) or is_contaminated(e.snippet):
+        if e.source != "memory" or not is_short_term_path(e.path) or is_contaminated(
+                e.snippet, transcript_turns_ok=is_session_corpus_path(e.path)):
             continue
         promoted = e.promoted_at is not None or e.key in markers
         if promoted and not include_promoted:

@@ -35,6 +35,7 @@ from .model import (
     collapse,
     day_in,
     is_contaminated,
+    is_session_corpus_path,
     is_short_term_path,
     now_ms,
     query_hash,
@@ -335,7 +336,7 @@ def record_tool_results_into(st: StateStore, query: str, results: Sequence[dict[
             if r.get("source", "memory") != "memory" or not is_short_term_path(path):
                 continue
             snip = collapse(str(r.get("snippet") or ""))
-            if not snip or is_contaminated(snip):
+            if not snip or is_contaminated(snip, transcript_turns_ok=is_session_corpus_path(path)):
                 continue
             start = max(1, int(r.get("startLine", 1)))
             end = max(1, int(r.get("endLine", start)))

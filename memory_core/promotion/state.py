@@ -147,6 +147,8 @@ class StateStore:
         self.db.execute("DELETE FROM recall_entries")
         self.db.execute("DELETE FROM recall_events")
         self.db.execute("DELETE FROM daily_ingestion")
+        self.db.execute("DELETE FROM session_ingestion")
+        self.db.execute("DELETE FROM session_seen")
         self.db.execute("DELETE FROM phase_signals")
 
     # ------------------------------------------------------------------ events
@@ -187,6 +189,37 @@ class StateStore:
             "INSERT INTO daily_ingestion(path, mtime, size, day) VALUES (?,?,?,?)"
             " ON CONFLICT(path) DO UPDATE SET mtime=excluded.mtime, size=excluded.size,"
             " day=excluded.day", (path, mtime, size, day))
+
+    # ------------------------------------------------------------------ session ingestion
+
+    def session_ingestion_state(self, key: str) -> tuple[int, int, str, int, int] | None:
+        """``(mtime, size, content_hash, line_count, cursor)`` of transcript ``key``'s last
+        ingestion."""
+        row = self.db.execute(
+            "SELECT mtime, size, content_hash, line_count, cursor FROM session_ingestion"
+            " WHERE key = ?", (key,)).fetchone()
+        return (int(row[0]), int(row[1]), str(row[2]), int(row[3]), int(row[4])) if row else None
+
+    def session_ingestion_set(self, key: str, mtime: int, size: int, content_hash: str,
+                              line_count: int, cursor: int) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO session_ingestion(key, mtime, size, content_hash, line_count,"
+            " cursor) VALUES (?,?,?,?,?,?)", (key, mtime, size, content_hash, line_count, cursor))
+
+    def session_seen(self, scope: str) -> list[str]:
+        """The message hashes of session ``scope`` already ingested, oldest first."""
+        row = self.db.execute("SELECT hashes FROM session_seen WHERE scope = ?",
+                              (scope,)).fetchone()
+        return list(json.loads(row[0])) if row else []
+
+    def session_seen_set(self, scope: str, hashes: Sequence[str], max_scopes: int) -> None:
+        """Keep ``hashes`` for ``scope``; then only the last ``max_scopes`` scopes (by name, as
+        the reference trims its ``seenMessages``)."""
+        self.db.execute("INSERT OR REPLACE INTO session_seen(scope, hashes) VALUES (?, ?)",
+                        (scope, json.dumps(list(hashes))))
+        self.db.execute(
+            "DELETE FROM session_seen WHERE scope NOT IN"
+            " (SELECT scope FROM session_seen ORDER BY scope DESC LIMIT ?)", (max_scopes,))
 
     # ------------------------------------------------------------------ history
 

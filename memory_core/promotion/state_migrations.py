@@ -118,8 +118,31 @@ def m004_settings(db: Connection) -> None:
     )
 
 
+def m005_session_ingestion(db: Connection) -> None:
+    """Session-transcript ingestion's progress (the reference's
+    ``memory/.dreams/session-ingestion.json``): per transcript (``<agent>:<sessions path>``) its
+    mtime (ms), size, rendered content hash, rendered line count and the line cursor; per session
+    (``<agent>:<session id>``) the SHA-1 hashes of the messages already taken (a JSON array)."""
+    run_statements(db,
+        """
+        CREATE TABLE IF NOT EXISTS session_ingestion (
+            key TEXT PRIMARY KEY,
+            mtime INTEGER NOT NULL,
+            size INTEGER NOT NULL,
+            content_hash TEXT NOT NULL,
+            line_count INTEGER NOT NULL,
+            cursor INTEGER NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS session_seen (
+            scope TEXT PRIMARY KEY,
+            hashes TEXT NOT NULL DEFAULT '[]'
+        );
+        """
+    )
+
+
 MIGRATIONS: list[Migration] = [m001_state, m002_phase_signals, m003_history_section,
-                               m004_settings]
+                               m004_settings, m005_session_ingestion]
 
 
 def migrate(db: Connection) -> int:
