@@ -11,6 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from memory_core import profile_settings
+from memory_core.candidates import Candidates, ChunkInfo, LegHit
 from memory_core.common.dates import DAY_MS, day_start_ms
 from workbench import tuning
 from workbench.testing import OpenApp
@@ -200,3 +201,20 @@ def test_query_terms_and_empty_reasons() -> None:
     assert tuning.query_terms("Which port does PgBouncer listen on?") == [
         "port", "pgbouncer", "listen"]
     assert tuning.query_terms("连接池 timeout") == ["连接池", "timeout", "连接", "接池"]
+
+
+def test_a_cjk_query_says_its_weights_come_from_cjk_vector_weight() -> None:
+    """Issue #21 gives mostly-CJK queries their own weight (cjk_vector_weight), so the
+    vectorWeight slider cannot move them: the note says so instead of "changes nothing"."""
+
+    chunks = {i: ChunkInfo(i, f"memory/{i}.md", "memory", 1, 2, f"text {i}") for i in "ab"}
+
+    def cands(q: str) -> Candidates:
+        return Candidates(q, "hybrid", (LegHit("a", 0.6, 1, 0.6), LegHit("b", 0.5, 2, 0.5)),
+                          (LegHit("b", 0.9, 1, -9.0), LegHit("a", 0.2, 2, -2.0)), chunks, 200)
+
+    s = replace(profile_settings("default"), calibration="", abstain_below=0.0, min_score=0.0,
+                cjk_vector_weight=0.5)
+    notes = tuning.weight_notes(cands("连接池上限是多少"), s)
+    assert "cjk_vector_weight" in notes["vector_weight"] and "0.50 / 0.50" in notes["vector_weight"]
+    assert tuning.weight_notes(cands("connection pool limit"), s) == {}
