@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from . import postings
 from .calibration import phrase_bound
@@ -22,6 +21,11 @@ from .embeddings import EmbeddingProvider
 from .fusion import bm25_rank_to_score
 from .query import extract_keywords, or_fts_query, reference_fts_query
 from .store import OperationalError, Store
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from .common.lazy import numpy as np
 
 POOL = 200
 
