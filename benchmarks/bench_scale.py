@@ -462,6 +462,33 @@ def bench_vectors_only(size: str, seed_ws: Path, base_url: str, nq: int) -> None
           f"{first_ms:.0f} ms, peak memory added {first_mb:.0f} MB (the mapped pages)")
 
 
+def bench_sync_memory(size: str, ws: Path, base_url: str, files: int = 10) -> None:
+    """Peak memory a sync adds when ``files`` diaries changed (the daily case on a big index):
+    their chunks re-embedded and written, the vector sidecar rewritten whole, the postings
+    updated by delta. In this process, high-water mark reset before the sync; then the files
+    are put back and synced again (the workspace stays the generated one)."""
+    paths = sorted((ws / "memory").glob("*.md"))[:files]
+    saved = {p: p.read_bytes() for p in paths}
+    try:
+        for p in paths:
+            p.write_bytes(saved[p] + b"\n- A line added for the sync-memory row.\n")
+        with MemoryIndex.open(ws, overrides=_ov(base_url)) as idx:
+            rss0 = _hwm_reset()
+            t = time.perf_counter()
+            rep = idx.sync()
+            sec = time.perf_counter() - t
+            peak = (_status_kb("VmHWM") - rss0) / 1024
+    finally:
+        for p, b in saved.items():
+            p.write_bytes(b)
+        with MemoryIndex.open(ws, overrides=_ov(base_url)) as idx:
+            idx.sync()
+    row(f"peak memory added by a sync of {files} changed files", rep.files_seen, peak, "MB",
+        None, "", "—", None)
+    print(f"{'':<8}{rep.chunks_written} chunks written in {sec:.1f} s (vector sidecar "
+          f"rewritten, postings by delta)")
+
+
 def bench_indexing(size: str, ws: Path) -> None:
     """Chunks/s with an in-process provider that costs nothing vs keyword-only, into temp."""
     from memory_core.embeddings import ProviderChoice
@@ -651,6 +678,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-concurrency", action="store_true")
     ap.add_argument("--vector-sizes", default="",
                     help="sizes for the vector-leg-only rows (e.g. 1m; no whole index built)")
+    ap.add_argument("--sync-memory", action="store_true",
+                    help="also the peak memory of a sync that changed 10 files")
     ap.add_argument("--skip-process", action="store_true",
                     help="skip the whole-process rows (no-op index, search --batch)")
     ap.add_argument("--latency-ms", type=float, default=20.0,
@@ -668,6 +697,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"-- {s}")
             base = bench_search(s, workspaces[s], srv.base_url, args.queries)
             bench_noop(s, workspaces[s], srv.base_url)
+            if args.sync_memory:
+                bench_sync_memory(s, workspaces[s], srv.base_url)
             if not args.skip_process:
                 bench_process_noop(s, workspaces[s], srv.base_url)
                 bench_process_batch(s, workspaces[s], srv.base_url, args.queries, base)
