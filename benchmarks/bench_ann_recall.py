@@ -49,11 +49,12 @@ def _jsonl(path: Path) -> list[dict[str, object]]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def texts() -> tuple[list[str], list[str]]:
-    """The dev sets' documents and queries (``(docs, queries)``)."""
+def texts(scifact: int | None = None) -> tuple[list[str], list[str]]:
+    """The dev sets' documents and queries (``(docs, queries)``); ``scifact``: only the first
+    that many SciFact abstracts (the local model embeds ~10 a CPU second here)."""
     docs: list[str] = []
     queries: list[str] = []
-    for rec in _jsonl(DATA / "scifact" / "corpus.jsonl"):
+    for rec in _jsonl(DATA / "scifact" / "corpus.jsonl")[:scifact]:
         docs.append(f"{rec.get('title', '')}\n{rec['text']}".strip())
     queries += [str(r["text"]) for r in _jsonl(DATA / "scifact" / "queries.jsonl")]
     for lang in ("en", "zh"):
@@ -127,12 +128,14 @@ def recall(model: str, mat: np.ndarray, qv: np.ndarray, efs: list[int]) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default="local", help="local, e5 (hashed vectors always)")
+    ap.add_argument("--scifact", type=int, default=None,
+                    help="only the first N SciFact abstracts (default: all 5,183)")
     ap.add_argument("--ef", default=f"64,128,{vectors.ANN_EXPANSION_SEARCH},1024")
     args = ap.parse_args(argv)
     if not DATA.is_dir():
         print(f"no dev sets at {DATA}: nothing to measure")
         return 0
-    docs, queries = texts()
+    docs, queries = texts(args.scifact)
     print(f"{len(docs)} documents, {len(queries)} queries (SciFact, XQuAD en/zh, LoCoMo dev)")
     efs = [int(x) for x in args.ef.split(",")]
     for model in [*args.models.split(","), "hash"]:
