@@ -8,6 +8,11 @@ minutes) and reused; vectors come from a real OpenAI-compatible server on 127.0.
 
     .venv/bin/python benchmarks/bench_scale.py                      # 1k, 10k, 100k
     .venv/bin/python benchmarks/bench_scale.py --sizes 1k,10k --skip-cold --skip-concurrency
+    .venv/bin/python benchmarks/bench_scale.py --sizes 100k --vector-sizes 1m --sync-memory
+
+The ``process:`` rows (``--skip-process`` leaves them out) run the ``memory-core`` entry point
+as a user does: a no-op ``index`` against a process that walks the tree, and the marginal query
+of ``search --batch``; for them the workspace's config file names the hash server.
 
 Slopes: for rows measured at several sizes, ``cost ∝ N^slope`` fitted by least squares on
 log(cost) vs log(N).
