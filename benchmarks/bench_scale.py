@@ -8,6 +8,11 @@ minutes) and reused; vectors come from a real OpenAI-compatible server on 127.0.
 
     .venv/bin/python benchmarks/bench_scale.py                      # 1k, 10k, 100k
     .venv/bin/python benchmarks/bench_scale.py --sizes 1k,10k --skip-cold --skip-concurrency
+    .venv/bin/python benchmarks/bench_scale.py --sizes 100k --vector-sizes 1m --sync-memory
+
+The ``process:`` rows (``--skip-process`` leaves them out) run the ``memory-core`` entry point
+as a user does: a no-op ``index`` against a process that walks the tree, and the marginal query
+of ``search --batch``; for them the workspace's config file names the hash server.
 
 Slopes: for rows measured at several sizes, ``cost ∝ N^slope`` fitted by least squares on
 log(cost) vs log(N).
@@ -45,7 +50,7 @@ from memory_core import MemoryIndex, fuse  # noqa: E402
 from memory_core.common.locations import cache_root  # noqa: E402
 from memory_core.fusion import rows_needed  # noqa: E402
 
-SIZES = {"1k": 1_000, "10k": 10_000, "100k": 100_000}
+SIZES = {"1k": 1_000, "10k": 10_000, "100k": 100_000, "300k": 300_000, "1m": 1_000_000}
 ROWS: list[dict[str, object]] = []
 
 
@@ -87,7 +92,7 @@ def build(size: str, base_url: str) -> Path:
     return ws
 
 
-def bench_search(size: str, ws: Path, base_url: str, nq: int) -> None:
+def bench_search(size: str, ws: Path, base_url: str, nq: int) -> float:
     queries = bench_queries(nq)
     qvecs = hash_embed(queries)
     with MemoryIndex.open(ws, overrides=_ov(base_url)) as idx:
@@ -161,6 +166,7 @@ def bench_search(size: str, ws: Path, base_url: str, nq: int) -> None:
         st.embeddings()
         blobs_ms = (time.perf_counter() - t) * 1000
     new_process(size, ws, base_url, n, base, blobs_ms, mat.nbytes)
+    return base
 
 
 _CHILD = r"""
@@ -270,6 +276,222 @@ def bench_noop(size: str, ws: Path, base_url: str) -> None:
     pw, pn = proc(walk_code), proc(noop_code)
     print(f"{'':<8}as fresh processes (start-up and imports included): no-op index "
           f"{pn:.0f} ms, os.walk + stat {pw:.0f} ms ({pn / pw:.2f}×)")
+
+
+# --------------------------------------------------------------------------- whole processes
+
+def _cli() -> list[str]:
+    """The ``memory-core`` entry point a user runs (``python -m memory_core`` without it)."""
+    script = Path(sys.executable).with_name("memory-core")
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "memory_core"]
+
+
+def _cli_env() -> dict[str, str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def compile_bytecode() -> None:
+    """Byte-compile the package once, as ``pip install`` does: with PYTHONDONTWRITEBYTECODE
+    set (as here) every process would otherwise compile ~60 modules from source (~85 ms)."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "memory_core")],
+                   env=_cli_env(), check=True, capture_output=True, timeout=600)
+
+
+def cli_workspace(ws: Path, base_url: str) -> None:
+    """Give the workspace's config file the provider the benchmark passes as overrides, so the
+    CLI (which reads only the file) opens the same index: the merged configuration is equal."""
+    (ws / "memory-workbench.toml").write_text(
+        '[sources]\nsources = ["memory"]\n\n[provider]\nprovider = "openai"\n'
+        f'base_url = "{base_url}"\nmodel = "hash-384"\nfallback = []\n', encoding="utf-8")
+
+
+def import_ms(args: list[str]) -> tuple[float, list[str]]:
+    """Total of ``python -X importtime``'s top-level imports of one CLI run (start-up's own
+    ``site``/``encodings`` left out), and which heavy modules it imported."""
+    out = subprocess.run([sys.executable, "-X", "importtime", "-m", "memory_core", *args],
+                         env=_cli_env(), capture_output=True, text=True, timeout=600)
+    total, heavy = 0.0, []
+    for line in out.stderr.splitlines():
+        if not line.startswith("import time:") or "cumulative" in line:
+            continue
+        _, cum, name = line.split("|")
+        if not name.startswith("  ") and name.strip() not in ("site", "encodings"):
+            total += int(cum) / 1000
+        if name.strip() in ("numpy", "pydantic", "torch", "sentence_transformers"):
+            heavy.append(name.strip())
+    return total, heavy
+
+
+def bench_process_noop(size: str, ws: Path, base_url: str) -> None:
+    """``memory-core index`` with nothing to do, as a fresh process, against a fresh Python
+    process that walks and stats the tree (both: interpreter start-up included); 5 runs each,
+    interleaved, medians."""
+    cli_workspace(ws, base_url)
+    env = _cli_env()
+    walk_code = (f"import os\nfor d, _, fs in os.walk({str(ws)!r}):\n"
+                 "    for f in fs: os.stat(os.path.join(d, f))")
+    noop = [*_cli(), "index", "--workspace", str(ws), "--no-progress"]
+    out = subprocess.run(noop, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0 and " 0 indexed" in out.stdout, out.stdout + out.stderr
+
+    def timed(cmd: list[str]) -> float:
+        t = time.perf_counter()
+        subprocess.run(cmd, env=env, check=True, capture_output=True, timeout=600)
+        return (time.perf_counter() - t) * 1000
+
+    walks, noops = [], []
+    for _ in range(5):
+        walks.append(timed([sys.executable, "-c", walk_code]))
+        noops.append(timed(noop))
+    pw, pn = statistics.median(walks), statistics.median(noops)
+    files = sum(len(fs) for _, _, fs in os.walk(ws))
+    row(f"process: no-op `index` ({files} files)", None, pn, "ms", pw,
+        "process: os.walk + stat", "≤ 3×", pn <= 3 * pw)
+    imp, heavy = import_ms(["index", "--workspace", str(ws), "--no-progress"])
+    row("process: imports of that no-op `index`", None, imp, "ms", 150.0, "the import budget",
+        "≤ 150 ms", imp <= 150)
+    print(f"{'':<8}heavy modules imported: {', '.join(heavy) or 'none'} (pydantic: the "
+          f"workspace has a config file); CPU of the no-op index's imports measured by "
+          f"`-X importtime`, wall time, so load inflates it")
+
+
+def bench_process_batch(size: str, ws: Path, base_url: str, nq: int, base_ms: float) -> None:
+    """The marginal cost of one query in ``memory-core search --batch``: two fresh processes,
+    one answering 1 query and one answering ``3 × nq`` (the benchmark's queries three times),
+    ``(t_many - t_one) / (many - 1)``; the query vectors come from the hash server over HTTP
+    (part of what a query costs). Three pairs, interleaved, medians."""
+    cli_workspace(ws, base_url)
+    queries = bench_queries(nq) * 3
+    env = _cli_env()
+    with tempfile.TemporaryDirectory() as tmp:
+        one, many = Path(tmp) / "one.jsonl", Path(tmp) / "many.jsonl"
+        one.write_text(json.dumps({"qid": 0, "query": queries[0]}) + "\n")
+        many.write_text("".join(json.dumps({"qid": i, "query": q}) + "\n"
+                                for i, q in enumerate(queries)))
+        for record in (False, True):
+            extra = [] if record else ["--no-record"]
+
+            def timed(f: Path, extra: list[str] = extra) -> float:
+                cmd = [*_cli(), "search", "--batch", str(f), "--workspace", str(ws), *extra]
+                t = time.perf_counter()
+                out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+                ms = (time.perf_counter() - t) * 1000
+                assert out.returncode == 0, out.stderr[-2000:]
+                return ms
+
+            timed(one)  # warm: page cache, a first search's sidecar check
+            marg = []
+            for _ in range(3):
+                t1, tn = timed(one), timed(many)
+                marg.append((tn - t1) / (len(queries) - 1))
+            label = "recalls recorded" if record else "--no-record"
+            row(f"process: `search --batch`, marginal query ({label})", None,
+                statistics.median(marg), "ms", base_ms, "exact numpy top-24, same matrix",
+                "≤ 2×", statistics.median(marg) <= 2 * base_ms)
+
+
+def _hwm_reset() -> int:
+    """Reset this process's RSS high-water mark (Linux >= 4.0); the RSS now, in kB."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    return _status_kb("VmRSS")
+
+
+def _status_kb(key: str) -> int:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith(key + ":"))
+
+
+def bench_vectors_only(size: str, seed_ws: Path, base_url: str, nq: int) -> None:
+    """The vector leg at a size no whole index was built for here (``--vector-sizes 1m``).
+
+    A whole 1M-chunk index means ~2 h of FTS5 + sqlite-vec writes on this machine (the 100k
+    build: 13 min), so this row takes the engine's own vector sidecar of ``SIZES[size]`` rows:
+    each row the normalised sum of two random rows of the 100k index's matrix plus noise (the
+    hashed vectors' neighbourhoods, not uniform noise), written by ``vectors.write`` (as a sync
+    writes it), mapped by ``vectors.load`` and searched exactly for the leg's pool (200), against
+    an exact numpy top-24 over an in-memory copy, interleaved as in :func:`bench_search`. The
+    peak memory added by writing the sidecar and by the first searches is stated."""
+    from memory_core import vectors
+    from memory_core.search import POOL
+
+    with MemoryIndex.open(seed_ws, overrides=_ov(base_url)) as idx:
+        vm0 = idx.store.vector_matrix()
+        assert vm0 is not None
+        seed = np.array(vm0.matrix)
+    n, d = SIZES[size], seed.shape[1]
+    rng = np.random.default_rng(7)
+    mat = np.empty((n, d), np.float32)
+    for lo in range(0, n, 100_000):
+        hi = min(n, lo + 100_000)
+        a, b = rng.integers(0, len(seed), hi - lo), rng.integers(0, len(seed), hi - lo)
+        blk = seed[a] + seed[b] + rng.normal(0, 0.02, (hi - lo, d)).astype(np.float32)
+        mat[lo:hi] = blk / np.linalg.norm(blk, axis=1, keepdims=True)
+    del seed
+    queries = hash_embed(bench_queries(nq))
+    with tempfile.TemporaryDirectory(dir=cache_root()) as tmp:
+        db = Path(tmp) / "i.sqlite"
+        rss0 = _hwm_reset()
+        t = time.perf_counter()
+        vectors.write(db, "bench", np.arange(1, n + 1), [f"c{i:07d}" for i in range(n)],
+                      ["memory"] * n, mat)
+        write_s = time.perf_counter() - t
+        write_mb = (_status_kb("VmHWM") - rss0) / 1024
+        vm = vectors.load(db, "bench")
+        assert vm is not None
+        rss1 = _hwm_reset()
+        t = time.perf_counter()
+        vm.search(queries[0], POOL)  # the first: verifies every block of the mapped matrix
+        first_ms = (time.perf_counter() - t) * 1000
+        first_mb = (_status_kb("VmHWM") - rss1) / 1024
+
+        def exact(q: np.ndarray) -> np.ndarray:
+            sims = mat @ q
+            top = np.argpartition(-sims, 23)[:24]
+            return top[np.argsort(-sims[top])]
+
+        base_ms, leg_ms = [], []
+        for _ in range(3):
+            for q in queries:
+                base_ms.append(median_ms(lambda q=q: exact(q), 3))
+                t = time.perf_counter()
+                vm.search(q, POOL)
+                leg_ms.append((time.perf_counter() - t) * 1000)
+        base, leg = statistics.median(base_ms), statistics.median(leg_ms)
+    row("vector leg alone (sidecar, exact, pool 200)", n, leg, "ms", base,
+        "exact numpy top-24, same matrix", "≤ 2×", leg <= 2 * base)
+    print(f"{'':<8}matrix {mat.nbytes / 1e6:.0f} MB; writing the sidecar {write_s:.1f} s, "
+          f"peak memory added {write_mb:.0f} MB; first search (every block checked) "
+          f"{first_ms:.0f} ms, peak memory added {first_mb:.0f} MB (the mapped pages)")
+
+
+def bench_sync_memory(size: str, ws: Path, base_url: str, files: int = 10) -> None:
+    """Peak memory a sync adds when ``files`` diaries changed (the daily case on a big index):
+    their chunks re-embedded and written, the vector sidecar rewritten whole, the postings
+    updated by delta. In this process, high-water mark reset before the sync; then the files
+    are put back and synced again (the workspace stays the generated one)."""
+    paths = sorted((ws / "memory").glob("*.md"))[:files]
+    saved = {p: p.read_bytes() for p in paths}
+    try:
+        for p in paths:
+            p.write_bytes(saved[p] + b"\n- A line added for the sync-memory row.\n")
+        with MemoryIndex.open(ws, overrides=_ov(base_url)) as idx:
+            rss0 = _hwm_reset()
+            t = time.perf_counter()
+            rep = idx.sync()
+            sec = time.perf_counter() - t
+            peak = (_status_kb("VmHWM") - rss0) / 1024
+    finally:
+        for p, b in saved.items():
+            p.write_bytes(b)
+        with MemoryIndex.open(ws, overrides=_ov(base_url)) as idx:
+            idx.sync()
+    row(f"peak memory added by a sync of {files} changed files", rep.files_seen, peak, "MB",
+        None, "", "—", None)
+    print(f"{'':<8}{rep.chunks_written} chunks written in {sec:.1f} s (vector sidecar "
+          f"rewritten, postings by delta)")
 
 
 def bench_indexing(size: str, ws: Path) -> None:
@@ -459,6 +681,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--index-sizes", default="10k", help="sizes for the indexing-rate row")
     ap.add_argument("--skip-cold", action="store_true")
     ap.add_argument("--skip-concurrency", action="store_true")
+    ap.add_argument("--vector-sizes", default="",
+                    help="sizes for the vector-leg-only rows (e.g. 1m; no whole index built)")
+    ap.add_argument("--sync-memory", action="store_true",
+                    help="also the peak memory of a sync that changed 10 files")
+    ap.add_argument("--skip-process", action="store_true",
+                    help="skip the whole-process rows (no-op index, search --batch)")
     ap.add_argument("--latency-ms", type=float, default=20.0,
                     help="per-request delay of the imitation remote server")
     ap.add_argument("--json", help="also write the rows here")
@@ -466,14 +694,24 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [s for s in args.sizes.split(",") if s]
     print(f"{'what':<46} {'N':>7} {'now':>10} {'unit':<6} {'baseline':>10}  "
           f"{'baseline is':<34} {'ratio':>8}  {'goal':<8}")
+    if not args.skip_process:
+        compile_bytecode()
     with _server(args.port) as srv:
         workspaces = {s: build(s, srv.base_url) for s in sizes}
         for s in sizes:
             print(f"-- {s}")
-            bench_search(s, workspaces[s], srv.base_url, args.queries)
+            base = bench_search(s, workspaces[s], srv.base_url, args.queries)
             bench_noop(s, workspaces[s], srv.base_url)
+            if args.sync_memory:
+                bench_sync_memory(s, workspaces[s], srv.base_url)
+            if not args.skip_process:
+                bench_process_noop(s, workspaces[s], srv.base_url)
+                bench_process_batch(s, workspaces[s], srv.base_url, args.queries, base)
             if s in args.index_sizes.split(","):
                 bench_indexing(s, workspaces[s])
+        for s in [x for x in args.vector_sizes.split(",") if x]:
+            print(f"-- {s}, vector leg only")
+            bench_vectors_only(s, build("100k", srv.base_url), srv.base_url, args.queries)
         print("-- independent of N")
         bench_mmr(20)
         if "10k" in workspaces:

@@ -3,9 +3,9 @@
 The public API is :class:`MemoryIndex`; see the README for a tour.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .common.lazy import lazy_exports
 from .version import __version__
 
 if TYPE_CHECKING:
@@ -41,15 +41,7 @@ _LAZY = {
     "IndexUnavailable": "store",
 }
 
-
-def __getattr__(name: str) -> Any:
-    """The public name ``name``, imported from its module the first time it is asked for."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 
 __all__ = [

@@ -20,12 +20,13 @@ import typing
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
+from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
 from .calibration_fitted import GATES as CALIBRATED_GATES
 from .text import mostly_cjk
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel, ValidationError
 
 CONFIG_FILE = "memory-workbench.toml"
 #: A named set of search settings: ``reference`` (OpenClaw 2026.5.20) or ``default`` (measured).
@@ -519,9 +520,8 @@ class MemoryConfig:
 # with :func:`setting` to its dataclass: its TOML key, validation, CLI flag (where the command
 # offers it), tool-schema bounds and slider bounds all follow (docs/architecture.md).
 
-_STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 _BOUNDS = ("ge", "gt", "le", "lt", "min_length")
-_MODELS: dict[type, type[BaseModel]] = {}
+_MODELS: dict[tuple[type, frozenset[str] | None], type[BaseModel]] = {}
 
 
 def _model_type(tp: Any) -> Any:
@@ -542,16 +542,24 @@ def _validator(fn: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
     return check
 
 
-def model_of(cls: type) -> type[BaseModel]:
-    """The pydantic model that validates ``cls``'s keys, generated once from its fields."""
-    if cls in _MODELS:
-        return _MODELS[cls]
+def model_of(cls: type, keys: frozenset[str] | None = None) -> type[BaseModel]:
+    """The pydantic model that validates ``cls``'s keys, generated once from its fields.
+
+    ``keys``: only those fields (a file's sections): the same checks and errors for what is
+    given, others still refused as unknown, without generating the models of sections that
+    are not there (each costs ~6 ms; all of them 80 ms, more than a no-op ``index``)."""
+    if (cls, keys) in _MODELS:
+        return _MODELS[cls, keys]
+    # pydantic (70 ms of imports with its plugin loader) only when there is something to check:
+    # a config file, overrides, flags; the defaults need none of it
+    from pydantic import ConfigDict, Field, create_model, field_validator
+
     hints = typing.get_type_hints(cls)
     defs: dict[str, Any] = {}
     checks: dict[str, Any] = {}
     for f in fields(cls):
         meta = f.metadata
-        if meta.get("internal"):
+        if meta.get("internal") or (keys is not None and f.name not in keys):
             continue
         tp = _model_type(meta.get("validate_as", hints[f.name]))
         bounds = {k: meta[k] for k in _BOUNDS if k in meta}
@@ -562,9 +570,10 @@ def model_of(cls: type) -> type[BaseModel]:
             if mode in meta:
                 checks[f"_{f.name}_{mode}"] = field_validator(f.name, mode=mode)(
                     _validator(meta[mode]))
-    _MODELS[cls] = create_model(f"{cls.__name__}Model", __config__=_STRICT,
-                                __validators__=checks, **defs)
-    return _MODELS[cls]
+    strict = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+    _MODELS[cls, keys] = create_model(f"{cls.__name__}Model", __config__=strict,
+                                      __validators__=checks, **defs)
+    return _MODELS[cls, keys]
 
 
 def setting_meta(cls: type, name: str) -> dict[str, Any]:
@@ -591,6 +600,8 @@ def check_values(cls: type, values: Mapping[str, Any], source: str,
     given = {k: v for k, v in values.items() if v is not None}
     if not given:
         return {}
+    from pydantic import ValidationError
+
     try:
         return model_of(cls).model_validate(given).model_dump(exclude_unset=True)
     except ValidationError as e:
@@ -604,12 +615,27 @@ def checked_settings(base: SearchSettings, source: str = "settings",
     return replace(base, **good) if good else base
 
 
+class _ConfigModels(Mapping[type, "type[BaseModel]"]):
+    """Each config dataclass → its model, generated on first lookup (not at import)."""
+
+    _CLASSES = (MemoryConfig, SourcesConfig, ExtraPath, ChunkingConfig, ProviderConfig,
+                StoreConfig, WatchConfig, SessionsConfig, SearchSettings, BackendConfig,
+                QmdConfig, BatchConfig, QmdSessionsConfig)
+
+    def __getitem__(self, dc: type) -> type[BaseModel]:
+        if dc not in self._CLASSES:
+            raise KeyError(dc)
+        return model_of(dc)
+
+    def __iter__(self) -> typing.Iterator[type]:
+        return iter(self._CLASSES)
+
+    def __len__(self) -> int:
+        return len(self._CLASSES)
+
+
 #: Each dataclass and the model that validates its keys (generated: they cannot drift apart).
-CONFIG_MODELS: dict[type, type[BaseModel]] = {
-    dc: model_of(dc) for dc in (MemoryConfig, SourcesConfig, ExtraPath, ChunkingConfig,
-                                ProviderConfig, StoreConfig, WatchConfig, SessionsConfig,
-                                SearchSettings, BackendConfig, QmdConfig, BatchConfig,
-                                QmdSessionsConfig)}
+CONFIG_MODELS: Mapping[type, type[BaseModel]] = _ConfigModels()
 
 
 def _shown(value: Any) -> str:
@@ -680,8 +706,11 @@ def _validated(data: Any, source: str) -> dict[str, Any]:
     """``data`` checked against the models; only the keys it gives, with their checked values."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expects a table of settings (got {_shown(data)})")
+    from pydantic import ValidationError
+
     try:
-        model = model_of(MemoryConfig).model_validate(_plain(data))
+        plain = _plain(data)
+        model = model_of(MemoryConfig, frozenset(plain)).model_validate(plain)
     except ValidationError as e:
         raise ConfigError(_describe(e, source)) from None
     return model.model_dump(exclude_unset=True)

@@ -18,9 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from .candidates import Candidates
 from .common.synclock import DEFAULT_WAIT_S, SyncLockTimeout, sync_lock
@@ -80,6 +78,11 @@ from .sync import (
     identity_diff,
     index_identity,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from .common.lazy import numpy as np
 
 #: Called by :meth:`MemoryIndex.search` with the candidates' query and the fused hits.
 OnHits = Callable[[str, Sequence[Hit]], None]

@@ -17,10 +17,14 @@ import itertools
 import operator
 import re
 from collections.abc import Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from .text import REFERENCE_MMR_CJK_CLASS
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from .common.lazy import numpy as np
 
 _WORD = re.compile(r"[a-z0-9_]+")
 _CJK_RUN = re.compile(f"[{REFERENCE_MMR_CJK_CLASS}]+")

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from .candidates import Candidates, ChunkInfo, LegHit
 from .config import SearchSettings
@@ -21,6 +20,11 @@ from .keyword.fts import REFERENCE_TABLE
 from .keyword.plans import keyword_leg, phrase_counts
 from .query import extract_keywords
 from .store import Store
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from .common.lazy import numpy as np
 
 POOL = 200
 

@@ -11,14 +11,13 @@ numpy over the float32 blobs kept in ``chunks.embedding``; both paths rank ident
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from . import migrations, vectors
 from .common.dates import now_ms
@@ -43,6 +42,11 @@ from .indexfile import damage_found as damage_found
 from .indexfile import owner_stamp as owner_stamp
 from .indexfile import stamp_owner as stamp_owner
 from .keyword.fts import BIGRAM_TABLE, REFERENCE_TABLE, TABLES
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from .common.lazy import numpy as np
 
 #: sqlite-vec's largest ``k``.
 _VEC0_MAX_K = 4096
@@ -182,10 +186,13 @@ class Store:
             self.vec_error = "sqlite-vec disabled by MEMORY_CORE_DISABLE_SQLITE_VEC"
             return
         try:
-            import sqlite_vec
-
+            # the extension's path, as ``sqlite_vec.load`` finds it, without importing the
+            # package: its ``__init__`` imports numpy (70+ ms) for a helper we do not use
+            spec = importlib.util.find_spec("sqlite_vec")
+            if spec is None or spec.origin is None:
+                raise ImportError("the sqlite-vec package is not installed")
             self.db.enable_load_extension(True)
-            sqlite_vec.load(self.db)
+            self.db.load_extension(os.path.join(os.path.dirname(spec.origin), "vec0"))
             self.db.enable_load_extension(False)
             self.vec_available = True
         except Exception as e:  # any failure means: use the numpy path, and say why
@@ -612,6 +619,8 @@ class Store:
         sidecar existed gets one). Rows are in rowid order.
         """
         stamp = self.vector_stamp()
+        if self._sidecar is None and vectors.is_sealed(self.path, stamp):
+            return False  # the no-op sync's case, answered from the header alone
         current = vectors.load(self.path, stamp)
         if current is not None and current.intact():  # fresh, and not damaged: kept
             self._sidecar = current

@@ -20,9 +20,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .chunking import Chunk, chunk_context, chunk_markdown, remap_chunk_lines, sha256_hex
 from .common.dates import now_ms
@@ -60,6 +58,9 @@ from .store import (
 )
 from .text import cjk_bigrams
 from .version import __version__
+
+if TYPE_CHECKING:  # in annotations only: a sync never needs numpy itself
+    import numpy as np
 
 #: Called with (stage, done, total); stages are "scan", "embed" and "write".
 SyncProgress = Callable[[str, int, int], None]

@@ -25,9 +25,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from .common.indexfiles import IndexFiles, temp_beside
 from .common.locations import env_int
@@ -36,11 +34,17 @@ from .common.sidecar import (
     id_column,
     ids_at,
     open_mapped,
+    sealed,
     source_codes,
     write_file,
 )
 from .common.sidecar import SidecarDamaged as SidecarDamaged  # the store catches it
 from .common.topk import smallest_first
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from .common.lazy import numpy as np
 
 MAGIC = b"MWVECS01"
 #: Rows from which the approximate index is used; 0 = never (the default). Measured on the
@@ -171,6 +175,12 @@ class VectorMatrix:
         if rows.size < k:  # the graph lost rows (a concurrent rewrite): be exact
             return None
         return rows
+
+
+def is_sealed(db_path: Path, stamp: str) -> bool:
+    """Whether ``<index>.vectors`` is fresh for ``stamp`` and untouched since it was written
+    (:func:`memory_core.common.sidecar.sealed`): a no-op sync keeps it without mapping it."""
+    return sealed(sidecar_path(db_path), MAGIC, stamp)
 
 
 def load(db_path: Path, stamp: str | None = None) -> VectorMatrix | None:

@@ -41,3 +41,45 @@ def test_public_names_resolve_on_first_use() -> None:
                "print(json.dumps([before, ok, [n for n in memory_core.__all__ "
                "if getattr(memory_core, n, None) is None]]))")
     assert json.loads(out.stdout) == [False, True, []]
+
+
+#: What a no-op ``index`` must not load: the numeric stack, the model's, pydantic (no config
+#: file is read), the HTTP client stack (no remote provider) and qmd's side of the backends.
+NOOP_UNNEEDED = ("numpy", "pydantic", "torch", "sentence_transformers", "tokenizers",
+                 "sqlite_vec", "http.client", "memory_core.backends.qmd",
+                 "memory_core.embeddings.remote")
+
+
+def test_noop_index_imports_only_what_it_uses(tmp_path: Path) -> None:
+    """A no-op ``memory-core index`` with the local model, over an index that has both
+    sidecars, runs without numpy, pydantic, torch or the model: the sync only compares the
+    files with the index and the sidecars' headers with its stamp. A search in the next
+    process does load numpy (on first use) and answers from the vectors."""
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Memory\n\n- The staging database is Postgres 16.\n")
+    (ws / "memory" / "2026-03-02.md").write_text(
+        "# 2026-03-02\n\n- Moved the nightly backup to 02:00 UTC after the disk filled up.\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MEMORY_CORE_POSTINGS_MIN_ROWS": "1"}
+
+    def cli(args: list[str], probe: bool) -> list[str]:
+        code = (f"import json, sys\nfrom memory_core.cli import main\ncode = main({args!r})\n"
+                f"print(json.dumps([code, [m for m in {NOOP_UNNEEDED!r} if m in sys.modules]]))")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=env, timeout=600, check=True)
+        lines = out.stdout.splitlines()
+        got = json.loads(lines[-1])
+        assert got[0] == 0, out.stderr
+        return [*lines[:-1], json.dumps(got[1])] if probe else lines
+
+    cli(["index", "--workspace", str(ws), "--no-progress"], probe=False)  # the first build
+    store = next((ws / ".memory").glob("*.sqlite"))
+    assert store.with_name(store.name + ".vectors").is_file()
+    assert store.with_name(store.name + ".postings").is_file()
+    *report, loaded = cli(["index", "--workspace", str(ws), "--no-progress"], probe=True)
+    assert any("0 indexed, 2 unchanged" in line for line in report), report
+    assert json.loads(loaded) == []
+    *hits, loaded = cli(["search", "when does the backup run", "--workspace", str(ws),
+                         "--json", "--no-record"], probe=True)
+    assert "2026-03-02.md" in "\n".join(hits)
+    assert "numpy" in json.loads(loaded)

@@ -5,21 +5,40 @@ probes): :class:`BuiltinBackend` over :class:`~memory_core.MemoryIndex`, or qmd 
 reference's fallback to builtin (:class:`FallbackBackend`, :class:`OpenedFallback`). Results
 share one shape (``BackendSearch.hits`` → ``{path, startLine, endLine, score, snippet,
 source}``). This package sits beside the feature packages, above ``MemoryIndex``.
+
+The qmd side (and the fallback that wraps it: subprocess, the qmd collections) is imported on
+first use, so the CLI's engine commands, which only read :data:`ENGINE`, do not load it.
 """
 
+from typing import TYPE_CHECKING
+
+from ..common.lazy import lazy_exports
 from .builtin import BuiltinBackend
-from .fallback import (
-    OPEN_FAILURE_COOLDOWN_S,
-    FallbackBackend,
-    OpenedFallback,
-    clear_open_failures,
-    open_backend,
-)
 from .protocol import ENGINE, OWN_INDEX, BackendSearch, BackendStatus, FallbackNote, MemoryBackend
-from .qmd import QmdBackend, QmdCollection, resolve_collections
-from .qmd_process import QmdError, resolve_command
+
+if TYPE_CHECKING:
+    from .fallback import (
+        OPEN_FAILURE_COOLDOWN_S,
+        FallbackBackend,
+        OpenedFallback,
+        clear_open_failures,
+        open_backend,
+    )
+    from .qmd import QmdBackend, QmdCollection, resolve_collections
+    from .qmd_process import QmdError, resolve_command
 
 BACKENDS: tuple[str, ...] = ("builtin", "qmd")
+
+#: Public name → the module that defines it, imported the first time it is asked for.
+_LAZY = {
+    "OPEN_FAILURE_COOLDOWN_S": "fallback", "FallbackBackend": "fallback",
+    "OpenedFallback": "fallback", "clear_open_failures": "fallback", "open_backend": "fallback",
+    "QmdBackend": "qmd", "QmdCollection": "qmd", "resolve_collections": "qmd",
+    "QmdError": "qmd_process", "resolve_command": "qmd_process",
+}
+
+__getattr__ = lazy_exports(__name__, _LAZY)
+
 
 __all__ = [
     "BACKENDS", "ENGINE", "OPEN_FAILURE_COOLDOWN_S", "OWN_INDEX", "BackendSearch",

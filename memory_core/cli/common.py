@@ -99,9 +99,14 @@ def add_backend_arg(p: argparse.ArgumentParser) -> None:
 def open_backend_for(idx: MemoryIndex, args: argparse.Namespace) -> MemoryBackend:
     """The backend ``--backend`` (or the config) asks for, over ``idx``: the builtin engine
     (:data:`~memory_core.backends.ENGINE` in its capabilities), or qmd with its fallback."""
+    kind = getattr(args, "backend", None) or idx.config.backend.kind
+    if kind == "builtin":  # without importing qmd's side and the fallback (start-up time)
+        from ..backends import BuiltinBackend
+
+        return BuiltinBackend(idx)
     from ..backends import open_backend
 
-    return open_backend(idx, getattr(args, "backend", None) or idx.config.backend.kind)
+    return open_backend(idx, kind)
 
 
 def flag_of(name: str) -> str:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from .lazy import numpy as np
 
 
 def smallest_first(values: np.ndarray, k: int) -> np.ndarray:

@@ -23,7 +23,6 @@ from .base import (
     normalize_rows,
     provider_key_for,
 )
-from .batch import with_batch
 from .windows import InputLimit
 
 __all__ = [
@@ -116,7 +115,11 @@ def build_provider(name: str, cfg: ProviderConfig) -> EmbeddingProvider | None:
             base_url=base_url, model=model,
             api_key_env=(cfg.api_key_env if own else None) or "OPENAI_API_KEY",
             dimensions=cfg.dimensions if own else None, **_remote_options(cfg))
-        return with_batch(provider, cfg.batch) if name == "openai" else provider
+        if name != "openai":
+            return provider
+        from .batch import with_batch  # the HTTP client stack: only for a remote provider
+
+        return with_batch(provider, cfg.batch)
     if name in _REMOTE:
         module, cls_name = _REMOTE[name]
         cls = getattr(importlib.import_module(module, __name__), cls_name)
@@ -128,6 +131,8 @@ def build_provider(name: str, cfg: ProviderConfig) -> EmbeddingProvider | None:
         provider = cls(api_key_env=cfg.api_key_env if own else None,
                        dimensions=cfg.dimensions if own else None, **kwargs,
                        **_remote_options(cfg))
+        from .batch import with_batch
+
         return with_batch(provider, cfg.batch)
     raise ProviderUnavailable(f"unknown provider {name!r} ({', '.join(KNOWN)})")
 

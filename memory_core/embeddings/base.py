@@ -12,9 +12,12 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from ..common.lazy import numpy as np
 
 #: Called with (done, total) while a batch of documents is embedded.
 ProgressFn = Callable[[int, int], None]

@@ -25,13 +25,15 @@ import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..config import BatchConfig
 from .base import EmbeddingError, EmbeddingProvider, ProgressFn
-from .remote import RemoteEmbeddingProvider, RetryableError
+
+if TYPE_CHECKING:  # numpy in annotations only
+    import numpy as np
+
+    from .remote import RemoteEmbeddingProvider
 
 #: After this many failures batch mode is disabled (the reference's MEMORY_BATCH_FAILURE_LIMIT).
 FAILURE_LIMIT = 2
@@ -165,6 +167,8 @@ class BatchJobRunner:
               content_type: str | None = "application/json") -> bytes:
         """One request to the batch API (``path`` under the base URL, or a whole URL), retried
         like an embedding request on 429/5xx."""
+        from .remote import RetryableError  # the HTTP stack: loaded with a remote provider
+
         p = self.provider
         url = path if path.startswith(("http://", "https://")) else f"{p.base_url}{path}"
         for attempt in range(p.max_retries + 1):
@@ -442,6 +446,8 @@ class BatchingProvider:
 
 def with_batch(provider: EmbeddingProvider | None, cfg: BatchConfig) -> EmbeddingProvider | None:
     """``provider`` wrapped for batch mode when it is on and the provider has a batch API."""
+    from .remote import RemoteEmbeddingProvider  # here, not at import: index.py reads this module
+
     if (cfg.enabled and isinstance(provider, RemoteEmbeddingProvider)
             and provider.id in FLAVOURS):
         return BatchingProvider(provider, cfg)

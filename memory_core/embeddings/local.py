@@ -12,14 +12,16 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
-
 from .base import ProgressFn, ProviderStats, ProviderUnavailable, normalize_rows, provider_key_for
 from .minilm_numpy import MAX_SEQ_LENGTH, count_pieces
 from .windows import InputLimit
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from .minilm_numpy import MiniLMQueryEncoder
+else:
+    from ..common.lazy import numpy as np
 
 HIDDEN = 384  # all-MiniLM-L6-v2's dimensions
 
@@ -98,7 +100,7 @@ class LocalEmbeddingProvider:
 
     @property
     def dims(self) -> int:
-        if self._model is None and self._numpy_encoder() is not None:
+        if self._model is None and self._is_default_model():
             return HIDDEN  # known without loading sentence-transformers
         get = getattr(self._st, "get_embedding_dimension", None) or getattr(
             self._st, "get_sentence_embedding_dimension", None)
@@ -111,7 +113,7 @@ class LocalEmbeddingProvider:
 
     @property
     def max_seq_length(self) -> int:
-        if self._model is None and self._numpy_encoder() is not None:
+        if self._model is None and self._is_default_model():
             return MAX_SEQ_LENGTH  # known without loading sentence-transformers
         return int(getattr(self._st, "max_seq_length", 256) or 256)
 
@@ -150,8 +152,13 @@ class LocalEmbeddingProvider:
             return enc.encode(text)
         return self._encode([text])[0]
 
+    def _is_default_model(self) -> bool:
+        # its shape is known without loading it (nor the numpy encoder: a no-op sync asks
+        # for the input limit, and must not map the weights or import numpy to answer)
+        return self.model in (DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}")
+
     def _numpy_encoder(self) -> MiniLMQueryEncoder | None:
-        if self.model not in (DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"):
+        if not self._is_default_model():
             return None
         if os.environ.get("MEMORY_CORE_QUERY_ENCODER") == "sentence-transformers":
             return None  # to compare the two (docs/performance.md)

@@ -23,9 +23,12 @@ import math
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from ..common.lazy import numpy as np
 
 #: what the model's configuration says (config.json, sentence_bert_config.json)
 LAYERS = 6

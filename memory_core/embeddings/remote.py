@@ -30,9 +30,7 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from datetime import UTC, datetime
-from typing import Any, Literal, NoReturn
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 from .base import (
     EmbeddingError,
@@ -42,6 +40,11 @@ from .base import (
     normalize_rows,
     provider_key_for,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from ..common.lazy import numpy as np
 
 #: What a text is embedded for: the documents of the index, or a search query.
 InputKind = Literal["document", "query"]

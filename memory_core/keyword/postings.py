@@ -34,9 +34,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from .. import vectors
 from ..common.indexfiles import IndexFiles
@@ -47,6 +45,7 @@ from ..common.sidecar import (
     id_column,
     ids_at,
     open_mapped,
+    sealed,
     source_codes,
     write_file,
 )
@@ -54,6 +53,11 @@ from ..common.topk import smallest_first
 from ..store import Store, sqlite
 from . import reads
 from .fts import BIGRAM_TABLE, K1, K1_PLUS_1, B, idf
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from .common.lazy import numpy as np
 
 MAGIC = b"MWPOST01"
 #: The FTS5 table the sidecar mirrors: the default profile's keyword table.
@@ -489,6 +493,8 @@ def refresh(store: Store, *, force_full: bool = False,
             return "removed"
         return "none"
     if not force_full:
+        if sealed(path, MAGIC, stamp):  # from the header: no mapping, no numpy
+            return "fresh"
         current = load(store.path, stamp)
         if current is not None and current.intact():
             return "fresh"  # the common no-op sync: the stamp matches, the file is good
