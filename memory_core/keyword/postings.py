@@ -57,7 +57,7 @@ from .fts import BIGRAM_TABLE, K1, K1_PLUS_1, B, idf
 if TYPE_CHECKING:
     import numpy as np
 else:
-    from .common.lazy import numpy as np
+    from ..common.lazy import numpy as np
 
 MAGIC = b"MWPOST01"
 #: The FTS5 table the sidecar mirrors: the default profile's keyword table.
