@@ -20,8 +20,12 @@ One press is timed in the page, from the keydown to the first animation frame at
 Nothing here is mocked: two real servers, the real model, a real browser. On a loaded machine
 both figures grow; the ratio of medians taken in the same rounds is the figure to read.
 
-It prints the median and p90 per slider and the ratio of each workbench median to the bare one,
-with the page's own "Redrawn in" figure (the server's share) when the page shows it::
+It prints the median and p90 per slider and the ratio of each workbench median to the bare one
+(and the same ratio taken round by round, with its spread), with the page's own "Redrawn in"
+figure (the server's share) when the page shows it, the tab's main-thread time per press
+(Chromium's ``TaskDuration``, through the DevTools protocol: the browser's share, which load
+on the machine inflates less than the wall clock) and the server messages per press (each
+element and each layout block of the fragment is one)::
 
     .venv/bin/python benchmarks/bench_slider.py [--presses 15] [--provider local] [--json]
 """
@@ -112,6 +116,10 @@ def settle(page: Any, timeout: float = 600.0) -> None:
         time.sleep(0.5)
 
 
+#: How many server messages arrived between the press and the redraw.
+MESSAGES_JS = "() => window.__bench.finished.filter(t => t > window.__bench.t0).length"
+
+
 class Slider:
     """One slider of one page: presses a key on it and times the redraw."""
 
@@ -120,7 +128,15 @@ class Slider:
         self.sel = f'.st-key-{key} input[type="range"]'
         self.times: list[float] = []
         self.server_ms: list[float] = []
+        self.busy_ms: list[float] = []  # the page's main thread at work (Chromium's metric)
+        self.messages: list[int] = []
         self.lost = 0
+        self.cdp = page.context.new_cdp_session(page)
+        self.cdp.send("Performance.enable")
+
+    def _task_ms(self) -> float:
+        metrics = self.cdp.send("Performance.getMetrics")["metrics"]
+        return 1000 * next(m["value"] for m in metrics if m["name"] == "TaskDuration")
 
     def press(self, record: bool = True) -> float:
         page = self.page
@@ -132,9 +148,11 @@ class Slider:
         key = "ArrowLeft" if value >= top - 1e-9 else "ArrowRight"
         thumb.focus()
         page.evaluate("() => { window.__bench.t0 = null; }")
+        busy0 = self._task_ms()
         thumb.press(key)
         try:
             ms = float(page.evaluate(WAIT_JS, [self.sel, 20_000]))
+            busy = self._task_ms() - busy0
         except Exception as e:  # the press was lost (the value moved, no run showed it)
             if "no redraw" not in str(e):
                 raise
@@ -143,6 +161,8 @@ class Slider:
             return float("nan")
         if record:
             self.times.append(ms)
+            self.busy_ms.append(busy)
+            self.messages.append(int(page.evaluate(MESSAGES_JS)))
             redrawn = redrawn_ms(page)
             if redrawn is not None:
                 self.server_ms.append(redrawn)
@@ -210,9 +230,9 @@ def run(presses: int, provider: str, query: str, watch: bool) -> dict[str, Any]:
                 for s in sliders:  # warm-up: the first fragment runs compile and cache
                     for _ in range(2):
                         s.press(record=False)
+                rounds: list[list[float]] = []  # one round: the bare press, then each slider's
                 for i in range(presses):
-                    for s in sliders:
-                        s.press()
+                    rounds.append([s.press() for s in sliders])
                     print(f"round {i + 1}/{presses}: " + ", ".join(
                         f"{s.name} {s.times[-1]:.0f} ms" for s in sliders), file=sys.stderr)
                 exceptions = p_wb.locator('[data-testid="stException"]').count()
@@ -227,11 +247,19 @@ def run(presses: int, provider: str, query: str, watch: bool) -> dict[str, Any]:
                            "results_grid_width": grid,
                            "sliders": {s.name: summary(s.times) for s in sliders}}
     for s in sliders:
-        out["sliders"][s.name]["lost"] = s.lost
+        row = out["sliders"][s.name]
+        row["lost"] = s.lost
+        row["busy_median"] = statistics.median(s.busy_ms)
+        row["messages_median"] = statistics.median(s.messages)
         if s.server_ms:
-            out["sliders"][s.name]["server_median"] = statistics.median(s.server_ms)
+            row["server_median"] = statistics.median(s.server_ms)
     bare_med = out["sliders"]["bare slider"]["median"]
     out["ratios"] = {s.name: out["sliders"][s.name]["median"] / bare_med for s in sliders[1:]}
+    # the same ratio round by round (each press against the bare press just before it): its
+    # spread shows how much of a figure is the machine's load
+    whole = [r for r in rounds if all(x == x for x in r)]  # no lost press (NaN)
+    out["round_ratios"] = {s.name: summary([r[j] / r[0] for r in whole])
+                           for j, s in enumerate(sliders) if j}
     out["target_ratio"] = TARGET_RATIO
     out["ok"] = all(r <= TARGET_RATIO for r in out["ratios"].values()) and not exceptions
     return out
@@ -257,13 +285,18 @@ def main() -> int:
     print(f"one key press → redraw, in chromium, {res['presses']} presses each "
           f"(query {res['query']!r}, provider {res['provider']})")
     print(f"{'slider':<14}{'median':>10}{'p90':>10}{'min':>9}{'max':>9}{'server':>10}"
-          f"{'lost':>6}")
+          f"{'browser':>10}{'msgs':>6}{'lost':>6}")
     for name, s in res["sliders"].items():
         server = f"{s['server_median']:.0f} ms" if "server_median" in s else "—"
         print(f"{name:<14}{s['median']:>7.0f} ms{s['p90']:>7.0f} ms{s['min']:>6.0f} ms"
-              f"{s['max']:>6.0f} ms{server:>10}{s['lost']:>6}")
+              f"{s['max']:>6.0f} ms{server:>10}{s['busy_median']:>7.0f} ms"
+              f"{s['messages_median']:>6.0f}{s['lost']:>6}")
+    print("(server: the page's own \"Redrawn in\"; browser: the tab's main thread at work "
+          "per press; msgs: server messages per press)")
     for name, r in res["ratios"].items():
-        print(f"{name}: {r:.2f}x the bare slider (target ≤ {TARGET_RATIO:g}x)")
+        rr = res["round_ratios"][name]
+        print(f"{name}: {r:.2f}x the bare slider (target ≤ {TARGET_RATIO:g}x); round by "
+              f"round median {rr['median']:.2f}x, {rr['min']:.2f}–{rr['max']:.2f}x")
     grid = res["results_grid_width"]
     if grid:
         print(f"results table at 1440 px: {grid[0]} px of columns in {grid[1]} px "
