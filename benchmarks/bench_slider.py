@@ -37,6 +37,7 @@ import json
 import os
 import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -185,7 +186,17 @@ def summary(xs: list[float]) -> dict[str, float]:
             "min": xs[0], "max": xs[-1], "n": len(xs)}
 
 
-def run(presses: int, provider: str, query: str, watch: bool) -> dict[str, Any]:
+def prebuild(ws: Path, provider: str, env: dict[str, str]) -> None:
+    """Index ``ws`` in a child process, so that the workbench opens an index already built
+    (a server that built it itself idles at 20-30 % of a core afterwards: issue #23's note)."""
+    code = ("import sys; from memory_core import MemoryIndex; "
+            "MemoryIndex.open(sys.argv[1], provider=sys.argv[2]).sync()")
+    subprocess.run([sys.executable, "-c", code, str(ws), provider], env=env, check=True,
+                   cwd=str(ROOT), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def run(presses: int, provider: str, query: str, watch: bool,
+        prebuilt: bool = False) -> dict[str, Any]:
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory(prefix="bench-slider-") as tmp_s:
@@ -197,6 +208,8 @@ def run(presses: int, provider: str, query: str, watch: bool) -> dict[str, Any]:
         base = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
                 "TOKENIZERS_PARALLELISM": "false"}
         wb_env = {**base, **workbench_env(ws, tmp / "cache", provider, watch=watch)}
+        if prebuilt:
+            prebuild(ws, provider, {**wb_env, "PYTHONPATH": str(ROOT)})
         with streamlit_server(APP, wb_env, tmp / "workbench.log", 120) as wb_url, \
                 streamlit_server(bare, base, tmp / "bare.log", 120) as bare_url, \
                 sync_playwright() as pw:
@@ -243,7 +256,7 @@ def run(presses: int, provider: str, query: str, watch: bool) -> dict[str, Any]:
             finally:
                 browser.close()
     out: dict[str, Any] = {"presses": presses, "provider": provider, "query": query,
-                           "watch": watch, "page_exceptions": exceptions,
+                           "watch": watch, "prebuilt": prebuilt, "page_exceptions": exceptions,
                            "results_grid_width": grid,
                            "sliders": {s.name: summary(s.times) for s in sliders}}
     for s in sliders:
@@ -272,18 +285,21 @@ def main() -> int:
     ap.add_argument("--query", default="PgBouncer port")
     ap.add_argument("--no-watch", action="store_true",
                     help="the workbench does not follow the files itself")
+    ap.add_argument("--prebuilt", action="store_true",
+                    help="index the demo copy in another process before the workbench starts")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args()
     if not Path(CHROMIUM).exists():
         print(f"error: {CHROMIUM} is not installed (scripts/install-system-deps)",
               file=sys.stderr)
         return 2
-    res = run(args.presses, args.provider, args.query, not args.no_watch)
+    res = run(args.presses, args.provider, args.query, not args.no_watch, args.prebuilt)
     if args.json:
         print(json.dumps(res, indent=2))
         return 0 if res["ok"] else 1
     print(f"one key press → redraw, in chromium, {res['presses']} presses each "
-          f"(query {res['query']!r}, provider {res['provider']})")
+          f"(query {res['query']!r}, provider {res['provider']}, index "
+          + ("built beforehand" if res["prebuilt"] else "built by the workbench") + ")")
     print(f"{'slider':<14}{'median':>10}{'p90':>10}{'min':>9}{'max':>9}{'server':>10}"
           f"{'browser':>10}{'msgs':>6}{'lost':>6}")
     for name, s in res["sliders"].items():
