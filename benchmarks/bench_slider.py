@@ -20,8 +20,12 @@ One press is timed in the page, from the keydown to the first animation frame at
 Nothing here is mocked: two real servers, the real model, a real browser. On a loaded machine
 both figures grow; the ratio of medians taken in the same rounds is the figure to read.
 
-It prints the median and p90 per slider and the ratio of each workbench median to the bare one,
-with the page's own "Redrawn in" figure (the server's share) when the page shows it::
+It prints the median and p90 per slider and the ratio of each workbench median to the bare one
+(and the same ratio taken round by round, with its spread), with the page's own "Redrawn in"
+figure (the server's share) when the page shows it, the tab's main-thread time per press
+(Chromium's ``TaskDuration``, through the DevTools protocol: the browser's share, which load
+on the machine inflates less than the wall clock) and the server messages per press (each
+element and each layout block of the fragment is one)::
 
     .venv/bin/python benchmarks/bench_slider.py [--presses 15] [--provider local] [--json]
 """
@@ -33,6 +37,7 @@ import json
 import os
 import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -112,6 +117,10 @@ def settle(page: Any, timeout: float = 600.0) -> None:
         time.sleep(0.5)
 
 
+#: How many server messages arrived between the press and the redraw.
+MESSAGES_JS = "() => window.__bench.finished.filter(t => t > window.__bench.t0).length"
+
+
 class Slider:
     """One slider of one page: presses a key on it and times the redraw."""
 
@@ -120,7 +129,15 @@ class Slider:
         self.sel = f'.st-key-{key} input[type="range"]'
         self.times: list[float] = []
         self.server_ms: list[float] = []
+        self.busy_ms: list[float] = []  # the page's main thread at work (Chromium's metric)
+        self.messages: list[int] = []
         self.lost = 0
+        self.cdp = page.context.new_cdp_session(page)
+        self.cdp.send("Performance.enable")
+
+    def _task_ms(self) -> float:
+        metrics = self.cdp.send("Performance.getMetrics")["metrics"]
+        return 1000 * next(m["value"] for m in metrics if m["name"] == "TaskDuration")
 
     def press(self, record: bool = True) -> float:
         page = self.page
@@ -132,9 +149,11 @@ class Slider:
         key = "ArrowLeft" if value >= top - 1e-9 else "ArrowRight"
         thumb.focus()
         page.evaluate("() => { window.__bench.t0 = null; }")
+        busy0 = self._task_ms()
         thumb.press(key)
         try:
             ms = float(page.evaluate(WAIT_JS, [self.sel, 20_000]))
+            busy = self._task_ms() - busy0
         except Exception as e:  # the press was lost (the value moved, no run showed it)
             if "no redraw" not in str(e):
                 raise
@@ -143,6 +162,8 @@ class Slider:
             return float("nan")
         if record:
             self.times.append(ms)
+            self.busy_ms.append(busy)
+            self.messages.append(int(page.evaluate(MESSAGES_JS)))
             redrawn = redrawn_ms(page)
             if redrawn is not None:
                 self.server_ms.append(redrawn)
@@ -165,7 +186,17 @@ def summary(xs: list[float]) -> dict[str, float]:
             "min": xs[0], "max": xs[-1], "n": len(xs)}
 
 
-def run(presses: int, provider: str, query: str, watch: bool) -> dict[str, Any]:
+def prebuild(ws: Path, provider: str, env: dict[str, str]) -> None:
+    """Index ``ws`` in a child process, so that the workbench opens an index already built
+    (a server that built it itself idles at 20-30 % of a core afterwards: issue #23's note)."""
+    code = ("import sys; from memory_core import MemoryIndex; "
+            "MemoryIndex.open(sys.argv[1], provider=sys.argv[2]).sync()")
+    subprocess.run([sys.executable, "-c", code, str(ws), provider], env=env, check=True,
+                   cwd=str(ROOT), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def run(presses: int, provider: str, query: str, watch: bool,
+        prebuilt: bool = False) -> dict[str, Any]:
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory(prefix="bench-slider-") as tmp_s:
@@ -177,6 +208,8 @@ def run(presses: int, provider: str, query: str, watch: bool) -> dict[str, Any]:
         base = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
                 "TOKENIZERS_PARALLELISM": "false"}
         wb_env = {**base, **workbench_env(ws, tmp / "cache", provider, watch=watch)}
+        if prebuilt:
+            prebuild(ws, provider, {**wb_env, "PYTHONPATH": str(ROOT)})
         with streamlit_server(APP, wb_env, tmp / "workbench.log", 120) as wb_url, \
                 streamlit_server(bare, base, tmp / "bare.log", 120) as bare_url, \
                 sync_playwright() as pw:
@@ -210,9 +243,9 @@ def run(presses: int, provider: str, query: str, watch: bool) -> dict[str, Any]:
                 for s in sliders:  # warm-up: the first fragment runs compile and cache
                     for _ in range(2):
                         s.press(record=False)
+                rounds: list[list[float]] = []  # one round: the bare press, then each slider's
                 for i in range(presses):
-                    for s in sliders:
-                        s.press()
+                    rounds.append([s.press() for s in sliders])
                     print(f"round {i + 1}/{presses}: " + ", ".join(
                         f"{s.name} {s.times[-1]:.0f} ms" for s in sliders), file=sys.stderr)
                 exceptions = p_wb.locator('[data-testid="stException"]').count()
@@ -223,15 +256,23 @@ def run(presses: int, provider: str, query: str, watch: bool) -> dict[str, Any]:
             finally:
                 browser.close()
     out: dict[str, Any] = {"presses": presses, "provider": provider, "query": query,
-                           "watch": watch, "page_exceptions": exceptions,
+                           "watch": watch, "prebuilt": prebuilt, "page_exceptions": exceptions,
                            "results_grid_width": grid,
                            "sliders": {s.name: summary(s.times) for s in sliders}}
     for s in sliders:
-        out["sliders"][s.name]["lost"] = s.lost
+        row = out["sliders"][s.name]
+        row["lost"] = s.lost
+        row["busy_median"] = statistics.median(s.busy_ms)
+        row["messages_median"] = statistics.median(s.messages)
         if s.server_ms:
-            out["sliders"][s.name]["server_median"] = statistics.median(s.server_ms)
+            row["server_median"] = statistics.median(s.server_ms)
     bare_med = out["sliders"]["bare slider"]["median"]
     out["ratios"] = {s.name: out["sliders"][s.name]["median"] / bare_med for s in sliders[1:]}
+    # the same ratio round by round (each press against the bare press just before it): its
+    # spread shows how much of a figure is the machine's load
+    whole = [r for r in rounds if all(x == x for x in r)]  # no lost press (NaN)
+    out["round_ratios"] = {s.name: summary([r[j] / r[0] for r in whole])
+                           for j, s in enumerate(sliders) if j}
     out["target_ratio"] = TARGET_RATIO
     out["ok"] = all(r <= TARGET_RATIO for r in out["ratios"].values()) and not exceptions
     return out
@@ -244,26 +285,34 @@ def main() -> int:
     ap.add_argument("--query", default="PgBouncer port")
     ap.add_argument("--no-watch", action="store_true",
                     help="the workbench does not follow the files itself")
+    ap.add_argument("--prebuilt", action="store_true",
+                    help="index the demo copy in another process before the workbench starts")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args()
     if not Path(CHROMIUM).exists():
         print(f"error: {CHROMIUM} is not installed (scripts/install-system-deps)",
               file=sys.stderr)
         return 2
-    res = run(args.presses, args.provider, args.query, not args.no_watch)
+    res = run(args.presses, args.provider, args.query, not args.no_watch, args.prebuilt)
     if args.json:
         print(json.dumps(res, indent=2))
         return 0 if res["ok"] else 1
     print(f"one key press → redraw, in chromium, {res['presses']} presses each "
-          f"(query {res['query']!r}, provider {res['provider']})")
+          f"(query {res['query']!r}, provider {res['provider']}, index "
+          + ("built beforehand" if res["prebuilt"] else "built by the workbench") + ")")
     print(f"{'slider':<14}{'median':>10}{'p90':>10}{'min':>9}{'max':>9}{'server':>10}"
-          f"{'lost':>6}")
+          f"{'browser':>10}{'msgs':>6}{'lost':>6}")
     for name, s in res["sliders"].items():
         server = f"{s['server_median']:.0f} ms" if "server_median" in s else "—"
         print(f"{name:<14}{s['median']:>7.0f} ms{s['p90']:>7.0f} ms{s['min']:>6.0f} ms"
-              f"{s['max']:>6.0f} ms{server:>10}{s['lost']:>6}")
+              f"{s['max']:>6.0f} ms{server:>10}{s['busy_median']:>7.0f} ms"
+              f"{s['messages_median']:>6.0f}{s['lost']:>6}")
+    print("(server: the page's own \"Redrawn in\"; browser: the tab's main thread at work "
+          "per press; msgs: server messages per press)")
     for name, r in res["ratios"].items():
-        print(f"{name}: {r:.2f}x the bare slider (target ≤ {TARGET_RATIO:g}x)")
+        rr = res["round_ratios"][name]
+        print(f"{name}: {r:.2f}x the bare slider (target ≤ {TARGET_RATIO:g}x); round by "
+              f"round median {rr['median']:.2f}x, {rr['min']:.2f}–{rr['max']:.2f}x")
     grid = res["results_grid_width"]
     if grid:
         print(f"results table at 1440 px: {grid[0]} px of columns in {grid[1]} px "

@@ -130,15 +130,15 @@ def tune() -> None:
                       disabled=off, help=OFF_WHY if off else None)
         sources = st.multiselect("Sources", idx.config.sources.sources, key="search_sources",
                                  placeholder="all sources")
-        b1, b2 = st.columns(2)
-        b1.button("Reset", on_click=_reset, key="t_reset",
+        buttons = st.container(horizontal=True)  # one block, not three (st.columns)
+        buttons.button("Reset", on_click=_reset, key="t_reset",
                   help="Back to the profile's settings.")
 
     widgets = {W + f: st.session_state[W + f] for f in tuning.TUNABLE
                if W + f in st.session_state}
     current: SearchSettings = tuning.settings_from_widgets(idx.settings(), widgets, W, tuned_now)
     state.set_tuned_values(key, tuning.settings_values(current))
-    b2.button("Pin as B", on_click=_pin_b, key="t_pin",
+    buttons.button("Pin as B", on_click=_pin_b, key="t_pin",
               help="Compare later settings against these.")
     with main:
         if not query.strip():

@@ -50,6 +50,9 @@ def test_save_two_runs_compare_them_and_open_a_loss(open_app: OpenApp, demo_ws: 
 def test_labels_marked_in_search_are_evaluated(open_app: OpenApp, demo_ws: Path) -> None:
     search = open_app(demo_ws, "pages/search.py")
     search.text_input(key="search_query").input("PgBouncer port").run()
+    assert not [r for r in search.radio if (r.key or "").startswith("lbl_")]  # drawn when open
+    search.session_state["search_labels"] = True
+    search.run()
     radios = [r for r in search.radio if (r.key or "").startswith("lbl_")]
     assert len(radios) >= 2
     first = radios[0].key

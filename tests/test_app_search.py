@@ -63,7 +63,13 @@ def test_raising_min_score_reduces_the_hits_and_greys_the_rest(
     assert len(gated) >= before - after  # the gated hits stay visible, below the results
     assert (gated["score"] < gate).all() and (gated["rank"] == "–").all()
     assert list(df[df["status"] == "returned"]["rank"]) == [str(i) for i in range(1, after + 1)]
-    # the composition chart is drawn
+    # the composition is drawn as light HTML bars, the gate's line named in their legend;
+    # the interactive Plotly figure only once its expander is opened (issue #23)
+    bars = [h.proto.body for h in at.get("html") if f"minScore {gate:.2f}" in h.proto.body]
+    assert len(bars) == 1 and bars[0].count("opacity:0.38") >= before - after
+    assert not at.get("plotly_chart")
+    at.session_state["search_chart"] = True
+    at.run()
     assert any(getattr(e, "key", None) == "search_composition"
                for e in at.get("plotly_chart"))
 

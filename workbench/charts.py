@@ -29,7 +29,8 @@ def wrap(text: str, width: int = 60, lines: int = 6) -> str:
     return "<br>".join(html.escape(x) for x in parts)
 
 
-def _label(i: int, h: Hit, status: str) -> str:
+def hit_label(i: int, h: Hit, status: str) -> str:
+    """A hit's label on a composition chart: its rank (or gated / cut) and its citation."""
     tag = f"#{i}" if status == RETURNED else ("gated" if status == GATED else "cut")
     return f"{tag} {h.citation}"
 
@@ -48,7 +49,7 @@ def composition_figure(result: FusionResult, *, cut_limit: int = 10,
         st_ = hit_status(h, s)
         statuses.append(st_)
         # Unique labels keep plotly from merging bars of two chunks with one citation.
-        labels.append(_label(i + 1, h, st_) + ("\u200b" * (i if st_ != RETURNED else 0)))
+        labels.append(hit_label(i + 1, h, st_) + ("\u200b" * (i if st_ != RETURNED else 0)))
     opacity = [1.0 if x == RETURNED else 0.35 for x in statuses]
     keys: list[str] = []
     for h in shown:

@@ -4,8 +4,11 @@ hit in focus, the A/B comparison and the export.
 ``pages/search.py`` draws its sliders and calls :func:`results` inside one ``st.fragment``: a
 slider step reruns only that fragment, which re-fuses the session's cached candidates
 (:func:`state.get_candidates`, fetched once per query) and redraws the results in place (same
-element keys: the table and the figure are updated, not rebuilt), instead of the whole app with
-its picker, sidebar and watcher checks. The A/B and export tabs are computed only while open
+element keys: the table is updated, not rebuilt), instead of the whole app with its picker,
+sidebar and watcher checks. What a step sends is kept small, since the browser's redraw of each
+element is most of a step's time: the score composition as HTML bars (``scorebars``; the Plotly
+figure, the labels' radios and the snippets only inside expanders while open), the metrics in
+one flex row. The A/B and export tabs are computed only while open
 (``st.tabs(on_change="rerun")``), and B's candidates come from the same session cache.
 ``benchmarks/bench_slider.py`` measures the result against a bare Streamlit slider.
 """
@@ -22,13 +25,13 @@ from memory_core import Candidates, FusionResult, MemoryIndex, SearchSettings
 from memory_core import openclaw as oc
 from memory_core import promotion as pr
 
-from . import charts, chunkview, evalruns, state, tuning
+from . import charts, chunkview, evalruns, scorebars, state, tuning
 from .state import IndexKey
 
 TABS = ["Results", "A/B compare", "Export settings"]
 
 #: The results table's columns at 1440 px: every per-leg figure in view, the snippet in the
-#: pane below (its text and the id stay in the data, out of the grid).
+#: pane below (not in the grid's data: the greying Styler's cost grows with every column).
 RESULT_COLUMNS: dict[str, Any] = {
     "rank": st.column_config.TextColumn("rank", width=42),
     "status": st.column_config.TextColumn("status", width=90),
@@ -44,8 +47,6 @@ RESULT_COLUMNS: dict[str, Any] = {
                                              help="rank in the keyword leg"),
     "via": st.column_config.TextColumn("via", width=58),
     "decay": st.column_config.NumberColumn("decay", width=54),
-    "snippet": None,
-    "id": None,
 }
 
 
@@ -93,17 +94,18 @@ def results(key: IndexKey, idx: MemoryIndex, query: str, current: SearchSettings
     if notes:
         weight_note.caption(" ".join(f":material/info: {n}" for n in notes.values()))
     gated = sum(1 for h in result.below_gate if h.score < current.min_score)
-    m = st.columns(6)
-    m[0].metric("Returned", len(result.hits))
-    m[1].metric("Below minScore", gated)
-    m[2].metric("Past maxResults", len(result.below_gate) - gated)
-    m[3].metric("Candidates", f"{len(cands.vector)} + {len(cands.keyword)}",
-                help="vector + keyword hits fetched (the pool; fusion uses the top "
-                     f"{current.candidate_count()} of each)")
-    m[4].metric("Re-ranked in", f"{fuse_ms:.1f} ms",
-                help=f"mode {cands.mode}; fetch: " + ", ".join(
-                    f"{k} {v:.0f} ms" for k, v in cands.timings_ms.items()))
-    redrawn = m[5].empty()
+    # one flex row, not st.columns(6): a slider step sends one block for it, not seven
+    m = st.container(horizontal=True, gap="small")
+    m.metric("Returned", len(result.hits), width="content")
+    m.metric("Below minScore", gated, width="content")
+    m.metric("Past maxResults", len(result.below_gate) - gated, width="content")
+    m.metric("Candidates", f"{len(cands.vector)} + {len(cands.keyword)}", width="content",
+             help="vector + keyword hits fetched (the pool; fusion uses the top "
+                  f"{current.candidate_count()} of each)")
+    m.metric("Re-ranked in", f"{fuse_ms:.1f} ms", width="content",
+             help=f"mode {cands.mode}; fetch: " + ", ".join(
+                 f"{k} {v:.0f} ms" for k, v in cands.timings_ms.items()))
+    redrawn = m.empty()
     if result.abstention:  # the default profile's "nothing relevant is stored", and why
         st.info(f"No result: {result.abstention}.")
     st.caption(tuning.settings_line(current))
@@ -123,7 +125,7 @@ def results(key: IndexKey, idx: MemoryIndex, query: str, current: SearchSettings
         with tab_export:
             _export_tab(key, current)
     ms = (time.perf_counter() - started) * 1000
-    redrawn.metric("Redrawn in", f"{ms:.0f} ms",
+    redrawn.metric("Redrawn in", f"{ms:.0f} ms", width="content",
                    help="This part of the page, from the slider's change reaching the server "
                         "to the last element sent (widgets, fusion, tables, figure); the "
                         "browser's drawing comes on top (benchmarks/bench_slider.py measures "
@@ -141,9 +143,9 @@ def _results_tab(key: IndexKey, idx: MemoryIndex, query: str, cands: Candidates,
     config = dict(RESULT_COLUMNS)
     if not current.decay_enabled:
         config["decay"] = None  # hidden: always 1 without temporal decay
-    picked = st.dataframe(tuning.grey_removed(df), hide_index=True, width="stretch",
-                          column_config=config, key="search_table", on_select="rerun",
-                          selection_mode="single-row")
+    picked = st.dataframe(tuning.grey_removed(df[list(RESULT_COLUMNS)]), hide_index=True,
+                          width="stretch", column_config=config, key="search_table",
+                          on_select="rerun", selection_mode="single-row")
     shown = [*result.hits, *result.below_gate[:show_cut]]
     rows = list(getattr(getattr(picked, "selection", None), "rows", None) or [])
     terms = tuning.query_terms(query)
@@ -156,10 +158,15 @@ def _results_tab(key: IndexKey, idx: MemoryIndex, query: str, cands: Candidates,
                     f"#{h.text_rank or '–'})"
                     + ("" if rows else " — select a row to read another hit"))
         st.html(chunkview.snippet_html(h.snippet, terms))
-    st.plotly_chart(charts.composition_figure(result, cut_limit=min(show_cut, 10)),
-                    key="search_composition")
-    rec_col, _ = st.columns([1, 2])
-    if rec_col.button("Record as recall", key="search_record",
+    # HTML bars, not the Plotly figure: a slider step redraws them at once (scorebars)
+    st.html(scorebars.composition_html(result, cut_limit=min(show_cut, 10)))
+    chart = st.expander("Interactive chart of the composition", key="search_chart",
+                        on_change="rerun")
+    if chart.open:
+        with chart:
+            st.plotly_chart(charts.composition_figure(result, cut_limit=min(show_cut, 10)),
+                            key="search_composition")
+    if st.button("Record as recall", key="search_record",
                       help="Record these hits on dated diaries as recalls (promotion "
                            "signals, spec §6.2). The workbench never records on its own."):
         n = pr.record_search(idx, query, result.hits)
@@ -179,7 +186,11 @@ def _results_tab(key: IndexKey, idx: MemoryIndex, query: str, cands: Candidates,
 def _labels(key: IndexKey, query: str, result: FusionResult) -> None:
     """Mark the hits relevant or not: the user's own qrels beside the index (issue #22),
     evaluated on Evaluate as the query set ``labels``."""
-    with st.expander("Label these hits (your own qrels, evaluated on Evaluate)"):
+    box = st.expander("Label these hits (your own qrels, evaluated on Evaluate)",
+                      key="search_labels", on_change="rerun")
+    if not box.open:  # its radios, one per hit, are drawn only while it is open
+        return
+    with box:
         judged = evalruns.label_store(key).judgements(query)
         marks: dict[str, str] = {}
         for i, h in enumerate(result.hits, 1):
