@@ -188,7 +188,7 @@ def summary(xs: list[float]) -> dict[str, float]:
 
 def prebuild(ws: Path, provider: str, env: dict[str, str]) -> None:
     """Index ``ws`` in a child process, so that the workbench opens an index already built
-    (a server that built it itself idles at 20-30 % of a core afterwards: issue #23's note)."""
+    (to compare with a server that builds it itself: see ``workbench/heap.py``)."""
     code = ("import sys; from memory_core import MemoryIndex; "
             "MemoryIndex.open(sys.argv[1], provider=sys.argv[2]).sync()")
     subprocess.run([sys.executable, "-c", code, str(ws), provider], env=env, check=True,

@@ -210,6 +210,25 @@ def test_home_follows_the_files_itself_and_shows_a_new_diary(
     assert live_watcher(store) is None and not heartbeat_path(store).exists()
 
 
+def test_the_watcher_started_after_the_page_built_the_index_does_not_build_it_again(
+        open_app: OpenApp, demo_ws: Path, monkeypatch: pytest.MonkeyPatch,
+        own_watchers: None) -> None:
+    # issue #23: the workbench's watcher was suspected of rebuilding (embedding everything
+    # again) an index its own page had just built; its start-up catch-up must find nothing to do
+    at = open_app(demo_ws, timeout=120)
+    at.button(key="home_index").click().run()
+    built = _generation(demo_ws)
+    monkeypatch.delenv("MEMORY_WORKBENCH_NO_WATCH")
+    at.run()
+    assert not at.exception and "**live**" in _sidebar(at)
+    watcher = live._own(at.session_state["wb_key"])
+    assert watcher.wait_idle(120) and watcher.syncs >= 1
+    report = watcher.last_report
+    assert report is not None and watcher.last_reason == "startup"
+    assert (report.full, report.cause, report.files_indexed) == (False, None, 0)
+    assert _generation(demo_ws) == built
+
+
 def test_a_watch_started_after_the_workbench_is_named_and_the_workbench_yields(
         open_app: OpenApp, demo_ws: Path, monkeypatch: pytest.MonkeyPatch,
         own_watchers: None) -> None:

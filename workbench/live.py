@@ -19,7 +19,10 @@ Three parts, all plumbing between Streamlit and :mod:`memory_core.live`:
 * **The indicator.** A fragment in the sidebar polls every :data:`POLL_S` seconds: live /
   syncing… / not watched, the generation and the time of the last sync. When the generation
   moved, Home and Chunks rerun at once (:data:`AUTO_REFRESH`); other pages, whose results may
-  come from a button press that a rerun would clear, offer a Refresh button instead.
+  come from a button press that a rerun would clear, offer a Refresh button instead. Each poll
+  and each full run also freezes the objects of newly imported modules
+  (:func:`workbench.heap.freeze_imports`): an index built in this process imports the model's
+  libraries, and Streamlit's full collection after every run would walk them all again.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from memory_core import MemoryIndex
 from memory_core.common.synclock import sync_running
 from memory_core.live import Heartbeat, HeartbeatWriter, LiveIndex, live_watcher, read_heartbeat
 
-from . import state
+from . import heap, state
 from .state import IndexKey
 
 #: Seconds between two polls of the index generation by the sidebar's fragment.
@@ -222,6 +225,7 @@ def follow(key: IndexKey, *, auto_refresh: bool) -> Follower:
     sidebar's live indicator (rerunning the page when the index changes if ``auto_refresh``)."""
     follower = ensure_follower(key)
     refresh(key)
+    heap.freeze_imports()
     with st.sidebar:
         _indicator(key, auto_refresh)
     return follower
@@ -229,6 +233,8 @@ def follow(key: IndexKey, *, auto_refresh: bool) -> Follower:
 
 @st.fragment(run_every=POLL_S)
 def _indicator(key: IndexKey, auto_refresh: bool) -> None:
+    # an index built in this process since the last poll imported the model's libraries
+    heap.freeze_imports()
     gen = index_generation(key)
     drawn = st.session_state.get("wb_live_drawn", {}).get(key)
     follower = ensure_follower(key)  # a watcher that died is replaced within one poll
