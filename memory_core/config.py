@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
 from .calibration_fitted import GATES as CALIBRATED_GATES
-from .config_check import quick_check
+from .config_check import quick_check, type_hints
 from .text import mostly_cjk
 
 if TYPE_CHECKING:
@@ -555,7 +555,7 @@ def model_of(cls: type, keys: frozenset[str] | None = None) -> type[BaseModel]:
     # a config file, overrides, flags; the defaults need none of it
     from pydantic import ConfigDict, Field, create_model, field_validator
 
-    hints = typing.get_type_hints(cls)
+    hints = type_hints(cls)
     defs: dict[str, Any] = {}
     checks: dict[str, Any] = {}
     for f in fields(cls):
@@ -584,7 +584,7 @@ def setting_meta(cls: type, name: str) -> dict[str, Any]:
     out: dict[str, Any] = dict(f.metadata)
     out["default"] = f.default if f.default is not MISSING else (
         f.default_factory() if f.default_factory is not MISSING else None)
-    tp = out.get("validate_as", typing.get_type_hints(cls)[name])
+    tp = out.get("validate_as", type_hints(cls)[name])
     if get_origin(tp) is Literal:
         out["choices"] = list(get_args(tp))
     return out
