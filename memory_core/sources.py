@@ -286,6 +286,8 @@ def _walk(root: str, root_real: str, admit: Callable[[str], bool],
     """
     visited = {root_real}
     md_only = admit is _is_markdown
+    plain_md = md_only and not w.follow  # the common walk: the fast lane below applies
+    seen, seen_add = w.seen, w.seen.add
     stack: list[tuple[str, str, str]] = [(root, root_real, "")]
     while stack:
         d, d_real, prefix = stack.pop()
@@ -303,10 +305,30 @@ def _walk(root: str, root_real: str, admit: Callable[[str], bool],
             w.warnings.append(f"{display_path(d)}: cannot list ({err.strerror or err})")
             continue
         subdirs: list[tuple[str, str, str]] = []
+        d_real_sep = d_real + os.sep
         try:
             for e in entries:
                 name = e.name
                 path = d_path + name
+                # the fast lane: a regular .md file with an ASCII name, where the steps below
+                # reduce to the de-duplication and the stat (a tenth of a no-op sync's walk)
+                try:
+                    fast = (plain_md and name.endswith(MARKDOWN_SUFFIX) and name.isascii()
+                            and e.is_file(follow_symlinks=False))
+                except OSError:
+                    fast = False  # the steps below report it
+                if fast:
+                    real = d_real_sep + name
+                    if real in seen:
+                        continue
+                    try:
+                        st = e.stat()
+                    except OSError as err:
+                        w.warnings.append(f"{display_path(path)}: {err.strerror or err}")
+                        continue
+                    seen_add(real)
+                    yield path, prefix + name, st
+                    continue
                 try:
                     is_link = e.is_symlink()
                     if is_link and not w.follow:
