@@ -319,67 +319,58 @@ def _walk(root: str, root_real: str, admit: Callable[[str], bool],
                     fast = False  # the steps below report it
                 if fast:
                     real = d_real_sep + name
-                    if real in seen:
-                        continue
+                else:
                     try:
-                        st = e.stat()
+                        is_link = e.is_symlink()
+                        if is_link and not w.follow:
+                            w.warnings.append(f"{display_path(path)}: symlink skipped "
+                                              "(set follow_symlinks to index it)")
+                            continue
+                        if e.is_dir():
+                            if name in _WATCH_IGNORED:
+                                continue
+                            if not _is_text_name(name):
+                                w.warnings.append(f"{display_path(path)}: folder name is not "
+                                                  "valid UTF-8, skipped with its files (rename it "
+                                                  "to index it)")
+                                w.unlisted += 1
+                                continue
+                            real = os.path.realpath(path) if is_link else d_real + os.sep + name
+                            if real in visited:
+                                w.warnings.append(f"{display_path(path)}: symlink loop, not "
+                                                  "descended again")
+                                continue
+                            visited.add(real)
+                            subdirs.append((path, real, prefix + name + "/"))
+                            continue
+                        if not e.is_file():
+                            continue
                     except OSError as err:
                         w.warnings.append(f"{display_path(path)}: {err.strerror or err}")
                         continue
-                    seen_add(real)
-                    yield path, prefix + name, st
-                    continue
-                try:
-                    is_link = e.is_symlink()
-                    if is_link and not w.follow:
-                        w.warnings.append(f"{display_path(path)}: symlink skipped "
-                                          "(set follow_symlinks to index it)")
+                    rel = prefix + name
+                    # the Markdown rule inline (a call per file counts at 10k files)
+                    if not (rel.endswith(MARKDOWN_SUFFIX) if md_only else admit(rel)):
                         continue
-                    if e.is_dir():
-                        if name in _WATCH_IGNORED:
-                            continue
-                        if not _is_text_name(name):
-                            w.warnings.append(f"{display_path(path)}: folder name is not "
-                                              "valid UTF-8, skipped with its files (rename it "
-                                              "to index it)")
-                            w.unlisted += 1
-                            continue
-                        real = os.path.realpath(path) if is_link else d_real + os.sep + name
-                        if real in visited:
-                            w.warnings.append(f"{display_path(path)}: symlink loop, not "
-                                              "descended again")
-                            continue
-                        visited.add(real)
-                        subdirs.append((path, real, prefix + name + "/"))
+                    if not name.isascii() and not _is_text_name(name):
+                        w.warnings.append(f"{display_path(path)}: file name is not valid UTF-8, "
+                                          "skipped (rename it to index it)")
+                        w.unlisted += 1
                         continue
-                    if not e.is_file():
+                    real = os.path.realpath(path) if is_link else d_real + os.sep + name
+                    if is_link and not target_ok(real):
+                        w.warnings.append(f"{display_path(path)}: symlink to a file of another "
+                                          "kind, skipped")
                         continue
-                except OSError as err:
-                    w.warnings.append(f"{display_path(path)}: {err.strerror or err}")
-                    continue
-                rel = prefix + name
-                # the Markdown rule inline (a call per file counts at 10k files)
-                if not (rel.endswith(MARKDOWN_SUFFIX) if md_only else admit(rel)):
-                    continue
-                if not name.isascii() and not _is_text_name(name):
-                    w.warnings.append(f"{display_path(path)}: file name is not valid UTF-8, "
-                                      "skipped (rename it to index it)")
-                    w.unlisted += 1
-                    continue
-                real = os.path.realpath(path) if is_link else d_real + os.sep + name
-                if is_link and not target_ok(real):
-                    w.warnings.append(f"{display_path(path)}: symlink to a file of another "
-                                      "kind, skipped")
-                    continue
-                if real in w.seen:
+                if real in seen:
                     continue
                 try:
                     st = e.stat()
                 except OSError as err:
                     w.warnings.append(f"{display_path(path)}: {err.strerror or err}")
                     continue
-                w.seen.add(real)
-                yield path, rel, st
+                seen_add(real)
+                yield path, prefix + name, st
         finally:
             if fd is not None:
                 os.close(fd)  # after the entries' stats, which are relative to it
