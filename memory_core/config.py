@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
 from .calibration_fitted import GATES as CALIBRATED_GATES
+from .config_check import quick_check, type_hints
 from .text import mostly_cjk
 
 if TYPE_CHECKING:
@@ -554,7 +555,7 @@ def model_of(cls: type, keys: frozenset[str] | None = None) -> type[BaseModel]:
     # a config file, overrides, flags; the defaults need none of it
     from pydantic import ConfigDict, Field, create_model, field_validator
 
-    hints = typing.get_type_hints(cls)
+    hints = type_hints(cls)
     defs: dict[str, Any] = {}
     checks: dict[str, Any] = {}
     for f in fields(cls):
@@ -583,7 +584,7 @@ def setting_meta(cls: type, name: str) -> dict[str, Any]:
     out: dict[str, Any] = dict(f.metadata)
     out["default"] = f.default if f.default is not MISSING else (
         f.default_factory() if f.default_factory is not MISSING else None)
-    tp = out.get("validate_as", typing.get_type_hints(cls)[name])
+    tp = out.get("validate_as", type_hints(cls)[name])
     if get_origin(tp) is Literal:
         out["choices"] = list(get_args(tp))
     return out
@@ -598,8 +599,9 @@ def check_values(cls: type, values: Mapping[str, Any], source: str,
     line naming the field (as ``labels`` names it, e.g. a flag) and what it expects.
     """
     given = {k: v for k, v in values.items() if v is not None}
-    if not given:
-        return {}
+    quick = quick_check(cls, given) if given else {}
+    if quick is not None:
+        return quick
     from pydantic import ValidationError
 
     try:
@@ -706,10 +708,13 @@ def _validated(data: Any, source: str) -> dict[str, Any]:
     """``data`` checked against the models; only the keys it gives, with their checked values."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expects a table of settings (got {_shown(data)})")
+    plain = _plain(data)
+    quick = quick_check(MemoryConfig, plain)  # pydantic only for a value that may be wrong
+    if quick is not None:
+        return quick
     from pydantic import ValidationError
 
     try:
-        plain = _plain(data)
         model = model_of(MemoryConfig, frozenset(plain)).model_validate(plain)
     except ValidationError as e:
         raise ConfigError(_describe(e, source)) from None

@@ -264,6 +264,9 @@ class _Walk:
 
 
 _ENTRY_NAME = operator.attrgetter("name")
+#: Whether ``os.scandir`` takes a folder's descriptor (POSIX), and how a folder is opened for it.
+_SCAN_FD = os.scandir in os.supports_fd
+_DIR_OPEN = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
 #: A listing's order, ``(source, path)``, as a C key (SourceFile fields 2 and 0).
 _SOURCE_PATH = operator.itemgetter(2, 0)
 
@@ -283,67 +286,94 @@ def _walk(root: str, root_real: str, admit: Callable[[str], bool],
     """
     visited = {root_real}
     md_only = admit is _is_markdown
+    plain_md = md_only and not w.follow  # the common walk: the fast lane below applies
+    seen, seen_add = w.seen, w.seen.add
     stack: list[tuple[str, str, str]] = [(root, root_real, "")]
     while stack:
         d, d_real, prefix = stack.pop()
+        d_path = d if d.endswith(os.sep) else d + os.sep  # the paths os.scandir(d) would give
+        fd: int | None = None
         try:
-            entries = sorted(os.scandir(d), key=_ENTRY_NAME)
+            # listed through the folder's descriptor: each entry's stat is then an fstatat()
+            # relative to it, not a lookup of the whole path again (a sixth of the walk's stat
+            # time at 10k files)
+            fd = os.open(d, _DIR_OPEN) if _SCAN_FD else None
+            entries = sorted(os.scandir(d if fd is None else fd), key=_ENTRY_NAME)
         except OSError as err:
+            if fd is not None:
+                os.close(fd)
             w.warnings.append(f"{display_path(d)}: cannot list ({err.strerror or err})")
             continue
         subdirs: list[tuple[str, str, str]] = []
-        for e in entries:
-            name = e.name
-            try:
-                is_link = e.is_symlink()
-                if is_link and not w.follow:
-                    w.warnings.append(f"{display_path(e.path)}: symlink skipped "
-                                      "(set follow_symlinks to index it)")
-                    continue
-                if e.is_dir():
-                    if name in _WATCH_IGNORED:
+        d_real_sep = d_real + os.sep
+        try:
+            for e in entries:
+                name = e.name
+                path = d_path + name
+                # the fast lane: a regular .md file with an ASCII name, where the steps below
+                # reduce to the de-duplication and the stat (a tenth of a no-op sync's walk)
+                try:
+                    fast = (plain_md and name.endswith(MARKDOWN_SUFFIX) and name.isascii()
+                            and e.is_file(follow_symlinks=False))
+                except OSError:
+                    fast = False  # the steps below report it
+                if fast:
+                    real = d_real_sep + name
+                else:
+                    try:
+                        is_link = e.is_symlink()
+                        if is_link and not w.follow:
+                            w.warnings.append(f"{display_path(path)}: symlink skipped "
+                                              "(set follow_symlinks to index it)")
+                            continue
+                        if e.is_dir():
+                            if name in _WATCH_IGNORED:
+                                continue
+                            if not _is_text_name(name):
+                                w.warnings.append(f"{display_path(path)}: folder name is not "
+                                                  "valid UTF-8, skipped with its files (rename it "
+                                                  "to index it)")
+                                w.unlisted += 1
+                                continue
+                            real = os.path.realpath(path) if is_link else d_real + os.sep + name
+                            if real in visited:
+                                w.warnings.append(f"{display_path(path)}: symlink loop, not "
+                                                  "descended again")
+                                continue
+                            visited.add(real)
+                            subdirs.append((path, real, prefix + name + "/"))
+                            continue
+                        if not e.is_file():
+                            continue
+                    except OSError as err:
+                        w.warnings.append(f"{display_path(path)}: {err.strerror or err}")
                         continue
-                    if not _is_text_name(name):
-                        w.warnings.append(f"{display_path(e.path)}: folder name is not valid "
-                                          "UTF-8, skipped with its files (rename it to index it)")
+                    rel = prefix + name
+                    # the Markdown rule inline (a call per file counts at 10k files)
+                    if not (rel.endswith(MARKDOWN_SUFFIX) if md_only else admit(rel)):
+                        continue
+                    if not name.isascii() and not _is_text_name(name):
+                        w.warnings.append(f"{display_path(path)}: file name is not valid UTF-8, "
+                                          "skipped (rename it to index it)")
                         w.unlisted += 1
                         continue
-                    real = os.path.realpath(e.path) if is_link else d_real + os.sep + name
-                    if real in visited:
-                        w.warnings.append(f"{display_path(e.path)}: symlink loop, not "
-                                          "descended again")
+                    real = os.path.realpath(path) if is_link else d_real + os.sep + name
+                    if is_link and not target_ok(real):
+                        w.warnings.append(f"{display_path(path)}: symlink to a file of another "
+                                          "kind, skipped")
                         continue
-                    visited.add(real)
-                    subdirs.append((e.path, real, prefix + name + "/"))
+                if real in seen:
                     continue
-                if not e.is_file():
+                try:
+                    st = e.stat()
+                except OSError as err:
+                    w.warnings.append(f"{display_path(path)}: {err.strerror or err}")
                     continue
-            except OSError as err:
-                w.warnings.append(f"{display_path(e.path)}: {err.strerror or err}")
-                continue
-            rel = prefix + name
-            # the Markdown rule inline (a call per file counts at 10k files)
-            if not (rel.endswith(MARKDOWN_SUFFIX) if md_only else admit(rel)):
-                continue
-            if not name.isascii() and not _is_text_name(name):
-                w.warnings.append(f"{display_path(e.path)}: file name is not valid UTF-8, "
-                                  "skipped (rename it to index it)")
-                w.unlisted += 1
-                continue
-            real = os.path.realpath(e.path) if is_link else d_real + os.sep + name
-            if is_link and not target_ok(real):
-                w.warnings.append(f"{display_path(e.path)}: symlink to a file of another "
-                                  "kind, skipped")
-                continue
-            if real in w.seen:
-                continue
-            try:
-                st = e.stat()
-            except OSError as err:
-                w.warnings.append(f"{display_path(e.path)}: {err.strerror or err}")
-                continue
-            w.seen.add(real)
-            yield e.path, rel, st
+                seen_add(real)
+                yield path, prefix + name, st
+        finally:
+            if fd is not None:
+                os.close(fd)  # after the entries' stats, which are relative to it
         stack.extend(reversed(subdirs))
 
 

@@ -16,7 +16,6 @@ import contextlib
 import hashlib
 import os
 import time
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -610,7 +609,7 @@ class Indexer:
                  report: SyncReport) -> None:
         """Build the whole index aside (``<db>.tmp-<id>``), seeded with the old file's embedding
         cache, then swap it in; ``previous``: the old meta (the generation continues from it)."""
-        tmp = IndexFiles(target).tmp(uuid.uuid4().hex[:12])
+        tmp = IndexFiles(target).tmp(os.urandom(6).hex())  # 12 hex digits (no uuid import)
         # scratch: no WAL (every page written twice, WAL then file) and no syncs while the
         # file is built aside; a crash leaves a temp file that is discarded anyway
         new = Store(tmp, self.config.store.busy_timeout_ms, cache_mib=WRITE_CACHE_MIB,

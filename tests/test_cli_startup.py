@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("numpy", "pydantic", "memory_core.config", "memory_core.index", "memory_core.store",
@@ -83,3 +84,39 @@ def test_noop_index_imports_only_what_it_uses(tmp_path: Path) -> None:
                          "--json", "--no-record"], probe=True)
     assert "2026-03-02.md" in "\n".join(hits)
     assert "numpy" in json.loads(loaded)
+
+
+def test_noop_index_reads_a_config_file_without_pydantic(tmp_path: Path) -> None:
+    """With a valid ``memory-workbench.toml`` the no-op ``index`` still imports no pydantic
+    (the file is checked by :mod:`memory_core.config_check`); the file's values are in force
+    (keyword-only, as it says), and a broken value still gets pydantic's one-line message."""
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory" / "2026-03-02.md").write_text("# 2026-03-02\n\n- The backup runs at 02:00.\n")
+    config = ws / "memory-workbench.toml"
+    config.write_text('[sources]\nsources = ["memory"]\n\n[provider]\nprovider = "none"\n'
+                      'fallback = []\ntimeout_s = 5\n\n[chunking]\ntokens = 300\n'
+                      'overlap = 40\n\n[search]\nmax_results = 4\n', encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    code = ("import json, sys\nfrom memory_core.cli import main\n"
+            f"code = main(['index', '--workspace', {str(ws)!r}, '--no-progress'])\n"
+            f"print(json.dumps([code, [m for m in {NOOP_UNNEEDED!r} if m in sys.modules]]))")
+
+    def run() -> tuple[list[str], list[Any]]:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=env, timeout=600, check=True)
+        *lines, last = out.stdout.splitlines()
+        return lines, json.loads(last)
+
+    run()  # the first build
+    report, (code_, loaded) = run()
+    assert code_ == 0 and any("0 indexed, 1 unchanged" in line for line in report), report
+    assert loaded == []
+    store = next((ws / ".memory").glob("*.sqlite"))
+    assert "none" in store.name  # the file's provider named the index
+    config.write_text('[chunking]\ntokens = "300"\n', encoding="utf-8")
+    bad = subprocess.run([sys.executable, "-m", "memory_core", "index", "--workspace", str(ws),
+                          "--no-progress"], capture_output=True, text=True, env=env, timeout=600)
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == (f"memory-core: error: {config}: chunking.tokens: expects an "
+                                  'integer (got "300")')

@@ -7,7 +7,6 @@ query embeds in milliseconds and a diary written a second ago is found.
 from __future__ import annotations
 
 import argparse
-import socket
 import sys
 from typing import Any
 
@@ -49,6 +48,8 @@ def register(sub: Any) -> None:
 def _check_port(host: str, port: int) -> None:
     if not 0 < port < 65536:
         raise CliError(f"--port must be between 1 and 65535, got {port}")
+    import socket  # here: every command registers this module's flags, few serve MCP
+
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +42,8 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True,
         mode = path.stat().st_mode & 0o7777
     except FileNotFoundError:
         pass
+    import tempfile  # here: with shutil, bz2, lzma and random, 4 ms a no-op index does not need
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:

@@ -21,11 +21,12 @@ import threading
 import time
 import zlib
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
     import numpy as np
 else:
     from .lazy import numpy as np
@@ -52,6 +53,10 @@ def _pool() -> ThreadPoolExecutor:
     global _executor
     with _pool_lock:
         if _executor is None:
+            # imported here: concurrent.futures (and logging, 5 ms) only when a large
+            # sidecar is checked, never in a no-op index
+            from concurrent.futures import ThreadPoolExecutor
+
             _executor = ThreadPoolExecutor(min(4, os.cpu_count() or 1),
                                            thread_name_prefix="sidecar-crc")
         return _executor

@@ -18,12 +18,11 @@ resets the count. :class:`BatchState` is what ``status --json`` shows as ``batch
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 import time
-import uuid
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -147,6 +146,8 @@ class BatchJobRunner:
         if len(groups) == 1:
             one(groups[0])
         else:
+            from concurrent.futures import ThreadPoolExecutor  # with a batch job only
+
             with ThreadPoolExecutor(max_workers=max(1, self.cfg.concurrency)) as pool:
                 for fut in [pool.submit(one, g) for g in groups]:
                     fut.result()
@@ -192,7 +193,7 @@ class BatchJobRunner:
         return data
 
     def _upload(self, lines: list[dict[str, Any]]) -> str:
-        boundary = f"mc-{uuid.uuid4().hex}"
+        boundary = f"mc-{os.urandom(16).hex()}"  # uuid4's 32 hex digits, without uuid's import
         jsonl = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
         body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\n"
                 f"batch\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; "
@@ -310,7 +311,7 @@ class GeminiBatchRunner(BatchJobRunner):
         return f"{base}/{kind}"
 
     def _upload(self, lines: list[dict[str, Any]]) -> str:
-        boundary = f"mc-{uuid.uuid4().hex}"
+        boundary = f"mc-{os.urandom(16).hex()}"  # uuid4's 32 hex digits, without uuid's import
         meta = json.dumps({"file": {"displayName": "memory-embeddings",
                                     "mimeType": "application/jsonl"}})
         jsonl = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)

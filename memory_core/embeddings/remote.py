@@ -15,8 +15,6 @@ jitter, 2 min batch and 60 s query timeouts). It improves on it in three ways:
 
 from __future__ import annotations
 
-import email.utils
-import http.client
 import json
 import math
 import os
@@ -24,11 +22,8 @@ import random
 import re
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
@@ -42,6 +37,8 @@ from .base import (
 )
 
 if TYPE_CHECKING:
+    import urllib.error
+
     import numpy as np
 else:
     from ..common.lazy import numpy as np
@@ -99,6 +96,8 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     try:
         seconds = float(text)
     except ValueError:
+        import email.utils  # the HTTP stack only when a request is made (a no-op index makes none)
+
         try:
             when = email.utils.parsedate_to_datetime(text)
         except (TypeError, ValueError, IndexError):
@@ -290,6 +289,8 @@ class RemoteEmbeddingProvider:
                 if progress is not None:
                     progress(done, total)
         else:
+            from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+
             workers = min(self.concurrency, len(batches))
             abort = threading.Event()
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="embed") as pool:
@@ -396,6 +397,10 @@ class RemoteEmbeddingProvider:
         Raises :class:`RetryableError` (429, 5xx, timeout, connection) or
         :class:`EmbeddingError` (another error answer, with the server's message).
         """
+        import http.client
+        import urllib.error
+        import urllib.request
+
         headers = self._headers()
         if content_type is None:
             headers.pop("Content-Type", None)
@@ -427,6 +432,8 @@ class RemoteEmbeddingProvider:
 
     def _raise_http_error(self, exc: urllib.error.HTTPError, url: str) -> NoReturn:
         """Turn an HTTP error answer into a retryable or a final error with the server's text."""
+        import http.client
+
         status = exc.code
         try:
             raw = exc.read()
