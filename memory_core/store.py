@@ -24,7 +24,6 @@ from .common.dates import now_ms
 from .common.sql import DatabaseError, OperationalError, connect
 from .common.sql import StoreCorrupt as StoreCorrupt
 from .common.sql import StoreLocked as StoreLocked
-from .common.sql import sqlite as sqlite  # postings opens its scratch connection through it
 from .common.topk import smallest_first
 
 # re-exported: the faces and tests name them as the store's errors and checks

@@ -205,8 +205,8 @@ def weight_notes(cands: Candidates, settings: SearchSettings) -> dict[str, str]:
 
 
 def _inert_reason(cands: Candidates, s: SearchSettings) -> str:
-    if s.fusion == "normalized" and s.weights_for(cands.query) != s.normalized_weights():
-        wv, wt = s.weights_for(cands.query)
+    wv, wt = s.weights_for(cands.query)
+    if s.fusion == "normalized" and (wv, wt) != s.normalized_weights():
         return (f"the query is written mostly in Chinese/Japanese/Korean, so it is weighed "
                 f"{wv:.2f} / {wt:.2f} by cjk_vector_weight (the local model reads no CJK; "
                 f"set it with `--set cjk_vector_weight=…` or in the TOML)")

@@ -49,8 +49,9 @@ from ..common.sidecar import (
     source_codes,
     write_file,
 )
+from ..common.sql import sqlite
 from ..common.topk import smallest_first
-from ..store import Store, sqlite
+from ..store import Store
 from . import reads
 from .fts import BIGRAM_TABLE, K1, K1_PLUS_1, B, idf
 
