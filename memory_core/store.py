@@ -625,23 +625,19 @@ class Store:
         if current is not None and current.intact():  # fresh, and not damaged: kept
             self._sidecar = current
             return False
-        rowids: list[int] = []
-        ids: list[str] = []
-        srcs: list[str] = []
-        blobs: list[bytes] = []
-        for rid, cid, src, b in self.db.execute(
-                "SELECT rowid, id, source, embedding FROM chunks WHERE embedding IS NOT NULL"
-                " ORDER BY rowid"):
-            if b:
-                rowids.append(rid)
-                ids.append(cid)
-                srcs.append(src)
-                blobs.append(b)
-        if len({len(b) for b in blobs}) > 1:
+        # streamed (vectors.refresh): the rows listed without their vectors, then only the
+        # vectors the previous sidecar lacks read, a range of rowids at a time
+        got = vectors.refresh(
+            self.path, stamp,
+            lambda: self.db.execute(
+                "SELECT rowid, id, source, length(embedding), updated_at FROM chunks"
+                " WHERE length(embedding) > 0 ORDER BY rowid"),
+            lambda lo, hi: self.db.execute(
+                "SELECT rowid, embedding FROM chunks WHERE rowid BETWEEN ? AND ?"
+                " AND length(embedding) > 0 ORDER BY rowid", (lo, hi)))
+        if got is None:
             return False  # mixed widths cannot form one matrix: searches use the blobs
-        mat = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
-        self._sidecar = vectors.write(self.path, stamp, np.asarray(rowids, dtype=np.int64),
-                                      ids, srcs, mat)
+        self._sidecar = got
         return True
 
     def vector_matrix(self, *, verify: bool = False) -> vectors.VectorMatrix | None:

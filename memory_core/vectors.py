@@ -8,6 +8,11 @@ with the index's meta (``builtAt`` and ``generation``). A new process maps it in
 a stamp that differs from the index's meta means the sidecar is stale and is not used (the
 store falls back to sqlite-vec, or to a matrix read from the blobs).
 
+A sync does not rebuild the matrix in memory (at 133k chunks that was ~4× the matrix, ~7 GB
+at a million): :func:`refresh` streams a new file a few MB at a time, copying the rows the
+previous sidecar holds from it (their checksums checked) and reading only the other rows'
+vectors from the index, then renames it over the old one, which readers keep until then.
+
 Search is exact (``argpartition`` + a stable sort of the top ``k``: the same order as a full
 stable ``argsort``) by default. With :data:`ANN_MIN_ROWS` set (off by default: see there), from
 that many rows on and when ``usearch`` is installed, an HNSW graph (``<index>.vectors.usearch``,
@@ -20,23 +25,27 @@ A source filter always uses the exact path.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .common.indexfiles import IndexFiles, temp_beside
 from .common.locations import env_int
 from .common.sidecar import (
+    BlockReader,
     Checks,
+    StreamWriter,
     id_column,
     ids_at,
     open_mapped,
+    seal_now,
     sealed,
     source_codes,
-    write_file,
 )
 from .common.sidecar import SidecarDamaged as SidecarDamaged  # the store catches it
 from .common.topk import smallest_first
@@ -229,40 +238,207 @@ def _load_ann(db_path: Path, rows: int, dims: int) -> Any | None:
     return ann
 
 
+#: Matrix bytes handled at a time when a sidecar is written: a write's working set (16 blocks).
+STREAM_BYTES = 1 << 22
+
+
+@dataclass
+class Rows:
+    """What a sidecar is to hold, in rowid order, before any vector is read: each row's rowid,
+    chunk id (fixed-width ASCII), source code into ``sources`` and width; ``written_ms``: when
+    each row was written (``None``: unknown, so no row may be taken from an older sidecar)."""
+
+    rowids: np.ndarray  # (n,) int64, ascending
+    ids: np.ndarray  # (n,) S<width>
+    codes: np.ndarray  # (n,) uint8
+    sources: list[str]
+    dims: int
+    written_ms: np.ndarray | None = None
+
+
+def rows_of(listing: Iterable[tuple[int, str, str, int, int]], batch: int = 8192
+            ) -> Rows | None:
+    """:class:`Rows` from ``(rowid, id, source, vector bytes, written ms)`` tuples in rowid
+    order, read ``batch`` at a time (a million rows never become a million Python tuples at
+    once); ``None`` when the vectors differ in width (no one matrix can hold them)."""
+    it = iter(listing)
+    fetch = getattr(listing, "fetchmany", None)  # a cursor: no Python step per row
+    rowids, ids, codes, written = [], [], [], []
+    code_of: dict[str, int] = {}
+    widths: set[int] = set()
+    while chunk := (fetch(batch) if fetch is not None else list(islice(it, batch))):
+        r, i, src, nb, wr = zip(*chunk, strict=True)
+        rowids.append(np.asarray(r, np.int64))
+        ids.append(np.asarray([x.encode("ascii") for x in i], dtype="S"))
+        codes.append(np.asarray([code_of.setdefault(x, len(code_of)) for x in src], np.int64))
+        written.append(np.asarray(wr, np.int64))
+        widths.update(nb)
+    if len(widths) > 1:
+        return None
+    nbytes = widths.pop() if widths else 0
+    if nbytes % 4:
+        raise ValueError(f"vectors of {nbytes} bytes are not float32")
+    names = sorted(code_of)
+    order = np.asarray([names.index(x) for x in code_of], np.uint8)  # first seen -> sorted
+    cat = np.concatenate
+    return Rows(cat(rowids) if rowids else np.zeros(0, np.int64),
+                cat(ids) if ids else np.zeros(0, "S1"),
+                order[cat(codes)] if codes else np.zeros(0, np.uint8), names, nbytes // 4,
+                cat(written) if written else np.zeros(0, np.int64))
+
+
+def _normalised(mat: np.ndarray) -> np.ndarray:
+    """Rows L2-normalised (zero rows stay zero); row by row, so any cut of the matrix gives
+    the same bytes as the whole."""
+    mat = np.ascontiguousarray(mat, dtype=np.float32)
+    norms = np.linalg.norm(mat, axis=1, keepdims=True)
+    return np.ascontiguousarray((mat / np.where(norms == 0, 1.0, norms)).astype(np.float32))
+
+
 def write(db_path: Path, stamp: str, rowids: np.ndarray, ids: Sequence[str],
           sources: Sequence[str], matrix: np.ndarray) -> VectorMatrix | None:
-    """Write the sidecar (and update the ANN index) atomically; returns the loaded result.
-
-    ``matrix`` rows are normalised here (zero rows stay zero). The previous sidecar, if any,
-    lets the ANN index be updated incrementally (rows keyed by rowid) instead of rebuilt.
-    """
+    """Write the sidecar of an in-memory matrix (and update the ANN index) atomically; returns
+    the loaded result. ``matrix`` rows are normalised here (zero rows stay zero), a few MB at a
+    time (:data:`STREAM_BYTES`), beside the caller's matrix."""
     n = len(ids)
-    mat = np.ascontiguousarray(matrix, dtype=np.float32).reshape(n, -1) if n else np.zeros(
-        (0, 0), np.float32)
-    d = int(mat.shape[1]) if n else 0
-    if n:
-        norms = np.linalg.norm(mat, axis=1, keepdims=True)
-        mat = (mat / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+    mat = np.asarray(matrix, dtype=np.float32).reshape(n, -1) if n else np.zeros((0, 0),
+                                                                                 np.float32)
     names, codes = source_codes(sources)
     w, id_bytes = id_column(ids)
-    rowids = np.asarray(rowids, dtype=np.int64)
-    ann_rows = _write_ann(db_path, rowids, list(ids), mat) if n >= max(
-        1, ann_min_rows()) and ann_min_rows() > 0 else 0
-    if not ann_rows:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(ann_path(db_path))
+    rows = Rows(np.asarray(rowids, dtype=np.int64),
+                np.frombuffer(id_bytes, f"S{w}") if w else np.zeros(n, "S1"), codes, names,
+                int(mat.shape[1]))
+    return _write_rows(db_path, stamp, rows, lambda a, b: mat[a:b], seal_now(), None)
+
+
+def refresh(db_path: Path, stamp: str,
+            listing: Callable[[], Iterable[tuple[int, str, str, int, int]]],
+            vectors_between: Callable[[int, int], Iterable[tuple[int, bytes]]]
+            ) -> VectorMatrix | None:
+    """Write the sidecar for the index's current rows, streaming: rows the previous sidecar
+    already holds (same rowid and id, written before it was sealed, same provider and dims)
+    are copied from it block by block, their checksums checked; only the others' vectors are
+    read from the index. A sync's memory is then a few blocks plus the per-row columns, not a
+    multiple of the matrix. The bytes are those of a sidecar written whole.
+
+    ``listing()``: ``(rowid, id, source, vector bytes, written ms)`` of every row with a
+    vector, in rowid order; ``vectors_between(lo, hi)``: ``(rowid, blob)`` of those rows with
+    ``lo <= rowid <= hi``, in rowid order. ``None`` (nothing written) when the vectors differ
+    in width.
+    """
+    seal = seal_now()  # before the rows are listed: any row written after has a later time
+    rows = rows_of(listing())
+    if rows is None:
+        return None
+    d = rows.dims
+
+    def fresh(a: int, b: int) -> np.ndarray:
+        got = list(vectors_between(int(rows.rowids[a]), int(rows.rowids[b - 1])))
+        if [r for r, _ in got] != rows.rowids[a:b].tolist() or any(
+                len(v) != 4 * d for _, v in got):
+            raise ValueError("the index changed while its vector sidecar was written")
+        return np.frombuffer(b"".join(v for _, v in got), np.float32).reshape(b - a, d)
+
+    old = _previous(db_path, stamp, rows)
+    try:
+        return _write_rows(db_path, stamp, rows, fresh, seal, old)
+    except SidecarDamaged:  # the old file's blocks: nothing of it is used
+        if old is not None:
+            old[1].close()
+            old = None
+        return _write_rows(db_path, stamp, rows, fresh, seal, None)
+    finally:
+        if old is not None:
+            old[1].close()
+
+
+def _lineage(stamp: str) -> list[Any] | None:
+    """The stamp's provider key and dims: what must match for a sidecar's rows to be reused
+    (its build time and generation move at every sync; a rebuild writes every row anew, so
+    none is older than the previous sidecar's seal)."""
+    try:
+        m = json.loads(stamp)
+    except ValueError:
+        return None
+    return [m[2], m[3]] if isinstance(m, list) and len(m) == 4 else None
+
+
+def _previous(db_path: Path, stamp: str, rows: Rows
+              ) -> tuple[np.ndarray, BlockReader] | None:
+    """Where each of ``rows`` is in the previous sidecar (-1: not there, read it from the
+    index), and a reader of its matrix; ``None`` when it has nothing to give."""
+    if rows.written_ms is None or not rows.rowids.size:
+        return None
+    old = load(db_path)  # any stamp: the previous sync's is expected
+    if (old is None or old.checks is None or old.checks.seal_ns is None or not old.rows
+            or old.dims != rows.dims or _lineage(old.stamp) is None
+            or _lineage(old.stamp) != _lineage(stamp)):
+        return None
+    pos = np.minimum(np.searchsorted(old.rowids, rows.rowids), old.rows - 1)
+    # written before the old file was sealed: not a row deleted and written again since with
+    # the same rowid and id (its vector could differ in the last bits)
+    same = ((np.asarray(old.rowids)[pos] == rows.rowids) & (np.asarray(old.ids)[pos] == rows.ids)
+            & (rows.written_ms < int(old.checks.seal_ns) // 10**6))
+    if not same.any():
+        return None
+    reader = BlockReader.open(old.checks, "matrix")
+    return None if reader is None else (np.where(same, pos, -1), reader)
+
+
+def _runs(kept: np.ndarray | None, n: int, step: int) -> Iterator[tuple[int, int, int]]:
+    """``(lo, hi, old)``: rows ``[lo, hi)`` (at most ``step``) either all from the previous
+    sidecar, consecutive there from row ``old``, or all to read (``old`` = -1)."""
+    if kept is None or not n:
+        cuts = [0, n]
+    else:
+        new = kept < 0
+        cut = (new[1:] != new[:-1]) | (~new[1:] & (kept[1:] != kept[:-1] + 1))
+        cuts = [0, *(np.flatnonzero(cut) + 1).tolist(), n]
+    for a, b in itertools.pairwise(cuts):
+        for lo in range(a, b, step):
+            yield lo, min(b, lo + step), -1 if kept is None else int(kept[lo])
+
+
+def _write_rows(db_path: Path, stamp: str, rows: Rows,
+                fresh: Callable[[int, int], np.ndarray], seal: int,
+                old: tuple[np.ndarray, BlockReader] | None) -> VectorMatrix | None:
+    """Stream the sidecar of ``rows`` to a temp file (the matrix :data:`STREAM_BYTES` at a
+    time: from ``old`` where it has them, else ``fresh(lo, hi)``'s raw vectors, normalised),
+    update the ANN index from it, then rename it over the sidecar."""
+    n, d = int(rows.rowids.size), rows.dims
+    w = rows.ids.dtype.itemsize if n else 0
+    ann_on = n > 0 and 0 < ann_min_rows() <= n and _usearch() is not None
     header: dict[str, Any] = {"stamp": stamp, "rows": n, "dims": d, "idWidth": w,
-                              "sources": names, "annRows": ann_rows}
-    write_file(sidecar_path(db_path), MAGIC, header, {
-        "matrix": mat.tobytes(), "rowids": rowids.astype("<i8").tobytes(),
-        "codes": codes.tobytes(), "ids": id_bytes})
+                              "sources": rows.sources, "annRows": n if ann_on else 0}
+    sizes = {"matrix": n * d * 4, "rowids": n * 8, "codes": n, "ids": n * w}
+    path = sidecar_path(db_path)
+    with StreamWriter(path, MAGIC, header, sizes, seal) as out:
+        for lo, hi, at in _runs(None if old is None else old[0], n,
+                                max(1, STREAM_BYTES // max(1, 4 * d))):
+            if at < 0:
+                out.put("matrix", _normalised(fresh(lo, hi)).data)
+            else:
+                assert old is not None
+                out.put("matrix", old[1].read(at * 4 * d, (at + hi - lo) * 4 * d))
+        out.put("rowids", rows.rowids.astype("<i8").tobytes())
+        out.put("codes", rows.codes.astype(np.uint8).tobytes())
+        out.put("ids", rows.ids.tobytes() if w else b"")
+        tmp = out.finish()
+        if ann_on:
+            mat = np.memmap(tmp, np.float32, "r", offset=out.offsets["matrix"], shape=(n, d))
+            _write_ann(db_path, rows.rowids, rows.ids, mat)
+            del mat
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(ann_path(db_path))
+        out.commit()
     vm = load(db_path, stamp)
     if vm is not None and vm.checks is not None:
         vm.checks.written_here()  # a live index's next search needs no pass over the matrix
     return vm
 
 
-def _write_ann(db_path: Path, rowids: np.ndarray, ids: list[str], mat: np.ndarray) -> int:
+def _write_ann(db_path: Path, rowids: np.ndarray, ids: np.ndarray, mat: np.ndarray) -> int:
     """Build or update the HNSW graph; returns its row count (0 when usearch is missing)."""
     index_cls = _usearch()
     if index_cls is None:
@@ -277,7 +453,7 @@ def _write_ann(db_path: Path, rowids: np.ndarray, ids: list[str], mat: np.ndarra
             ann = None
     if ann is not None and old is not None:
         old_pairs = dict(zip(old.rowids.tolist(), (bytes(x) for x in old.ids), strict=True))
-        new_ids = [i.encode("ascii") for i in ids]
+        new_ids = ids.tolist()
         keep = np.fromiter((old_pairs.get(r) == i for r, i in zip(rowids.tolist(), new_ids,
                                                                    strict=True)),
                            dtype=bool, count=len(ids))

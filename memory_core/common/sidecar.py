@@ -224,6 +224,59 @@ class Checks:
                 os.utime(self.path, ns=(ns, ns))
 
 
+class BlockReader:
+    """Array ``key`` of the sidecar ``checks`` describes, read by byte ranges through a file
+    handle rather than its mapping (the pages read do not stay in the process's memory), each
+    block checked against its checksum before any of it is used: :class:`SidecarDamaged`
+    otherwise. ``None`` from :meth:`open` when the file is no longer the one mapped."""
+
+    def __init__(self, f: IO[bytes], checks: Checks, key: str):
+        self.f, self.name, self.block = f, checks.name, checks.block
+        self.base, self.size = int(checks.offsets[key]), int(checks.sizes[key])
+        self.crcs, self.key = checks.crcs[key], key
+        self._last: tuple[int, bytes] = (-1, b"")
+
+    @classmethod
+    def open(cls, checks: Checks, key: str) -> BlockReader | None:
+        try:
+            f = open(checks.path, "rb")  # closed in close()
+        except OSError:
+            return None
+        st = os.fstat(f.fileno())
+        if (st.st_dev, st.st_ino, st.st_size) != (checks.ident[0], checks.ident[1],
+                                                  checks.ident[3]):
+            f.close()
+            return None
+        return cls(f, checks, key)
+
+    def close(self) -> None:
+        self.f.close()
+
+    def _read_block(self, b: int) -> bytes:
+        if self._last[0] == b:  # a row that straddles two blocks reads the first again
+            return self._last[1]
+        n = min(self.block, self.size - b * self.block)
+        self.f.seek(self.base + b * self.block)
+        data = self.f.read(n)
+        if len(data) != n or zlib.crc32(data) != self.crcs[b]:
+            raise SidecarDamaged(f"{self.name}: block {b} of {self.key!r} fails its checksum")
+        self._last = (b, data)
+        return data
+
+    def read(self, lo: int, hi: int) -> bytes:
+        """Bytes ``[lo, hi)`` of the array, from checked blocks."""
+        if hi <= lo:
+            return b""
+        if hi > self.size:
+            raise SidecarDamaged(f"{self.name}: {self.key!r} is shorter than asked")
+        parts = []
+        for b in range(lo // self.block, (hi - 1) // self.block + 1):
+            start = b * self.block
+            parts.append(memoryview(self._read_block(b))[max(lo, start) - start
+                                                          : min(hi, start + self.block) - start])
+        return b"".join(parts)
+
+
 def sealed(path: Path, magic: bytes, stamp: str) -> bool:
     """Whether ``path`` is a sidecar of this version carrying ``stamp`` whose mtime is still its
     seal (nothing wrote it since) and that was not found damaged: what a no-op ``index`` asks
@@ -280,39 +333,105 @@ def id_column(ids: Sequence[str] | Sequence[bytes]) -> tuple[int, bytes]:
     return w, np.array(raw, dtype=f"S{w}").tobytes() if w else b""
 
 
+def seal_now() -> int:
+    """A seal for a file about to be written: now, in whole seconds (what any file system
+    keeps). Taken before the rows are read, it also bounds when they were written."""
+    return time.time_ns() // 10**9 * 10**9
+
+
+class StreamWriter:
+    """A sidecar written piece by piece, atomically: the arrays' sizes are known up front, each
+    array's bytes arrive in order (:meth:`put`, any piece size) and their block checksums are
+    computed as they pass, so no array need be whole in memory. The file is a temp beside
+    ``path``; :meth:`finish` writes the header (format version, ``offsets``, ``sizes``, block
+    checksums, the seal ``seal``: the mtime the file gets, :meth:`Checks.intact`) and
+    :meth:`commit` renames it over ``path``. Left uncommitted (an error, a crash), the temp is
+    removed and readers keep the old file."""
+
+    def __init__(self, path: Path, magic: bytes, header: dict[str, Any],
+                 sizes: dict[str, int], seal: int | None = None):
+        self.path, self.magic, self.sizes = path, magic, dict(sizes)
+        self.seal = seal_now() if seal is None else seal
+        blocks = {k: -(-n // BLOCK) for k, n in self.sizes.items()}
+        self.header = {**header, "version": VERSION, "block": BLOCK, "sealedNs": self.seal}
+        # the header's length depends on the checksums and offsets: room for the widest ones
+        widest = {**self.header, "crc": {k: [0xFFFFFFFF] * b for k, b in blocks.items()}}
+        room = pad(len(json.dumps(widest)) + 64 * len(sizes) + 256)
+        self.offsets: dict[str, int] = {}
+        pos = 16 + room
+        for key, n in self.sizes.items():
+            self.offsets[key] = pos
+            pos = pad(pos + n)
+        self.room, self.end = room, pos
+        self.done = dict.fromkeys(self.sizes, 0)
+        self.crcs: dict[str, list[int]] = {k: [] for k in self.sizes}
+        self._open: dict[str, int] = dict.fromkeys(self.sizes, 0)  # the running block's CRC
+        self.tmp = temp_beside(path, os.getpid())
+        self.f: IO[bytes] | None = open(self.tmp, "wb")  # closed in finish
+
+    def __enter__(self) -> StreamWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.f is not None:
+            self.f.close()
+            self.f = None
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(self.tmp)  # a no-op once committed
+
+    def put(self, key: str, data: bytes | bytearray | memoryview) -> None:
+        """The next bytes of array ``key``."""
+        mv = memoryview(data).cast("B")
+        at = self.done[key]
+        if at + len(mv) > self.sizes[key]:
+            raise ValueError(f"{self.path.name}: more bytes for {key!r} than its size")
+        assert self.f is not None
+        self.f.seek(self.offsets[key] + at)
+        self.f.write(mv)
+        i, crcs, run = 0, self.crcs[key], self._open[key]
+        while i < len(mv):
+            take = min(BLOCK - (at + i) % BLOCK, len(mv) - i)
+            run = zlib.crc32(mv[i : i + take], run)
+            i += take
+            if (at + i) % BLOCK == 0:
+                crcs.append(run)
+                run = 0
+        self._open[key] = run
+        self.done[key] = at + len(mv)
+
+    def finish(self) -> Path:
+        """Write the header and seal the temp file (every array must be complete); returns
+        the temp's path (still to :meth:`commit`)."""
+        for key, n in self.sizes.items():
+            if self.done[key] != n:
+                raise ValueError(f"{self.path.name}: {key!r} has {self.done[key]} of {n} bytes")
+            if n % BLOCK:
+                self.crcs[key].append(self._open[key])
+        blob = header_bytes(self.magic, {**self.header, "crc": self.crcs,
+                                         "offsets": self.offsets, "sizes": self.sizes})
+        if len(blob) > 16 + self.room:
+            raise ValueError(f"{self.path.name}: sidecar header too large")
+        assert self.f is not None
+        self.f.seek(0)
+        self.f.write(blob)
+        self.f.truncate(self.end)
+        self.f.close()
+        self.f = None
+        os.utime(self.tmp, ns=(self.seal, self.seal))
+        return self.tmp
+
+    def commit(self) -> None:
+        """Put the finished file in place of ``path`` (atomic)."""
+        if self.f is not None:
+            self.finish()
+        os.replace(self.tmp, self.path)
+
+
 def write_file(path: Path, magic: bytes, header: dict[str, Any], parts: dict[str, bytes]
                ) -> None:
-    """Write a sidecar atomically (a temp file renamed over ``path``): the header, to which
-    the format version, the ``offsets``, ``sizes`` and block checksums of ``parts`` and the
-    seal (the mtime the file gets, :meth:`Checks.intact`) are added, then each part at its
-    aligned offset.
-    """
-    sizes = {k: len(v) for k, v in parts.items()}
-    # the mtime the file is given: still that mtime later means nothing wrote it since
-    seal = time.time_ns() // 10**9 * 10**9  # whole seconds: what any file system keeps
-    header = {**header, "version": VERSION, "block": BLOCK, "sealedNs": seal,
-              "crc": {k: block_crcs(v) for k, v in parts.items()}}
-    # the header's length depends on the offsets: lay out with a generous room for it
-    room = pad(len(json.dumps(header)) + 64 * len(parts) + 256)
-    offsets: dict[str, int] = {}
-    pos = 16 + room
-    for key in parts:
-        offsets[key] = pos
-        pos = pad(pos + sizes[key])
-    blob = header_bytes(magic, {**header, "offsets": offsets, "sizes": sizes})
-    if len(blob) > 16 + room:
-        raise ValueError(f"{path.name}: sidecar header too large")
-    tmp = temp_beside(path, os.getpid())
-    try:
-        with open(tmp, "wb") as f:
-            f.write(blob)
-            for key, data in parts.items():
-                if data:
-                    f.seek(offsets[key])
-                    f.write(data)
-            f.truncate(pos)
-        os.utime(tmp, ns=(seal, seal))
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(tmp)
+    """Write a sidecar whose arrays are all in memory (``parts``) atomically: a
+    :class:`StreamWriter` given each part whole."""
+    with StreamWriter(path, magic, header, {k: len(v) for k, v in parts.items()}) as w:
+        for key, data in parts.items():
+            w.put(key, data)
+        w.commit()
