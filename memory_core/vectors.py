@@ -420,6 +420,8 @@ def _write_rows(db_path: Path, stamp: str, rows: Rows,
             else:
                 assert old is not None
                 out.put("matrix", old[1].read(at * 4 * d, (at + hi - lo) * 4 * d))
+        if old is not None:
+            old[1].close()  # before the rename: no handle left on the file it replaces
         out.put("rowids", rows.rowids.astype("<i8").tobytes())
         out.put("codes", rows.codes.astype(np.uint8).tobytes())
         out.put("ids", rows.ids.tobytes() if w else b"")
