@@ -120,3 +120,35 @@ def test_the_dreaming_evaluation_replays_a_few_days_live(
     assert list(live["profile"]) == ["reference", "default"]
     assert (live["asks"] > 0).all()
     assert any("conv-x, its first 4 session days" in c.value for c in at.caption)
+
+
+def test_run_light_and_rem_ingests_sessions_and_writes_the_diary(open_app: OpenApp,
+                                                                demo_ws: Path) -> None:
+    """The button does what `memory-core dream --sessions --diary` does (pr.dream): the
+    transcripts' new lines into the session corpus, the phases, an entry in DREAMS.md."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    ts = now.isoformat().replace("+00:00", "Z")
+    rows = [{"type": "session", "version": 3, "id": "today", "timestamp": ts},
+            {"type": "message", "id": "m1", "timestamp": ts, "message": {
+                "role": "user", "content": "Which port does the staging database listen on?"}},
+            {"type": "message", "id": "m2", "timestamp": ts, "message": {
+                "role": "assistant", "content": "The staging database listens on port 5433."}}]
+    (demo_ws / "sessions" / "today.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    at = open_app(demo_ws, PAGE, timeout=300)
+    # the CLI's options, on the page
+    assert at.radio(key="promo_phase").value == "both"
+    assert at.selectbox(key="promo_storage").value == "separate"
+    assert at.toggle(key="promo_diary").value is True
+    assert at.toggle(key="promo_sessions").value is True  # the workspace has transcripts
+    at.button(key="promo_dream").click().run()
+    assert not at.exception
+    said = [s.value for s in at.success]
+    assert any(s.startswith("light:") and "2 transcript lines ingested" in s for s in said), said
+    assert any(s.startswith("rem:") and "DREAMS.md" in s for s in said), said
+    corpus = demo_ws / "memory/.dreams/session-corpus" / f"{now.date().isoformat()}.txt"
+    assert corpus.read_text(encoding="utf-8").splitlines() == [
+        "[main/sessions/today.jsonl#L2] User: Which port does the staging database listen on?",
+        "[main/sessions/today.jsonl#L3] Assistant: The staging database listens on port 5433."]
+    assert (demo_ws / "DREAMS.md").is_file()
+    assert list((demo_ws / "memory" / "dreaming" / "light").glob("*.md"))
