@@ -45,6 +45,7 @@ from .model import (
 )
 from .policy import junk_line, memory_lines, policy_for
 from .scoring import PromotionCandidate, list_candidates
+from .sessions import corpus_text, is_corpus_path
 from .state import state_of
 
 if TYPE_CHECKING:
@@ -175,15 +176,20 @@ def _plan_entries(index: MemoryIndex, candidates: Sequence[PromotionCandidate],
                 # the line the agent searched for is anywhere in the chunk it recalled, which
                 # is still there as it was (an edited range keeps the re-located window)
                 a, b = c.start_line, c.end_line
-            shown = collapse(memory_lines([text] if loc.loose else lines[a - 1:b],
-                                          queries.get(c.key, ())))
+            rng = [text] if loc.loose else lines[a - 1:b]
+            if is_corpus_path(c.path):
+                rng = [corpus_text(x) for x in rng]
+            shown = collapse(memory_lines(rng, queries.get(c.key, ())))
             if not shown:
                 skipped[c.key] = ("no line of it shares a word with the queries that recalled "
                                   "it" if queries.get(c.key) and any(
                                       x.strip() and not junk_line(x) for x in lines[a - 1:b])
                                   else "nothing left once commands and tool output are removed")
                 continue
-        why = contamination(shown)
+        # a corpus line is a transcript turn by design; the default writes it without the
+        # prefix that kept it from looking like one
+        why = contamination(shown, transcript_turns_ok=policy.clean_lines
+                            and is_corpus_path(c.path))
         if why:  # 2026.9's filters and ours (code fences, cron reports, tool output)
             skipped[c.key] = f"contaminated ({why}): not written into {MEMORY_FILE}"
             continue
