@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, date, datetime
 from pathlib import Path
 
@@ -48,7 +49,13 @@ def test_replay_then_apply_then_undo(open_app: OpenApp, demo_ws: Path) -> None:
     assert {t["name"] for t in chart["data"]} >= {"frequency", "relevance", "recency"}
     diff = next(c.value for c in at.code if c.value.startswith("--- a/MEMORY.md"))
     assert "+## Promoted From Short-Term Memory (" in diff
-    assert diff.count("+<!-- openclaw-memory-promotion:") == passed
+    # the default writes a chunk only if two of its queries each choose a line of it; the
+    # others are shown as skipped, with the reason (docs/promotion.md section 5)
+    skipped = "".join(w.value for w in at.warning if w.value.startswith("Skipped: "))
+    skipped_keys = re.findall(r"`(memory:[^`]+)`", skipped)
+    written = passed - len(skipped_keys)
+    assert written > 0
+    assert diff.count("+<!-- openclaw-memory-promotion:") == written
     # a stricter gate leaves none, and says why
     at.number_input(key="promo_min_recalls").set_value(50).run()
     assert _metric(at, "Pass the gates") == 0
@@ -63,12 +70,14 @@ def test_replay_then_apply_then_undo(open_app: OpenApp, demo_ws: Path) -> None:
         at.checkbox(key="promo_over_ok").check().run()
     at.button(key="promo_apply").click().run()
     assert not at.exception
-    assert any(s.value.startswith(f"Promoted {passed} entr") for s in at.success)
+    assert any(s.value.startswith(f"Promoted {written} entr") for s in at.success)
     text = (demo / "MEMORY.md").read_text(encoding="utf-8")
     assert "## Promoted From Short-Term Memory (" in text
-    assert text.count("<!-- openclaw-memory-promotion:") == passed
+    assert text.count("<!-- openclaw-memory-promotion:") == written
     after = next(d.value for d in at.dataframe if "why not" in d.value.columns)
-    assert not set(after["where"]) & set(table["where"])  # never promoted twice
+    left = {"{}#L{}-L{}".format(*k.removeprefix("memory:").rsplit(":", 2))
+            for k in skipped_keys}
+    assert set(after["where"]) & set(table["where"]) <= left  # never promoted twice
     at.button(key="promo_undo").click().run()
     assert not at.exception
     assert (demo / "MEMORY.md").read_bytes() == original
