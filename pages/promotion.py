@@ -86,20 +86,37 @@ with st.expander("The agent's real recalls, and the Light/REM phases", expanded=
     st.caption(f"{len(real)} memory_search calls in {len(files)} transcripts: their results "
                "are recorded at their own times, as the reference's tool records them. The "
                "phases write staging reports under memory/dreaming/ and feed phaseBoost.")
-    d1, d2 = st.columns(2)
-    if d1.button("Record the real recalls", key="promo_real", disabled=not real or read_only):
+    if st.button("Record the real recalls", key="promo_real", disabled=not real or read_only):
         rep_s = pr.replay_tool_results(idx, [(q.query, q.result_at or q.at, q.results_then)
                                              for q in real])
         st.success(f"{rep_s.answered} calls: {rep_s.recalls_recorded} recalls recorded; "
                    f"{rep_s.entries} tracked entries, {rep_s.candidates} pass the default gates.")
-    if d2.button("Run Light and REM", key="promo_dream", disabled=read_only):
-        cfg_d = (pr.DreamingConfig.from_openclaw(oc.config.dreaming_settings(oc_home.raw))
-                 if oc_home else pr.DreamingConfig())
-        if oc_home and (tz := oc.config.dreaming_timezone(oc_home.raw)):
-            pr.set_timezone(idx, tz)  # recall days in the agent's timezone from now on
-        for r in pr.run_sweep(idx, cfg_d):
-            st.success(f"{r.phase}: {len(r.keys)} of {r.considered} recent entries picked; "
-                       f"wrote {', '.join(r.written)}")
+    # the options of `memory-core dream`, run through the same pr.dream; a home's own
+    # dreaming settings (storage mode, lookbacks, limits) are where they start
+    cfg_d = (pr.DreamingConfig.from_openclaw(oc.config.dreaming_settings(oc_home.raw))
+             if oc_home else pr.DreamingConfig())
+    modes = ["separate", "inline", "both"]
+    o1, o2, o3, o4 = st.columns(4)
+    phase = o1.radio("Phase", ["both", "light", "rem"], key="promo_phase", horizontal=True,
+                     help="both: Light, then REM.")
+    storage = o2.selectbox("Staging reports", modes, index=modes.index(cfg_d.storage),
+                           key="promo_storage", help="separate: memory/dreaming/<phase>/DAY.md; "
+                           "inline: a managed block in today's diary; both.")
+    # on where there are transcripts (an OpenClaw home binds its agent to the workspace:
+    # `dream --openclaw-home` always ingests them)
+    sessions = o3.toggle("Ingest session transcripts", value=oc_home is not None or bool(files),
+                         key="promo_sessions", help="signal 3: new transcript lines into "
+                         "memory/.dreams/session-corpus/ (`dream --sessions`).")
+    diary = o4.toggle("Write DREAMS.md", value=True, key="promo_diary",
+                      help="append what the phases did to the dream diary (`dream --diary`).")
+    if st.button("Run Light and REM", key="promo_dream", disabled=read_only):
+        cfg_d.storage = storage
+        cfg_d.ingest_sessions = bool(sessions)
+        tz = oc.config.dreaming_timezone(oc_home.raw) if oc_home else None
+        for r in pr.dream(idx, cfg_d, phase=phase, diary=bool(diary), timezone=tz):
+            st.success(f"{r.phase}: {len(r.keys)} of {r.considered} recent entries picked"
+                       + (f", {r.sessions_ingested} transcript lines ingested"
+                          if sessions else "") + f"; wrote {', '.join(r.written) or 'nothing'}")
 
 # ----------------------------------------------------------------------------- evaluation
 

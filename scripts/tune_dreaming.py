@@ -30,7 +30,7 @@ from memory_core.promotion.policy import tuned  # noqa: E402
 
 
 def _cached(cache: Path, name: str, conv: str,
-            **setting: int) -> dr.DreamingRun:
+            **setting: float) -> dr.DreamingRun:
     path = cache / f"{name}-{conv}.json"
     if path.is_file():
         return dr.run_from_dict(json.loads(path.read_text(encoding="utf-8")))
@@ -41,7 +41,7 @@ def _cached(cache: Path, name: str, conv: str,
     return run
 
 
-def _write(reference: dr.DreamingRun, cv: dr.DreamingCV, settings: list[dict[str, int]]) -> None:
+def _write(reference: dr.DreamingRun, cv: dr.DreamingCV, settings: list[dict[str, float]]) -> None:
     runs = []
     for r in (reference, cv.held_out):
         d = r.to_dict()
@@ -58,7 +58,7 @@ def _write(reference: dr.DreamingRun, cv: dr.DreamingCV, settings: list[dict[str
     body = ('"""The dreaming evaluation\'s held-out figures.\n\nWritten by '
             '``scripts/tune_dreaming.py --write``; do not edit.\n"""\n\n'
             "from typing import Any\n\n"
-            f"META: dict[str, Any] = {pprint.pformat(meta, width=99, compact=True)}\n\n"
+            f"META: dict[str, Any] = {pprint.pformat(meta, width=76, compact=True)}\n\n"
             f"RUNS: list[dict[str, Any]] = {pprint.pformat(runs, width=99, compact=True)}\n")
     out = ROOT / "memory_core" / "evaluation" / "dreaming_saved.py"
     out.write_text(body, encoding="utf-8")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, date, datetime
 from pathlib import Path
 
@@ -48,7 +49,13 @@ def test_replay_then_apply_then_undo(open_app: OpenApp, demo_ws: Path) -> None:
     assert {t["name"] for t in chart["data"]} >= {"frequency", "relevance", "recency"}
     diff = next(c.value for c in at.code if c.value.startswith("--- a/MEMORY.md"))
     assert "+## Promoted From Short-Term Memory (" in diff
-    assert diff.count("+<!-- openclaw-memory-promotion:") == passed
+    # the default writes a chunk only if two of its queries each choose a line of it; the
+    # others are shown as skipped, with the reason (docs/promotion.md section 5)
+    skipped = "".join(w.value for w in at.warning if w.value.startswith("Skipped: "))
+    skipped_keys = re.findall(r"`(memory:[^`]+)`", skipped)
+    written = passed - len(skipped_keys)
+    assert written > 0
+    assert diff.count("+<!-- openclaw-memory-promotion:") == written
     # a stricter gate leaves none, and says why
     at.number_input(key="promo_min_recalls").set_value(50).run()
     assert _metric(at, "Pass the gates") == 0
@@ -63,12 +70,14 @@ def test_replay_then_apply_then_undo(open_app: OpenApp, demo_ws: Path) -> None:
         at.checkbox(key="promo_over_ok").check().run()
     at.button(key="promo_apply").click().run()
     assert not at.exception
-    assert any(s.value.startswith(f"Promoted {passed} entr") for s in at.success)
+    assert any(s.value.startswith(f"Promoted {written} entr") for s in at.success)
     text = (demo / "MEMORY.md").read_text(encoding="utf-8")
     assert "## Promoted From Short-Term Memory (" in text
-    assert text.count("<!-- openclaw-memory-promotion:") == passed
+    assert text.count("<!-- openclaw-memory-promotion:") == written
     after = next(d.value for d in at.dataframe if "why not" in d.value.columns)
-    assert not set(after["where"]) & set(table["where"])  # never promoted twice
+    left = {"{}#L{}-L{}".format(*k.removeprefix("memory:").rsplit(":", 2))
+            for k in skipped_keys}
+    assert set(after["where"]) & set(table["where"]) <= left  # never promoted twice
     at.button(key="promo_undo").click().run()
     assert not at.exception
     assert (demo / "MEMORY.md").read_bytes() == original
@@ -120,3 +129,35 @@ def test_the_dreaming_evaluation_replays_a_few_days_live(
     assert list(live["profile"]) == ["reference", "default"]
     assert (live["asks"] > 0).all()
     assert any("conv-x, its first 4 session days" in c.value for c in at.caption)
+
+
+def test_run_light_and_rem_ingests_sessions_and_writes_the_diary(open_app: OpenApp,
+                                                                demo_ws: Path) -> None:
+    """The button does what `memory-core dream --sessions --diary` does (pr.dream): the
+    transcripts' new lines into the session corpus, the phases, an entry in DREAMS.md."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    ts = now.isoformat().replace("+00:00", "Z")
+    rows = [{"type": "session", "version": 3, "id": "today", "timestamp": ts},
+            {"type": "message", "id": "m1", "timestamp": ts, "message": {
+                "role": "user", "content": "Which port does the staging database listen on?"}},
+            {"type": "message", "id": "m2", "timestamp": ts, "message": {
+                "role": "assistant", "content": "The staging database listens on port 5433."}}]
+    (demo_ws / "sessions" / "today.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    at = open_app(demo_ws, PAGE, timeout=300)
+    # the CLI's options, on the page
+    assert at.radio(key="promo_phase").value == "both"
+    assert at.selectbox(key="promo_storage").value == "separate"
+    assert at.toggle(key="promo_diary").value is True
+    assert at.toggle(key="promo_sessions").value is True  # the workspace has transcripts
+    at.button(key="promo_dream").click().run()
+    assert not at.exception
+    said = [s.value for s in at.success]
+    assert any(s.startswith("light:") and "2 transcript lines ingested" in s for s in said), said
+    assert any(s.startswith("rem:") and "DREAMS.md" in s for s in said), said
+    corpus = demo_ws / "memory/.dreams/session-corpus" / f"{now.date().isoformat()}.txt"
+    assert corpus.read_text(encoding="utf-8").splitlines() == [
+        "[main/sessions/today.jsonl#L2] User: Which port does the staging database listen on?",
+        "[main/sessions/today.jsonl#L3] Assistant: The staging database listens on port 5433."]
+    assert (demo_ws / "DREAMS.md").is_file()
+    assert list((demo_ws / "memory" / "dreaming" / "light").glob("*.md"))

@@ -129,3 +129,29 @@ def test_dream_sessions_on_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["dream", *common, "--phase", "light", "--sessions", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["sessionsIngested"] == 2
     assert (ws / "memory/.dreams/session-corpus/2026-11-23.txt").read_text().count("\n") == 2
+
+
+@pytest.mark.parametrize("profile", ["reference", "default"])
+def test_a_promoted_corpus_line_keeps_its_prefix_in_the_reference_only(tmp_path: Path,
+                                                                      profile: str) -> None:
+    from memory_core.promotion.policy import tuned
+
+    ws = _workspace(tmp_path)
+    with MemoryIndex.open(ws, provider="none", profile=profile) as idx:
+        ingest_sessions(idx, now=NOW, lookback_days=2)
+        # the corpus lines' only signal is the ingestion query: let them pass every gate
+        with tuned(min_distinct_queries=0):
+            cands = [c for c in pr.list_candidates(idx, now=NOW, min_score=0.0,
+                                                   min_recall_count=0, min_unique_queries=0,
+                                                   check_duplicates_of="none")
+                     if c.passed and c.start_line == 2]
+            plan = pr.preview_apply(idx, cands, now=NOW)
+    assert [c.path for c in cands] == ["memory/.dreams/session-corpus/2026-11-23.txt"]
+    assert not plan.skipped, plan.skipped
+    (entry,) = plan.entries
+    if profile == "reference":  # 2026.9 writes the re-located corpus line as it is
+        assert entry.bullet.startswith(
+            "- [main/sessions/s1.jsonl#L6] Assistant: The staging database listens on port "
+            "5433. [score=")
+    else:  # the default: the transcript's words, no pointer into the engine's state
+        assert entry.bullet == "- Assistant: The staging database listens on port 5433."

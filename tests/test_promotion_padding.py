@@ -2,8 +2,10 @@
 
 A search returns up to six hits whether or not six are relevant; the reference records each
 as a recall, and its diversity gate (max(queries, days) >= 3) lets one question asked on three
-days promote whatever came back with it. The default counts a search's first three hits only,
-wants three distinct queries, and skips a range no line of which shares a word with them.
+days promote whatever came back with it. The default wants three distinct queries, writes the
+line(s) each query matches best (if it matches enough of the query), and skips a range fewer
+than two queries choose a line of; it can count only a search's first hits (``recall_top_k``,
+which cross-validation left at all of them).
 """
 
 from __future__ import annotations
@@ -32,16 +34,19 @@ def _workspace(tmp_path: Path, profile: str, days: int = 8) -> MemoryIndex:
     return idx
 
 
-def test_only_the_first_hits_count_as_recalls_in_the_default(tmp_path: Path) -> None:
+def test_recall_top_k_counts_only_a_searchs_first_hits(tmp_path: Path) -> None:
+    # the setting cross-validation tried (docs/promotion.md section 6); the default ships 0,
+    # every hit a recall, as in the reference
     recorded = {}
     for profile in ("reference", "default"):
-        with _workspace(tmp_path, profile) as idx:
+        with _workspace(tmp_path, profile) as idx, tuned(recall_top_k=3):
             hits = idx.search("harbour crane inspected").hits
-            assert len(hits) > DEFAULT.recall_top_k, hits
+            assert len(hits) > 3, hits
             recorded[profile] = (len(hits), pr.record_search(idx, "harbour crane inspected",
                                                              hits, now=NOW))
     assert recorded["reference"][1] == recorded["reference"][0]  # every hit is a recall
-    assert recorded["default"][1] == DEFAULT.recall_top_k
+    assert recorded["default"][1] == 3
+    assert DEFAULT.recall_top_k == 0
 
 
 def test_one_question_on_three_days_promotes_in_the_reference_only(tmp_path: Path) -> None:
@@ -113,10 +118,10 @@ def test_the_saved_evaluation_is_what_the_docs_report() -> None:
     assert (ref.profile, dflt.profile) == ("reference", "default")
     assert sorted(dflt.conversations) == sorted(ref.conversations)
     assert len(dflt.conversations) == 5 and dflt.asks == ref.asks
-    # held out, the default saves more later searches with a third of the reference's junk
-    # (issue 25 wants junk <= 5 %: not reached, docs/promotion.md section 6)
+    # held out, the default saves more later searches than the reference with junk <= 5 %
+    # of its bullets (issue 25's acceptance, docs/promotion.md section 6)
     assert dflt.saved_share > ref.saved_share
-    assert dflt.junk_share < ref.junk_share / 3
+    assert dflt.junk_share <= dr.MAX_JUNK < ref.junk_share
     assert dflt.within_budget and ref.within_budget
     assert set(meta["chosen"]) == set(dflt.conversations)
     assert {k: getattr(DEFAULT, k) for k in meta["final"]} == meta["final"]
@@ -135,3 +140,80 @@ def test_a_question_line_brings_its_answer() -> None:
     # the query matches the question; the fact is in the reply
     assert memory_lines(chunk, ["What pottery classes does Bob take?"]) == "\n".join(chunk[2:4])
     assert memory_lines(chunk, ["Where did Bob moor the boat?"]) == chunk[1]
+
+
+def test_each_query_chooses_its_own_line_weighed_over_the_diary() -> None:
+    from memory_core.promotion.policy import memory_lines
+
+    chunk = ["[D16:5] Caroline: My work helps the community. It inspires me to keep making art.",
+             "[D16:6] Melanie: Wow, that looks awesome! How long have you been creating art?",
+             "[D16:7] Caroline: Since I was 17 or so. Art shows what words cannot. How long "
+             "have you been into art?",
+             "[D16:8] Melanie: Seven years now, and I found my muses: painting and pottery.",
+             "[D16:9] Caroline: Those bowls are amazing. Creating art helped me explore.",
+             "[D16:10] Melanie: Thanks! It is both an outlet and a form of therapy."]
+    queries = ["What does Melanie do to keep busy?", "How long has Caroline been creating art?"]
+    # "long" and "creating" are on two of six lines: still what tells the lines apart (a
+    # rule dropping every word on more than a quarter of the lines kept only "keep")
+    got = memory_lines(chunk, queries)
+    assert chunk[1] in got and chunk[2] in got  # the question, and the line answering it
+    # the first query matches a third of itself ("keep"; "busy" is nowhere): below half, it
+    # chooses no line. The second chooses the answer (D16:7), which matches the question's
+    # words too; it brings the question, and, asking back, the answer to that
+    assert memory_lines(chunk, queries, min_share=0.5) == "\n".join(chunk[1:4])
+    assert memory_lines(chunk, queries[:1], min_share=0.5) == ""
+    # wanting two queries that each choose a line: at half, only one does
+    assert memory_lines(chunk, queries, min_share=0.5, min_queries=2) == ""
+    assert chunk[2] in memory_lines(chunk, queries, min_queries=2)
+    # inflections meet: "moored" answers "moor"
+    assert memory_lines(["Ann: hi.", "Bob: the boat is moored at pier 9."],
+                        ["Where did Bob moor the boat?"], min_share=0.9) == \
+        "Bob: the boat is moored at pier 9."
+
+
+def test_a_chunk_opening_inside_a_line_is_promoted_in_the_default(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    filler = " ".join(f"word{i} filler text here." for i in range(300))  # one long line
+    (ws / "memory" / "2026-11-29.md").write_text(
+        f"# 2026-11-29\n\n{filler}\n\nThe harbour crane was inspected by the night shift.\n\n"
+        "Lunch was soup.\n", encoding="utf-8")
+    with MemoryIndex.open(ws, provider="none", profile="default") as idx:
+        idx.sync()
+        for q in ["harbour crane inspected", "crane inspected night shift",
+                  "who inspected the harbour crane"]:
+            hits = idx.search(q).hits[:1]
+            assert hits[0].snippet.startswith("…")  # the bounded chunker's mark
+            pr.record_search(idx, q, hits, now=NOW - timedelta(hours=1))
+        cands = [c for c in pr.list_candidates(idx, now=NOW, min_score=0.0,
+                                               check_duplicates_of="none") if c.passed]
+        plan = pr.preview_apply(idx, cands, now=NOW)
+    # the "…" is in no diary line: re-located as it was, the snippet was "no longer found"
+    assert plan.skipped == {}
+    assert [e.bullet for e in plan.entries] == [
+        "- The harbour crane was inspected by the night shift."]
+
+
+def test_a_range_matching_too_little_of_its_queries_is_not_written(tmp_path: Path) -> None:
+    with _workspace(tmp_path, "default", days=1) as idx:
+        hit = idx.search("harbour crane").hits[0]
+        # each query shares one word with the diary; the rest of it is nowhere there
+        for i, q in enumerate(["harbour zebra stripes", "harbour quokka smile",
+                               "harbour axolotl gills"]):
+            pr.record_search(idx, q, [hit], now=NOW - timedelta(days=i))
+        cands = pr.list_candidates(idx, now=NOW, min_score=0.0, check_duplicates_of="none")
+        with tuned(min_match_share=0.5):
+            plan = pr.preview_apply(idx, [c for c in cands if c.passed], now=NOW)
+        with tuned(min_match_share=0.0, min_matching_queries=1):
+            loose = pr.preview_apply(idx, [c for c in cands if c.passed], now=NOW)
+        with tuned(min_match_share=0.0, min_matching_queries=4):
+            four = pr.preview_apply(idx, [c for c in cands if c.passed], now=NOW)
+    assert not plan.entries
+    assert list(plan.skipped.values()) == [
+        "no line of it matches 50% of a query that recalled it (the default profile's "
+        "minMatchShare)"]
+    assert list(four.skipped.values()) == [
+        "only 3 of the queries that recalled it match 0% of themselves on a line of it (the "
+        "default profile's minMatchingQueries: 4)"]
+    assert [e.bullet for e in loose.entries] == [
+        "- The harbour crane 0 was inspected by the night shift."]

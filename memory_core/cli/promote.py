@@ -314,18 +314,8 @@ def cmd_dream(args: argparse.Namespace) -> int:
     if args.storage:
         cfg.storage = args.storage
     with open_index(args) as idx:
-        if tz:
-            pr.set_timezone(idx, tz)
-        if args.phase == "light":
-            reports = [pr.run_light(idx, cfg, now=_now(args))]
-        elif args.phase == "rem":
-            reports = [pr.run_rem(idx, cfg, now=_now(args))]
-        else:
-            reports = pr.run_sweep(idx, cfg, now=_now(args))
-        if args.diary:
-            diary = pr.write_diary(idx, reports, now=_now(args))
-            if diary:
-                reports[-1].written.append(diary)
+        reports = pr.dream(idx, cfg, phase=args.phase, diary=args.diary, timezone=tz,
+                           now=_now(args))
     if args.json:
         dump_json([r.to_dict() for r in reports])
         return 0

@@ -242,8 +242,12 @@ def run_from_dict(d: dict[str, Any]) -> DreamingRun:
 
 # --------------------------------------------------------------------------- cross-validation
 
-#: What :func:`cross_validate` tunes: the default policy's recall and diversity thresholds.
-CV_GRID: dict[str, list[int]] = {"recall_top_k": [0, 3], "min_distinct_queries": [3, 4]}
+#: What :func:`cross_validate` tunes: the default policy's recall threshold, the share of a
+#: query its bullet line must match and how many queries must choose a line
+#: (``min_distinct_queries`` stays 3: 4 saved fewer searches than the reference in every
+#: earlier grid, docs/promotion.md section 6).
+CV_GRID: dict[str, list[float]] = {"recall_top_k": [0, 3], "min_matching_queries": [1, 2],
+                                   "min_match_share": [0.3, 0.4, 0.5]}
 #: The junk share a setting may have on the training conversations to be chosen.
 MAX_JUNK = 0.05
 
@@ -263,7 +267,7 @@ def choose(runs: Sequence[DreamingRun], floor: float = -1.0) -> int:
 class DreamingCV:
     """Leave one conversation out: per fold, the setting chosen on the others."""
 
-    settings: list[dict[str, int]]
+    settings: list[dict[str, float]]
     #: fold (the held-out conversation) -> index into :attr:`settings`
     chosen: dict[str, int]
     #: the held-out runs pooled (each conversation replayed under settings chosen without it)
@@ -275,7 +279,7 @@ class DreamingCV:
 
 
 def cross_validate(per_setting: Sequence[dict[str, DreamingRun]],
-                   settings: Sequence[dict[str, int]],
+                   settings: Sequence[dict[str, float]],
                    reference: dict[str, DreamingRun] | None = None) -> DreamingCV:
     """Leave-one-conversation-out over ``per_setting[i][conv]`` (setting i's replay of conv);
     with the ``reference``'s replays, a setting must save more than it on the training ones."""

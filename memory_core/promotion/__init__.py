@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from .apply import ApplyResult, apply, promotion_lock, undo
 from .diary import promoted_snippets, write_diary
+from .dream import dream
 from .duplicates import check_duplicates
 from .memory_file import promoted_sections, relocate
 from .model import (
@@ -93,6 +94,7 @@ __all__ = [
     "apply",
     "check_duplicates",
     "daily_snippets",
+    "dream",
     "explain",
     "impact_preview",
     "ingest_daily",

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..chunking import CONTINUED
 from ..common.dates import day_of
 from ..text import utf16_len
 from .memory_file import (
@@ -43,8 +44,9 @@ from .model import (
     iso,
     now_ms,
 )
-from .policy import junk_line, memory_lines, policy_for
+from .policy import DreamingPolicy, junk_line, memory_lines, policy_for, query_matches
 from .scoring import PromotionCandidate, list_candidates
+from .sessions import corpus_text, is_corpus_path
 from .state import state_of
 
 if TYPE_CHECKING:
@@ -153,7 +155,10 @@ def _plan_entries(index: MemoryIndex, candidates: Sequence[PromotionCandidate],
             continue
         rel, lines = src
         snippet = row["snippet"] if row else c.snippet
-        loc = relocate(lines, snippet, c.start_line, c.end_line)
+        # the default's chunker opens a chunk that starts inside a line with "…", which is
+        # in no diary line: re-located as it is, such a snippet is "no longer found"
+        loc = relocate(lines, snippet.removeprefix(CONTINUED) if policy.clean_lines
+                       else snippet, c.start_line, c.end_line)
         if loc is None:
             skipped[c.key] = (f"snippet no longer found in {rel} (edited or removed since it "
                               f"was recalled at lines {c.start_line}-{c.end_line})")
@@ -175,15 +180,20 @@ def _plan_entries(index: MemoryIndex, candidates: Sequence[PromotionCandidate],
                 # the line the agent searched for is anywhere in the chunk it recalled, which
                 # is still there as it was (an edited range keeps the re-located window)
                 a, b = c.start_line, c.end_line
-            shown = collapse(memory_lines([text] if loc.loose else lines[a - 1:b],
-                                          queries.get(c.key, ())))
+            rng = [text] if loc.loose else lines[a - 1:b]
+            if is_corpus_path(c.path):
+                rng = [corpus_text(x) for x in rng]
+            qs = queries.get(c.key, ())
+            shown = collapse(memory_lines(rng, qs, context=lines,
+                                          min_share=policy.min_match_share,
+                                          min_queries=policy.min_matching_queries))
             if not shown:
-                skipped[c.key] = ("no line of it shares a word with the queries that recalled "
-                                  "it" if queries.get(c.key) and any(
-                                      x.strip() and not junk_line(x) for x in lines[a - 1:b])
-                                  else "nothing left once commands and tool output are removed")
+                skipped[c.key] = _no_lines_why(rng, qs, lines, policy)
                 continue
-        why = contamination(shown)
+        # a corpus line is a transcript turn by design; the default writes it without the
+        # prefix that kept it from looking like one
+        why = contamination(shown, transcript_turns_ok=policy.clean_lines
+                            and is_corpus_path(c.path))
         if why:  # 2026.9's filters and ours (code fences, cron reports, tool output)
             skipped[c.key] = f"contaminated ({why}): not written into {MEMORY_FILE}"
             continue
@@ -193,6 +203,25 @@ def _plan_entries(index: MemoryIndex, candidates: Sequence[PromotionCandidate],
         planned.append(PlannedEntry(c, loc.start_line, loc.end_line, text, bullet,
                                     loc.quality, loc.loose))
     return planned, skipped, reconciled
+
+
+def _no_lines_why(rng: Sequence[str], queries: Sequence[str], context: Sequence[str],
+                  policy: DreamingPolicy) -> str:
+    """Why :func:`memory_lines` kept no line of ``rng`` (the reason a skipped entry shows)."""
+    clean = [x for x in rng if x.strip() and not junk_line(x)]
+    if not clean:
+        return "nothing left once commands and tool output are removed"
+    matches = query_matches(clean, queries, context)
+    if all(i < 0 for i, _ in matches):
+        return "no line of it shares a word with the queries that recalled it"
+    share = policy.min_match_share
+    n = sum(i >= 0 and s >= share for i, s in matches)
+    if not n:
+        return (f"no line of it matches {share:.0%} of a query that recalled it (the default "
+                "profile's minMatchShare)")
+    return (f"only {n} of the queries that recalled it match {share:.0%} of themselves on a "
+            f"line of it (the default profile's minMatchingQueries: "
+            f"{policy.min_matching_queries})")
 
 
 def written_by_promotion(index: MemoryIndex) -> Written:

@@ -18,8 +18,10 @@ is immune to the failures OpenClaw's users report (issue 25):
   bullet keeps its key, the state store and the history keep the rest);
 * **no padding** (what the dreaming evaluation found most junk to be): only a search's first
   ``recall_top_k`` hits are recalls, a candidate needs ``min_distinct_queries`` distinct
-  queries, and a recalled chunk no line of which shares a word with its queries is not
-  written (both thresholds chosen by cross-validation, ``scripts/tune_dreaming.py``).
+  queries, and the bullet is the line(s) the recalling queries match best (each query its
+  own line, if it matches ``min_match_share`` of the query's weight), not the whole chunk: a
+  recalled chunk fewer than ``min_matching_queries`` queries choose a line of is not
+  written (the thresholds chosen by cross-validation, ``scripts/tune_dreaming.py``).
 
 All are decided by :func:`policy_for` from the index's profile; nothing here changes what a
 reference-profile run writes below the cap.
@@ -27,6 +29,7 @@ reference-profile run writes below the cap.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -34,6 +37,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from ..text import CJK_RUN_RE, cjk_bigrams
 from .model import PROMOTED_TEXT_MAX_CHARS, RecallEntry
 
 if TYPE_CHECKING:
@@ -68,14 +72,26 @@ class DreamingPolicy:
     #: reference's diversity is max(queries, days), so one question asked on three days
     #: passes; an entry only one or two questions wanted is rarely worth a line of MEMORY.md.
     min_distinct_queries: int = 0
+    #: A query recalling a range chooses its best-matching line for the bullet only if that
+    #: line matches this share of the query's weight (:func:`memory_lines`); a range no query
+    #: chooses a line of is not written. A question the range answers matches most of itself
+    #: on the answering line; a range that came back for words it merely shares does not.
+    min_match_share: float = 0.0
+    #: A range is written only if this many distinct queries each choose a line of it. One
+    #: query matching half of itself on some line happens by chance (a chunk comes back for
+    #: night after night of questions, and one of them shares the right words); two rarely do.
+    min_matching_queries: int = 1
 
 
 REFERENCE = DreamingPolicy("reference")
-#: The default's two thresholds were chosen by cross-validation over LoCoMo dev's
-#: conversations (scripts/tune_dreaming.py; docs/promotion.md section 6).
+#: The default's thresholds were chosen by cross-validation over LoCoMo dev's conversations
+#: (scripts/tune_dreaming.py; docs/promotion.md section 6). With two queries wanted on a
+#: line of the chunk, counting a search's later hits (recall_top_k 0: all) no longer
+#: promotes padding, and saves more searches than counting the first three.
 DEFAULT = DreamingPolicy("default", keep_recalled=True, max_artifact_share=0.5,
                          rem_reads_light=True, score_metadata=False, clean_lines=True,
-                         recall_top_k=3, min_distinct_queries=3)
+                         recall_top_k=0, min_distinct_queries=3, min_match_share=0.4,
+                         min_matching_queries=2)
 
 _OVERRIDE: ContextVar[DreamingPolicy | None] = ContextVar("dreaming_policy", default=None)
 
@@ -183,47 +199,120 @@ def _words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
 
 
-#: A line that ends by asking (an image caption or other bracketed tail after the "?" allowed):
-#: a question in a diary is not the memory, the line answering it is.
-_ASKS = re.compile(r"\?\s*(?:\[[^\]]*\]\s*)?$")
+def _stem(word: str) -> str:
+    """A crude English stem ("moored" and "moor", "classes" and "class" meet): a question and
+    the line answering it seldom inflect a word alike."""
+    if word.endswith(("ing", "ed")):
+        base = word[:-3] if word.endswith("ing") else word[:-2]
+    elif word.endswith("es") and word[:-2].endswith(("s", "x", "z", "ch", "sh")):
+        base = word[:-2]
+    elif word.endswith("s") and not word.endswith("ss"):
+        base = word[:-1]
+    else:
+        return word
+    return base if len(base) >= 3 else word
 
 
-def memory_lines(lines: Sequence[str], queries: Sequence[str] = ()) -> str:
+_TOKEN = re.compile(r"[^\W_]+")
+
+
+def _terms(text: str) -> set[str]:
+    """The words a line and a query are compared by: stemmed words of 3+ letters, and a run of
+    Chinese or Japanese as its overlapping pairs (one token otherwise: a query's
+    "报表为什么改到" would never meet a diary's "夜间报表改到")."""
+    out = {_stem(w) for w in _words(text) if not CJK_RUN_RE.search(w)}
+    out.update(w for w in _TOKEN.findall(cjk_bigrams(text)) if CJK_RUN_RE.fullmatch(w))
+    return out
+
+
+#: A line that asks (a "?" ending a sentence, anywhere in it: "Congrats! What made you run
+#: again? As for me, …"): a question in a diary is not the memory, the line answering it is.
+_ASKS = re.compile(r"\?(?=\s|$|[\]\"')])")
+
+
+def query_matches(lines: Sequence[str], queries: Sequence[str],
+                  context: Sequence[str] = ()) -> list[tuple[int, float]]:
+    """For each distinct query, the line of ``lines`` that matches it best and the share of the
+    query's weight that line matches (``(-1, 0.0)``: no line shares a word with it).
+
+    A word weighs its inverse document frequency over the lines of ``context`` (the whole
+    diary; ``lines`` without it): a speaker's name or the day's topic, on most lines, tells
+    little about which line the agent wanted, a word on one line tells a lot. A query word
+    the diary never uses weighs most, so a query about something the diary does not mention
+    matches little of itself anywhere (its evidence is elsewhere)."""
+    scope = [x for x in (context or lines) if x.strip()]
+    df: dict[str, int] = {}
+    for x in scope:
+        for w in _terms(x):
+            df[w] = df.get(w, 0) + 1
+
+    def weight(w: str) -> float:
+        return max(0.0, math.log((len(scope) + 1) / (df.get(w, 0) + 0.5)))
+
+    own = [_terms(x) for x in lines]
+    # a line answering a question also answers to the question's words ("Did you make the
+    # black and white bowl?" "Yeah, I made it in my class."): the words the agent's query
+    # shares with the question are what the answer is about
+    terms = [t | own[i - 1] if i and _ASKS.search(lines[i - 1]) else t
+             for i, t in enumerate(own)]
+    out = []
+    for q in dict.fromkeys(queries):
+        qt = _terms(q)
+        total = sum(weight(w) for w in qt)
+        scores = [sum(weight(w) for w in qt & t) for t in terms]
+        best = max(range(len(lines)), key=lambda i: (scores[i], -i), default=-1)
+        if best < 0 or not qt & terms[best] or total <= 0:
+            out.append((-1, 0.0))
+        else:
+            out.append((best, scores[best] / total))
+    return out
+
+
+def memory_lines(lines: Sequence[str], queries: Sequence[str] = (), *,
+                 context: Sequence[str] = (), min_share: float = 0.0,
+                 min_queries: int = 1) -> str:
     """The lines of a recalled range worth keeping in ``MEMORY.md``, joined (``""``: none).
 
     Junk lines (:func:`junk_line`) are left out. With the ``queries`` that recalled the range,
-    only the lines sharing a distinctive word (one on at most a quarter of the range's lines) with
-    them are kept (a search chunk is 20-30 diary
-    lines, and the bullet's 640 characters would otherwise be its first few, whatever the agent
-    was after), the lines sharing the most first (a line asking a question brings the next
-    line, its answer, right after it), then in the diary's order. When none shares a
-    word, ``""``: the range came back for those queries as padding, not as what they were after
-    (without ``queries``, every clean line).
+    each distinct query chooses the line that matches it best (:func:`query_matches`, words
+    weighed over ``context``, the whole diary; an answer matches its question's words too),
+    if that line matches at least ``min_share`` of the query's weight; a chosen line asking a
+    question brings the next line, its answer, with it, and an answer chosen by its
+    question's words brings the question (alone, "The Tuesday ones." says nothing). The
+    lines chosen by the most queries are kept first, within the bullet's 640 characters, in
+    the diary's order: one fact, not the 20-30 lines of a search chunk. When
+    fewer than ``min_queries`` queries (at least one) choose a line, ``""``: the range came
+    back for those queries as padding, not as what they were after (without ``queries``,
+    every clean line).
     """
     clean = [x for x in lines if x.strip() and not junk_line(x)]
     if not queries or not clean:
         return "\n".join(clean)
-    words = [_words(x) for x in clean]
-    # a word on most lines of the range (a speaker's name, the topic's heading word) tells
-    # nothing about which line the agent wanted
-    seen: dict[str, int] = {}
-    for ws in words:
-        for w in ws:
-            seen[w] = seen.get(w, 0) + 1
-    common = {w for w, n in seen.items() if n > max(1, len(clean) // 4)}
-    wanted = [_words(q) - common for q in queries]
-    overlap = [sum(len(w & x) for w in wanted) for x in words]
-    if not any(overlap):
+    votes: dict[int, list[float]] = {}
+    distinct = list(dict.fromkeys(queries))
+    choosing = 0
+    for q, (best, share) in zip(distinct, query_matches(clean, distinct, context),
+                                strict=True):
+        if best < 0 or share < min_share:
+            continue
+        choosing += 1
+        chosen = [best]
+        if best + 1 < len(clean) and _ASKS.search(clean[best]):
+            chosen.append(best + 1)
+        if best and _ASKS.search(clean[best - 1]) and (
+                _terms(q) & _terms(clean[best - 1])) - _terms(clean[best]):
+            chosen.insert(0, best - 1)  # an answer chosen by its question's words: both
+        for j in chosen:
+            v = votes.setdefault(j, [0, 0.0])
+            v[0] += 1
+            v[1] += share
+    if choosing < max(1, min_queries):
         return ""
-    order: list[int] = []
-    for i in sorted((i for i, n in enumerate(overlap) if n), key=lambda i: (-overlap[i], i)):
-        order += [j for j in (i, i + 1) if j not in order and (j == i or (
-            j < len(clean) and _ASKS.search(clean[i])))]
     kept: list[int] = []
     size = 0
-    for i in order:
+    for i in sorted(votes, key=lambda i: (-votes[i][0], -votes[i][1], i)):
         if kept and size + len(clean[i]) > PROMOTED_TEXT_MAX_CHARS:
-            break
+            continue
         kept.append(i)
         size += len(clean[i]) + 1
     return "\n".join(clean[i] for i in sorted(kept))

@@ -55,6 +55,19 @@ MAX_SEEN_SESSIONS = 2048
 DEFAULT_AGENT = "main"
 
 _SESSION_ID = re.compile(r"^(.*?)\.jsonl(?:\.(?:reset|deleted)\..+)?$")
+#: the ``[<agent>/<sessions path>#L<n>] `` a corpus line opens with (:func:`_scan`)
+_CORPUS_PREFIX = re.compile(r"^\[[^\]\s]+#L\d+\] ")
+
+
+def is_corpus_path(path: str) -> bool:
+    """Is ``path`` (workspace-relative) a session-corpus file?"""
+    return path.startswith(CORPUS_DIR + "/")
+
+
+def corpus_text(line: str) -> str:
+    """A corpus line without its ``[agent/path#Ln]`` prefix: the transcript's words, what a
+    promoted bullet keeps (the prefix points into the engine's state, not at a memory)."""
+    return _CORPUS_PREFIX.sub("", line, count=1)
 
 
 @dataclass
