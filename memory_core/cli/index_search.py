@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, closing, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +109,9 @@ class LazyRecallRecorder:
     """``on_hits`` for :meth:`MemoryIndex.search` that records recalls for promotion.
 
     The promotion package (and its state store) is loaded on the first search that has hits, so
-    a search that finds nothing, or ``--no-record``, never imports it.
+    a search that finds nothing, or ``--no-record``, never imports it. One state-store
+    connection serves every search of a ``--batch`` (promotion's ``BatchRecorder``), closed by
+    :meth:`close`.
     """
 
     def __init__(self, index: MemoryIndex) -> None:
@@ -118,10 +120,14 @@ class LazyRecallRecorder:
 
     def __call__(self, query: str, hits: Sequence[Hit]) -> None:
         if self._record is None:
-            from ..promotion import recall_recorder
+            from ..promotion.signals import BatchRecorder
 
-            self._record = recall_recorder(self._index)
+            self._record = BatchRecorder(self._index)
         self._record(query, hits)
+
+    def close(self) -> None:
+        if self._record is not None:
+            self._record.close()
 
 
 def _result_json(idx: MemoryIndex, res: FusionResult, explain: bool) -> dict[str, Any]:
@@ -204,8 +210,8 @@ def _backend_search(backend: Any, idx: MemoryIndex, args: argparse.Namespace,
 def cmd_search(args: argparse.Namespace) -> int:
     sources = args.sources.split(",") if args.sources else None
     settings_overrides(args)  # a flag out of range: one line and exit 2 before any work
-    with open_index(args) as idx:
-        on_hits = None if args.no_record else LazyRecallRecorder(idx)
+    with open_index(args) as idx, closing(LazyRecallRecorder(idx)) as recorder:
+        on_hits = None if args.no_record else recorder
         backend = open_backend_for(idx, args)
         if ENGINE not in backend.capabilities:
             return _backend_search(backend, idx, args, sources, on_hits)
