@@ -9,8 +9,10 @@ for any slider position (200, the reference's cap), so fusion can cut each leg t
 
 from __future__ import annotations
 
+import contextvars
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from .candidates import Candidates, ChunkInfo, LegHit
@@ -61,6 +63,12 @@ def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: st
         mode = "vector-only"
     else:
         mode = "hybrid"
+    # A provider that answers over the network embeds while the keyword leg runs: the query's
+    # round trip (a millisecond or more, mostly waiting) overlaps the leg instead of following
+    # it. Errors surface where they did (after the keyword leg), the vector is the same.
+    soon = (_Soon(provider.embed_query, q) if provider is not None and query_vector is None
+            and mode != "vector-only" and getattr(provider, "waits_on_network", False)
+            else None)
     t0 = time.perf_counter()
     keyword: list[LegHit] = []
     match, table = None, REFERENCE_TABLE
@@ -77,8 +85,9 @@ def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: st
     vector: list[LegHit] = []
     if provider is not None:
         t1 = time.perf_counter()
-        qvec = query_vector if query_vector is not None else provider.embed_query(q)
-        timings["embed_ms"] = (time.perf_counter() - t1) * 1000
+        qvec = (query_vector if query_vector is not None else
+                soon.result() if soon is not None else provider.embed_query(q))
+        timings["embed_ms"] = (time.perf_counter() - t1) * 1000  # with ``soon``: the wait left
         t2 = time.perf_counter()
         vector = vector_leg(store, qvec, pool, sources, use_numpy=use_numpy, engine=engine)
         timings["vector_ms"] = (time.perf_counter() - t2) * 1000
@@ -98,6 +107,32 @@ def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: st
     dfs, n_rows = phrase_counts(store, match, table, settings)
     return Candidates(q, mode, tuple(vector), tuple(keyword), chunks, pool, match, table, fb,
                       tuple(terms), timings, rows_for, dfs, n_rows)
+
+
+class _Soon:
+    """``fn(arg)`` started now in a thread of its own (the caller's context variables kept);
+    :meth:`result` waits for it and returns its value or raises its exception."""
+
+    def __init__(self, fn: Callable[[str], np.ndarray], arg: str) -> None:
+        self._out: np.ndarray | None = None
+        self._err: BaseException | None = None
+        ctx = contextvars.copy_context()
+        self._thread = threading.Thread(target=ctx.run, args=(self._run, fn, arg), daemon=True,
+                                        name="memory-core-query-embedding")
+        self._thread.start()
+
+    def _run(self, fn: Callable[[str], np.ndarray], arg: str) -> None:
+        try:
+            self._out = fn(arg)
+        except BaseException as e:  # handed to the caller, which raises it as its own
+            self._err = e
+
+    def result(self) -> np.ndarray:
+        self._thread.join()
+        if self._err is not None:
+            raise self._err
+        assert self._out is not None
+        return self._out
 
 
 def _present(hits: list[LegHit], chunks: dict[str, ChunkInfo], cut: int) -> list[LegHit]:
