@@ -12,11 +12,10 @@ import sys
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, closing, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..backends import ENGINE, MemoryBackend
 from ..chunking import chunk_markdown
-from ..fusion import FusionResult, Hit
 from ..index import MemoryIndex
 from .batch import cap_query, search_batch
 from .common import (
@@ -30,6 +29,9 @@ from .common import (
     progress_bar,
     setting_flags,
 )
+
+if TYPE_CHECKING:  # fusion is loaded by the first search, not by a no-op ``index``
+    from ..fusion import FusionResult, Hit
 
 #: The search settings ``search`` takes as flags (``--vector-weight`` ...).
 SEARCH_FLAGS = ("max_results", "min_score", "vector_weight", "text_weight",
