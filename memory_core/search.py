@@ -10,10 +10,12 @@ for any slider position (200, the reference's cap), so fusion can cut each leg t
 from __future__ import annotations
 
 import contextvars
+import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any
 
 from .candidates import Candidates, ChunkInfo, LegHit
 from .config import SearchSettings
@@ -109,30 +111,52 @@ def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: st
                       tuple(terms), timings, rows_for, dfs, n_rows)
 
 
+#: Threads that embed queries while the keyword legs run (started on demand, then reused:
+#: starting a thread per query made the caller wait for it to be scheduled, which on a busy
+#: machine cost more than the overlap saved). More concurrent searches than this queue.
+QUERY_EMBED_THREADS = 8
+_jobs: queue.SimpleQueue[tuple[Future[Any], contextvars.Context, Callable[[str], Any], str]] = (
+    queue.SimpleQueue())
+_pool_lock = threading.Lock()
+_idle = 0
+_threads = 0
+
+
+def _embed_worker() -> None:
+    global _idle
+    while True:
+        fut, ctx, fn, arg = _jobs.get()
+        with _pool_lock:
+            _idle -= 1
+        try:
+            if fut.set_running_or_notify_cancel():
+                try:
+                    fut.set_result(ctx.run(fn, arg))
+                except BaseException as e:  # handed to the caller, which raises it
+                    fut.set_exception(e)
+        finally:
+            with _pool_lock:
+                _idle += 1
+
+
 class _Soon:
-    """``fn(arg)`` started now in a thread of its own (the caller's context variables kept);
-    :meth:`result` waits for it and returns its value or raises its exception."""
+    """``fn(arg)`` started now on a reused daemon thread (the caller's context variables
+    kept; daemon: a pending request never holds the process's exit); :meth:`result` waits
+    for it and returns its value or raises its exception."""
 
     def __init__(self, fn: Callable[[str], np.ndarray], arg: str) -> None:
-        self._out: np.ndarray | None = None
-        self._err: BaseException | None = None
-        ctx = contextvars.copy_context()
-        self._thread = threading.Thread(target=ctx.run, args=(self._run, fn, arg), daemon=True,
-                                        name="memory-core-query-embedding")
-        self._thread.start()
-
-    def _run(self, fn: Callable[[str], np.ndarray], arg: str) -> None:
-        try:
-            self._out = fn(arg)
-        except BaseException as e:  # handed to the caller, which raises it as its own
-            self._err = e
+        global _idle, _threads
+        self._future: Future[np.ndarray] = Future()
+        with _pool_lock:
+            if _idle == 0 and _threads < QUERY_EMBED_THREADS:
+                _threads += 1
+                _idle += 1
+                threading.Thread(target=_embed_worker, daemon=True,
+                                 name=f"memory-core-query-embedding-{_threads}").start()
+        _jobs.put((self._future, contextvars.copy_context(), fn, arg))
 
     def result(self) -> np.ndarray:
-        self._thread.join()
-        if self._err is not None:
-            raise self._err
-        assert self._out is not None
-        return self._out
+        return self._future.result()
 
 
 def _present(hits: list[LegHit], chunks: dict[str, ChunkInfo], cut: int) -> list[LegHit]:
