@@ -20,7 +20,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .candidates import Candidates
 from .common.synclock import DEFAULT_WAIT_S, SyncLockTimeout, sync_lock
 from .config import (
     MemoryConfig,
@@ -36,12 +35,9 @@ from .embeddings.batch import FLAVOURS as BATCH_APIS
 from .embeddings.batch import BatchingProvider, BatchState
 from .embeddings.batch import status_json as batch_status
 from .embeddings.windows import windowed_share
-from .expansion import with_decomposition, with_feedback
-from .fusion import FusionResult, Hit, fuse, rows_needed, scores_info
 from .keyword import postings
 from .reading import PathRefused, ReadResult, read_lines, read_rendered
 from .rebuild import RebuildCause
-from .search import fetch_candidates
 from .sources import SourceError, SourceFile, list_files, load
 from .status import (
     CacheInfo,
@@ -81,11 +77,14 @@ from .sync import (
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from .candidates import Candidates
+    from .fusion import FusionResult, Hit
 else:
     from .common.lazy import numpy as np
 
 #: Called by :meth:`MemoryIndex.search` with the candidates' query and the fused hits.
-OnHits = Callable[[str, Sequence[Hit]], None]
+OnHits = Callable[[str, Sequence["Hit"]], None]
 
 
 class WorkspaceError(ValueError):
@@ -417,6 +416,8 @@ class MemoryIndex:
         def keyword_only(text: str) -> Candidates:
             return self._fetch(text, s, src, False, None, keyword_only=True)
 
+        from .expansion import with_decomposition, with_feedback
+
         if s.decompose > 0:
             cands = with_decomposition(cands, keyword_only, s.decompose)
         if prf:
@@ -444,6 +445,8 @@ class MemoryIndex:
                     if store.damaged:  # found by the open's read: to be confirmed below
                         raise IndexUnavailable(f"index {self.store_path}: {store.damaged}")
                     provider = None if keyword_only else self.choice.provider
+                    from .search import fetch_candidates
+
                     return fetch_candidates(store, provider, query, s, src,
                                             use_numpy=use_numpy, query_vector=query_vector,
                                             rows_for=rows_for)
@@ -470,6 +473,8 @@ class MemoryIndex:
     @staticmethod
     def fuse(candidates: Candidates, settings: SearchSettings) -> FusionResult:
         """Rank candidates under settings: pure, fast, no I/O."""
+        from .fusion import fuse
+
         return fuse(candidates, settings)
 
     def search(self, query: str, *, max_results: int | None = None,
@@ -482,6 +487,8 @@ class MemoryIndex:
         any (promotion's ``recall_recorder(index)`` records recalls this way; nothing is
         recorded unless the caller asks).
         """
+        from .fusion import fuse, rows_needed
+
         s = checked_settings(settings or self.settings(**overrides), "search",
                              max_results=max_results, min_score=min_score)
         # one fusion under ``s``: only the rows it reads
@@ -568,6 +575,8 @@ class MemoryIndex:
 
         ``deep`` also measures how many chunks the local model truncates (slow: tokenises all).
         """
+        from .fusion import scores_info
+
         cfg = self.config
         base: dict[str, Any] = dict(
             backend="builtin", workspace_dir=str(self.workspace), db_path=str(self.store_path),

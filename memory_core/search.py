@@ -9,9 +9,13 @@ for any slider position (200, the reference's cap), so fusion can cut each leg t
 
 from __future__ import annotations
 
+import contextvars
+import queue
+import threading
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any
 
 from .candidates import Candidates, ChunkInfo, LegHit
 from .config import SearchSettings
@@ -61,6 +65,12 @@ def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: st
         mode = "vector-only"
     else:
         mode = "hybrid"
+    # A provider that answers over the network embeds while the keyword leg runs: the query's
+    # round trip (a millisecond or more, mostly waiting) overlaps the leg instead of following
+    # it. Errors surface where they did (after the keyword leg), the vector is the same.
+    soon = (_Soon(provider.embed_query, q) if provider is not None and query_vector is None
+            and mode != "vector-only" and getattr(provider, "waits_on_network", False)
+            else None)
     t0 = time.perf_counter()
     keyword: list[LegHit] = []
     match, table = None, REFERENCE_TABLE
@@ -77,8 +87,9 @@ def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: st
     vector: list[LegHit] = []
     if provider is not None:
         t1 = time.perf_counter()
-        qvec = query_vector if query_vector is not None else provider.embed_query(q)
-        timings["embed_ms"] = (time.perf_counter() - t1) * 1000
+        qvec = (query_vector if query_vector is not None else
+                soon.result() if soon is not None else provider.embed_query(q))
+        timings["embed_ms"] = (time.perf_counter() - t1) * 1000  # with ``soon``: the wait left
         t2 = time.perf_counter()
         vector = vector_leg(store, qvec, pool, sources, use_numpy=use_numpy, engine=engine)
         timings["vector_ms"] = (time.perf_counter() - t2) * 1000
@@ -98,6 +109,54 @@ def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: st
     dfs, n_rows = phrase_counts(store, match, table, settings)
     return Candidates(q, mode, tuple(vector), tuple(keyword), chunks, pool, match, table, fb,
                       tuple(terms), timings, rows_for, dfs, n_rows)
+
+
+#: Threads that embed queries while the keyword legs run (started on demand, then reused:
+#: starting a thread per query made the caller wait for it to be scheduled, which on a busy
+#: machine cost more than the overlap saved). More concurrent searches than this queue.
+QUERY_EMBED_THREADS = 8
+_jobs: queue.SimpleQueue[tuple[Future[Any], contextvars.Context, Callable[[str], Any], str]] = (
+    queue.SimpleQueue())
+_pool_lock = threading.Lock()
+_idle = 0
+_threads = 0
+
+
+def _embed_worker() -> None:
+    global _idle
+    while True:
+        fut, ctx, fn, arg = _jobs.get()
+        with _pool_lock:
+            _idle -= 1
+        try:
+            if fut.set_running_or_notify_cancel():
+                try:
+                    fut.set_result(ctx.run(fn, arg))
+                except BaseException as e:  # handed to the caller, which raises it
+                    fut.set_exception(e)
+        finally:
+            with _pool_lock:
+                _idle += 1
+
+
+class _Soon:
+    """``fn(arg)`` started now on a reused daemon thread (the caller's context variables
+    kept; daemon: a pending request never holds the process's exit); :meth:`result` waits
+    for it and returns its value or raises its exception."""
+
+    def __init__(self, fn: Callable[[str], np.ndarray], arg: str) -> None:
+        global _idle, _threads
+        self._future: Future[np.ndarray] = Future()
+        with _pool_lock:
+            if _idle == 0 and _threads < QUERY_EMBED_THREADS:
+                _threads += 1
+                _idle += 1
+                threading.Thread(target=_embed_worker, daemon=True,
+                                 name=f"memory-core-query-embedding-{_threads}").start()
+        _jobs.put((self._future, contextvars.copy_context(), fn, arg))
+
+    def result(self) -> np.ndarray:
+        return self._future.result()
 
 
 def _present(hits: list[LegHit], chunks: dict[str, ChunkInfo], cut: int) -> list[LegHit]:

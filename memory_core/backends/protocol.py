@@ -23,15 +23,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ..fusion import Hit
 from ..reading import ReadResult
 from ..status import Status
 from ..sync import SyncProgress
 
+if TYPE_CHECKING:  # fusion is loaded by the first search, not by a no-op ``index``
+    from ..fusion import Hit
+
 #: Called with the query and the hits, as :meth:`MemoryIndex.search`'s ``on_hits``.
-OnHits = Callable[[str, Sequence[Hit]], None]
+OnHits = Callable[[str, Sequence["Hit"]], None]
 
 #: The builtin engine answers, with every :class:`~memory_core.MemoryIndex` feature (fusion
 #: settings, candidates, sync reports, ``verify``): ``backend.index`` is that index.

@@ -12,13 +12,14 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..common.fileio import iter_jsonl
-from ..fusion import Hit
 from ..index import MemoryIndex
-from ..query import MAX_QUERY_TERMS
 from .common import CliError
+
+if TYPE_CHECKING:  # fusion is loaded by the first search, not by a no-op ``index``
+    from ..fusion import Hit
 
 #: A batch line longer than this is answered with an error (a query is a sentence, not a book).
 MAX_LINE_BYTES = 64 * 1024
@@ -30,6 +31,8 @@ MAX_QUERY_CHARS = 4096
 def cap_query(query: str) -> tuple[str, str | None]:
     """``query`` cut to :data:`MAX_QUERY_TERMS` terms and :data:`MAX_QUERY_CHARS` characters,
     and a note saying so (``None`` when it was within both)."""
+    from ..query import MAX_QUERY_TERMS  # with the search itself, not a no-op ``index``
+
     terms = query.split()
     notes = []
     if len(terms) > MAX_QUERY_TERMS:

@@ -10,13 +10,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, closing, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..backends import ENGINE, MemoryBackend
 from ..chunking import chunk_markdown
-from ..fusion import FusionResult, Hit
 from ..index import MemoryIndex
 from .batch import cap_query, search_batch
 from .common import (
@@ -30,6 +29,9 @@ from .common import (
     progress_bar,
     setting_flags,
 )
+
+if TYPE_CHECKING:  # fusion is loaded by the first search, not by a no-op ``index``
+    from ..fusion import FusionResult, Hit
 
 #: The search settings ``search`` takes as flags (``--vector-weight`` ...).
 SEARCH_FLAGS = ("max_results", "min_score", "vector_weight", "text_weight",
@@ -109,7 +111,9 @@ class LazyRecallRecorder:
     """``on_hits`` for :meth:`MemoryIndex.search` that records recalls for promotion.
 
     The promotion package (and its state store) is loaded on the first search that has hits, so
-    a search that finds nothing, or ``--no-record``, never imports it.
+    a search that finds nothing, or ``--no-record``, never imports it. One state-store
+    connection serves every search of a ``--batch`` (promotion's ``BatchRecorder``), closed by
+    :meth:`close`.
     """
 
     def __init__(self, index: MemoryIndex) -> None:
@@ -118,10 +122,14 @@ class LazyRecallRecorder:
 
     def __call__(self, query: str, hits: Sequence[Hit]) -> None:
         if self._record is None:
-            from ..promotion import recall_recorder
+            from ..promotion.signals import BatchRecorder
 
-            self._record = recall_recorder(self._index)
+            self._record = BatchRecorder(self._index)
         self._record(query, hits)
+
+    def close(self) -> None:
+        if self._record is not None:
+            self._record.close()
 
 
 def _result_json(idx: MemoryIndex, res: FusionResult, explain: bool) -> dict[str, Any]:
@@ -204,8 +212,8 @@ def _backend_search(backend: Any, idx: MemoryIndex, args: argparse.Namespace,
 def cmd_search(args: argparse.Namespace) -> int:
     sources = args.sources.split(",") if args.sources else None
     settings_overrides(args)  # a flag out of range: one line and exit 2 before any work
-    with open_index(args) as idx:
-        on_hits = None if args.no_record else LazyRecallRecorder(idx)
+    with open_index(args) as idx, closing(LazyRecallRecorder(idx)) as recorder:
+        on_hits = None if args.no_record else recorder
         backend = open_backend_for(idx, args)
         if ENGINE not in backend.capabilities:
             return _backend_search(backend, idx, args, sources, on_hits)

@@ -386,6 +386,8 @@ class BatchingProvider:
 
     #: One job per call: a caller that slices its documents (the live layer) must not.
     whole_calls = True
+    #: Queries go to ``inner`` over the network (see ``RemoteEmbeddingProvider``).
+    waits_on_network = True
 
     def __init__(self, inner: RemoteEmbeddingProvider, cfg: BatchConfig,
                  sleep: Callable[[float], None] = time.sleep) -> None:

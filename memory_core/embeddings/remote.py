@@ -167,6 +167,8 @@ class RemoteEmbeddingProvider:
     key_required: Literal["always", "remote"] = "always"
     #: L2-normalise answers (the reference does for gemini, ollama; not for voyage, mistral).
     normalize = True
+    #: A query's embedding is a round trip: search overlaps it with its keyword leg.
+    waits_on_network = True
 
     def __init__(
         self,

@@ -13,6 +13,7 @@ import re
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +65,13 @@ def _merge_recent(items: list[str], item: str, cap: int) -> list[str]:
     return out[-cap:]
 
 
+@lru_cache(maxsize=4096)
+def _concept_tags(path: str, snippet: str) -> tuple[str, ...]:
+    """:func:`derive_concept_tags`, remembered: a pure function of the two, and half of what
+    recording a recall costs; the same chunk comes back across the searches of a batch."""
+    return tuple(derive_concept_tags(path, snippet))
+
+
 def record_into(st: StateStore, signals: Sequence[Signal], *, query: str, kind: str,
                 now: Now = None, dedupe_per_day: bool = False) -> int:
     """:func:`record_signals` on an open state store (one transaction)."""
@@ -98,7 +106,7 @@ def record_into(st: StateStore, signals: Sequence[Signal], *, query: str, kind: 
             e.snippet = s.snippet
             e.query_hashes = _merge_recent(e.query_hashes, qh, MAX_QUERY_HASHES)
             e.recall_days = sorted(set(e.recall_days) | {day})[-MAX_RECALL_DAYS:]
-            e.concept_tags = derive_concept_tags(e.path, e.snippet)
+            e.concept_tags = list(_concept_tags(e.path, e.snippet))
             # min/max rather than "= now" so that a replay's simulated times stay consistent
             e.first_recalled_at = min(e.first_recalled_at, at)
             e.last_recalled_at = max(e.last_recalled_at, at)
@@ -133,15 +141,7 @@ def record_search(index: MemoryIndex, query: str, hits: Sequence[Hit], *,
     """
     if not query.strip():
         return 0
-    signals = []
-    top = policy_for(index).recall_top_k
-    for h in hits[:top] if top > 0 else hits:
-        if h.source != "memory" or not is_short_term_path(h.path):
-            continue
-        snip = collapse(h.snippet)
-        if not snip or is_contaminated(snip):
-            continue
-        signals.append(Signal(h.path, h.start_line, h.end_line, snip, float(h.score)))
+    signals = search_signals(index, hits)
     if not signals:
         return 0
     try:
@@ -161,6 +161,62 @@ def recall_recorder(index: MemoryIndex) -> Callable[[str, Sequence[Hit]], None]:
         record_search(index, query, hits)
 
     return on_hits
+
+
+def search_signals(index: MemoryIndex, hits: Sequence[Hit]) -> list[Signal]:
+    """The recalls a search's ``hits`` give: those with source ``memory`` on dated diaries,
+    within the policy's ``recall_top_k``, snippets carrying dreaming output skipped."""
+    signals = []
+    top = policy_for(index).recall_top_k
+    for h in hits[:top] if top > 0 else hits:
+        if h.source != "memory" or not is_short_term_path(h.path):
+            continue
+        snip = collapse(h.snippet)
+        if not snip or is_contaminated(snip):
+            continue
+        signals.append(Signal(h.path, h.start_line, h.end_line, snip, float(h.score)))
+    return signals
+
+
+class BatchRecorder:
+    """The ``on_hits`` hook of many searches in a row (``search --batch``), for one thread.
+
+    Each search's recalls are recorded exactly as :func:`record_search` records them, in a
+    transaction of their own (committed before the next search: a killed batch loses nothing
+    already answered), but through one state-store connection opened on the first search with
+    recalls and kept until :meth:`close`. Opening, migrating and closing a connection per search
+    was most of a recorded search's cost: closing the last connection checkpoints the WAL and
+    deletes it, so the next commit recreated it. Never raises (a failure is a warning).
+    """
+
+    def __init__(self, index: MemoryIndex) -> None:
+        self.index = index
+        self._st: StateStore | None = None
+
+    def __call__(self, query: str, hits: Sequence[Hit], *, now: Now = None) -> int:
+        signals = search_signals(self.index, hits) if query.strip() else []
+        if not signals:
+            return 0
+        try:
+            if self._st is None:
+                self._st = state_of(self.index)
+            n = record_into(self._st, signals, query=query.strip(), kind="recall", now=now)
+            retain(self._st, policy_for(self.index))
+            return n
+        except (StateError, PromotionError, OSError) as e:
+            warnings.warn(f"recall signals not recorded: {e}", RuntimeWarning, stacklevel=2)
+            return 0
+
+    def close(self) -> None:
+        if self._st is not None:
+            self._st.close()
+            self._st = None
+
+    def __enter__(self) -> BatchRecorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 # --------------------------------------------------------------------------- daily ingestion
