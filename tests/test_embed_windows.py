@@ -70,6 +70,24 @@ def test_the_end_of_a_long_chunk_counts(local: LocalEmbeddingProvider) -> None:
     assert float(whole @ q) > float(cut @ q) + 0.05
 
 
+def test_counting_a_long_chunk_warns_nobody() -> None:
+    """Once the model is loaded its tokenizer counts the pieces, and transformers warned on
+    stderr that a long chunk "will result in indexing errors" (``replay`` showed it), though
+    the chunk is then embedded in windows. A fresh process: the warning fires once per
+    tokenizer, so an earlier test in this one would hide it."""
+    code = ("from memory_core.embeddings.local import LocalEmbeddingProvider as P\n"
+            "p = P(); p.embed_documents(['warm up'])\n"
+            f"print(p.token_counts([{FILLER * 20!r}])[0])\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1",
+           "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout.strip().splitlines()[-1]) > 256  # it did count past the model's limit
+    assert "Token indices sequence length" not in out.stderr
+    assert "indexing errors" not in out.stderr
+
+
 def test_estimated_counts_window_a_provider_without_a_tokenizer() -> None:
     text = "word " * 500
     assert estimated_counts([text])[0] == 627  # 2,500 characters / 4 + 2 special tokens

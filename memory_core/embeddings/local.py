@@ -185,5 +185,7 @@ class LocalEmbeddingProvider:
         tok = getattr(self._st, "tokenizer", None)
         if tok is None:
             return [0] * len(texts)
-        enc = tok(list(texts), add_special_tokens=True, truncation=False)
+        # verbose=False: counting a chunk longer than the model reads is the point here (it is
+        # then embedded in windows), not the "will result in indexing errors" a user was shown
+        enc = tok(list(texts), add_special_tokens=True, truncation=False, verbose=False)
         return [len(ids) for ids in enc["input_ids"]]
