@@ -411,8 +411,8 @@ def _status_kb(key: str) -> int:
 def bench_vectors_only(size: str, seed_ws: Path, base_url: str, nq: int) -> None:
     """The vector leg at a size no whole index was built for here (``--vector-sizes 1m``).
 
-    A whole 1M-chunk index means ~2 h of FTS5 + sqlite-vec writes on this machine (the 100k
-    build: 13 min), so this row takes the engine's own vector sidecar of ``SIZES[size]`` rows:
+    Without a whole index of that size (``--sizes 1m`` builds one: 36 min here at load ~6,
+    docs/performance.md), this row takes the engine's own vector sidecar of ``SIZES[size]`` rows:
     each row the normalised sum of two random rows of the 100k index's matrix plus noise (the
     hashed vectors' neighbourhoods, not uniform noise), written by ``vectors.write`` (as a sync
     writes it), mapped by ``vectors.load`` and searched exactly for the leg's pool (200), against
