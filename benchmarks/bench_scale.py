@@ -55,8 +55,10 @@ ROWS: list[dict[str, object]] = []
 
 
 def _ov(base_url: str) -> dict[str, object]:
+    # 64 kB requests (~40 chunks) instead of 8 kB (~5): the hash server's cost per request
+    # (a connection, a thread) was most of its time; neither is part of the index's identity
     return {"provider": {"provider": "openai", "base_url": base_url, "model": "hash-384",
-                         "fallback": []}}
+                         "fallback": [], "batch_bytes": 64_000}}
 
 
 def median_ms(fn, reps: int) -> float:  # type: ignore[no-untyped-def]
@@ -87,8 +89,10 @@ def build(size: str, base_url: str) -> Path:
         t0 = time.perf_counter()
         rep = idx.sync()
         if rep.wrote_anything:
-            print(f"  built {size}: {rep.chunks_written} chunks in "
-                  f"{time.perf_counter() - t0:.0f} s", flush=True)
+            sec = time.perf_counter() - t0
+            print(f"  built {size}: {rep.chunks_written} chunks in {sec:.0f} s "
+                  f"({rep.chunks_written / sec:.0f} chunks/s, load average "
+                  f"{os.getloadavg()[0]:.1f})", flush=True)
     return ws
 
 
@@ -407,8 +411,8 @@ def _status_kb(key: str) -> int:
 def bench_vectors_only(size: str, seed_ws: Path, base_url: str, nq: int) -> None:
     """The vector leg at a size no whole index was built for here (``--vector-sizes 1m``).
 
-    A whole 1M-chunk index means ~2 h of FTS5 + sqlite-vec writes on this machine (the 100k
-    build: 13 min), so this row takes the engine's own vector sidecar of ``SIZES[size]`` rows:
+    Without a whole index of that size (``--sizes 1m`` builds one: 36 min here at load ~6,
+    docs/performance.md), this row takes the engine's own vector sidecar of ``SIZES[size]`` rows:
     each row the normalised sum of two random rows of the 100k index's matrix plus noise (the
     hashed vectors' neighbourhoods, not uniform noise), written by ``vectors.write`` (as a sync
     writes it), mapped by ``vectors.load`` and searched exactly for the leg's pool (200), against
@@ -683,9 +687,32 @@ class _Shared:
         pass
 
 
-def _server(port: int) -> HashEmbedServer | _Shared:
+class _ServerProcess(_Shared):
+    """The hash server in a process of its own: in this one it shared the GIL with the sync
+    it served (its hashing and JSON were 60% of the 100k first build's wall time)."""
+
+    def __init__(self, port: int) -> None:
+        super().__init__(port)
+        code = ("import sys, time\nsys.path.insert(0, sys.argv[2])\n"
+                "from scale_support import HashEmbedServer\n"
+                "with HashEmbedServer(int(sys.argv[1])):\n"
+                "    print('ready', flush=True)\n    time.sleep(1e9)\n")
+        self.proc = subprocess.Popen([sys.executable, "-c", code, str(port),
+                                      str(Path(__file__).resolve().parent)],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        if self.proc.stdout.readline().strip() != "ready":
+            err = self.proc.stderr.read() if self.proc.stderr else ""
+            raise OSError(f"hash server on port {port} did not start: {err[-500:]}")
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+def _server(port: int) -> _Shared:
     try:
-        return HashEmbedServer(port)
+        return _ServerProcess(port)
     except OSError:
         print(f"(port {port} busy: using the hash server already there)")
         return _Shared(port)

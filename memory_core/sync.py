@@ -28,6 +28,7 @@ from .common.indexfiles import IndexFiles
 from .common.sql import connect
 from .config import MemoryConfig, fingerprint
 from .embeddings import EmbeddingProvider, ProviderChoice
+from .embeddings.ahead import AheadExecutor
 from .embeddings.windows import POOLING, declared_limit, embed_whole, pooled_key
 from .keyword import postings
 from .rebuild import Rebuild, RebuildCause
@@ -270,7 +271,8 @@ class Indexer:
         self.choice = choice
         self.provider = choice.provider
         self.progress = progress or (lambda stage, done, total: None)
-        #: None: embed here, group by group (the default); else see :class:`EmbedExecutor`.
+        #: None: embed here, one group ahead of the writes (:mod:`.embeddings.ahead`); else
+        #: see :class:`EmbedExecutor`.
         self.executor = executor
         self._stream: EmbedStream | None = None
 
@@ -450,10 +452,12 @@ class Indexer:
                 raise
         total_chunks = sum(len(p.chunks) for p in to_do)
         state = [0]
-        if self.executor is not None and self.provider is not None and to_do:
+        # more than one group: embedded one group ahead of the writes (the same calls)
+        executor = self.executor or (AheadExecutor() if total_chunks > _GROUP_CHUNKS else None)
+        if executor is not None and self.provider is not None and to_do:
             whole, plan = self._plan(store, to_do)
-            self._stream = self.executor.start(self.choice, plan, whole,
-                                               lambda d, t: self.progress("embed", d, t))
+            self._stream = executor.start(self.choice, plan, whole,
+                                          lambda d, t: self.progress("embed", d, t))
         try:
             for group in _groups(to_do):
                 self._flush(store, group, report, state, total_chunks)

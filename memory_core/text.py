@@ -87,6 +87,8 @@ def utf16_len(text: str) -> int:
 
 def estimate_units_chars(units: str) -> int:
     """The reference's ``estimateStringChars`` over a UTF-16 unit string (see :func:`to_units`)."""
+    if units.isascii():  # one C pass: no surrogate, nothing weighing 4 (most lines)
+        return len(units)
     n = 0
     pairs_cjk = 0
     i = 0
@@ -115,6 +117,8 @@ def estimate_units_chars(units: str) -> int:
 
 def estimate_chars(text: str) -> int:
     """``estimateStringChars`` for an ordinary Python string: CJK weighs 4, astral symbols 2."""
+    if text.isascii():  # the chunker's common case, without to_units' regex scan
+        return len(text)
     return estimate_units_chars(to_units(text))
 
 

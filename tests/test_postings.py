@@ -159,6 +159,32 @@ def fresh(tmp_path: Path, low_threshold: None) -> Iterator[tuple[Path, MemoryInd
     idx.close()
 
 
+def _instances_one_row_each(db: object, table: str) -> tuple[list[str], np.ndarray,
+                                                              np.ndarray]:
+    """The full read's input as it was first written: one fetched row per FTS5 instance."""
+    db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.t_inst USING fts5vocab(main, {table},"
+               " instance)")
+    got = db.execute("SELECT term, doc FROM temp.t_inst").fetchall()
+    terms = sorted({t for t, _ in got})
+    counts = np.asarray([sum(1 for t, _ in got if t == u) for u in terms], np.int64)
+    return terms, counts, np.asarray([d for _, d in got], np.int32)
+
+
+@pytest.mark.parametrize("parse_chars", [1, 50, 1 << 26])
+def test_the_full_read_equals_one_row_per_instance(kw_index: MemoryIndex, parse_chars: int,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """``group_concat`` per term, parsed in pieces of any size, gives exactly the instances a
+    row-per-instance read gives; the postings built from them equal FTS5's answers above."""
+    store = kw_index.store
+    monkeypatch.setattr(postings, "_PARSE_CHARS", parse_chars)
+    full = postings.build_full(store.db)
+    terms, counts, docs = postings._instance_docs(store.db, TABLE, np.int32)
+    want_terms, want_counts, want_docs = _instances_one_row_each(store.db, TABLE)
+    assert terms == want_terms == full[0]
+    assert np.array_equal(counts, want_counts) and np.array_equal(docs, want_docs)
+    assert docs.size > 10 * len(terms)  # many instances per term: the parse was exercised
+
+
 def test_a_small_sync_updates_the_sidecar_like_a_full_read(
         fresh: tuple[Path, MemoryIndex]) -> None:
     ws, idx = fresh
