@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import vectors
 from .common.synclock import DEFAULT_WAIT_S, SyncLockTimeout, sync_lock
 from .config import (
     MemoryConfig,
@@ -637,8 +638,11 @@ class MemoryIndex:
                         st.fts_available and postings.for_store(st, verify=True) is not None),
             vector=VectorInfo(provider not in (None, "none"), st.vec_available, st.vec_error,
                               meta.get("vectorDims"),
-                              "sidecar" if st.vector_matrix(verify=True) is not None
-                              else "sqlite-vec" if st.vec_available else "numpy"),
+                              "sidecar" if (vm := st.vector_matrix(verify=True)) is not None
+                              else "sqlite-vec" if st.vec_available else "numpy",
+                              approximate=vm is not None and vm.ann is not None,
+                              ann_min_rows=vectors.ann_min_rows(),
+                              rows=vm.rows if vm is not None else None),
             fallback=FallbackInfo.from_dict(meta.get("fallback") or self.fallback),
             batch=batch_status(cfg.provider.batch, self._batch_state(meta)),
             provider_unavailable_reason=meta.get("providerUnavailableReason"),

@@ -82,7 +82,7 @@ def test_get_and_status(indexed_demo: Path) -> None:
     st = json.loads(run("status", "--workspace", str(indexed_demo), "--json").stdout)
     assert st["files"] > 10 and st["vector"]["dims"] == 384 and st["fts"]["available"]
     text = run("status", "--workspace", str(indexed_demo)).stdout
-    assert "Indexed:" in text and "Vector: sidecar search" in text and "sqlite-vec" in text
+    assert "Indexed:" in text and "Vector: exact sidecar search" in text and "sqlite-vec" in text
 
 
 def test_errors_are_one_line_and_nonzero(tmp_path: Path, indexed_demo: Path) -> None:

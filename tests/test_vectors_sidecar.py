@@ -105,3 +105,18 @@ def test_approximate_index_is_kept_in_step_with_the_sidecar(
         assert vm2.stamp != vm.stamp and set(vm2.ids.tolist()) != set(vm.ids.tolist())
         top = idx.store.vector_search(idx.embed_query("espresso machine"), 1)[0][0]
         assert idx.store.chunk_rows([top])[top].path == "memory/2026-11-09.md"
+        v = idx.status().vector  # status says the leg is approximate, and from what size
+        assert v is not None and v.approximate and v.ann_min_rows == 1 and v.rows == vm2.rows
+        assert v.describe_search().startswith("approximate (HNSW) search")
+
+
+def test_status_says_the_vector_leg_is_exact_by_default(tmp_path: Path) -> None:
+    ws = _small_workspace(tmp_path / "ws")
+    with MemoryIndex.open(ws) as idx:
+        idx.sync()
+        assert not vec.ann_path(idx.store_path).exists()
+        v = idx.status().vector
+        assert v is not None and v.search == "sidecar" and not v.approximate
+        assert v.ann_min_rows == 0 and v.rows == idx.store.vector_matrix().rows
+        assert v.to_json()["approximate"] is False
+        assert v.describe_search() == "exact sidecar search (approximate index off)"

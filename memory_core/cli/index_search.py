@@ -284,7 +284,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                   + (", keyword postings sidecar" if st.fts.postings else ""))
         if st.vector is not None:
             v = st.vector
-            print(f"Vector: {v.search} search, dims {v.dims}"
+            print(f"Vector: {v.describe_search()}, dims {v.dims}"
                   + (f" (sqlite-vec: {v.load_error})" if v.load_error else
                      " (sqlite-vec loaded as the fallback)" if v.search == "sidecar"
                      and v.store_available else ""))
