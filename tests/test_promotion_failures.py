@@ -230,7 +230,7 @@ def test_junk_lines() -> None:
 
 
 def test_default_bullet_keeps_the_lines_the_queries_were_after() -> None:
-    from memory_core.promotion.policy import memory_lines
+    from memory_core.promotion.policy import ITEM_SEPARATOR, memory_lines
 
     chunk = ["[D1:1] Ann: Hi Bob, how was the week?",
              "[D1:2] Bob: Busy. Ann, the boat is now moored at pier 9 in Kiel.",
@@ -240,8 +240,8 @@ def test_default_bullet_keeps_the_lines_the_queries_were_after() -> None:
     # "Ann" and "Bob" are on every line: they do not choose a line
     assert memory_lines(chunk, ["Where did Bob moor the boat?"]) == chunk[1]
     assert memory_lines(chunk, ["When are Ann's pottery classes?",
-                                "Where is the boat moored?"]) == "\n".join(chunk[1:3])
+                                "Where is the boat moored?"]) == ITEM_SEPARATOR.join(chunk[1:3])
     # a range no line of which shares a word with its queries came back as padding: nothing
     assert memory_lines(chunk, ["nothing in common"]) == ""
-    assert memory_lines(chunk) == "\n".join(chunk[:3] + chunk[4:])
+    assert memory_lines(chunk) == ITEM_SEPARATOR.join(chunk[:3] + chunk[4:])
     assert "$ git push" not in memory_lines(chunk)

@@ -130,7 +130,7 @@ def test_the_saved_evaluation_is_what_the_docs_report() -> None:
 
 
 def test_a_question_line_brings_its_answer() -> None:
-    from memory_core.promotion.policy import memory_lines
+    from memory_core.promotion.policy import ITEM_SEPARATOR, memory_lines
 
     chunk = ["[D1:1] Ann: Hi Bob, how was the week?",
              "[D1:2] Bob: Busy. Ann, the boat is now moored at pier 9 in Kiel.",
@@ -138,12 +138,13 @@ def test_a_question_line_brings_its_answer() -> None:
              "[D1:4] Bob: The Tuesday ones at the harbour studio.",
              "[D1:5] Ann: Bob, see you soon."]
     # the query matches the question; the fact is in the reply
-    assert memory_lines(chunk, ["What pottery classes does Bob take?"]) == "\n".join(chunk[2:4])
+    assert memory_lines(chunk, ["What pottery classes does Bob take?"]) == \
+        ITEM_SEPARATOR.join(chunk[2:4])
     assert memory_lines(chunk, ["Where did Bob moor the boat?"]) == chunk[1]
 
 
 def test_each_query_chooses_its_own_line_weighed_over_the_diary() -> None:
-    from memory_core.promotion.policy import memory_lines
+    from memory_core.promotion.policy import ITEM_SEPARATOR, memory_lines
 
     chunk = ["[D16:5] Caroline: My work helps the community. It inspires me to keep making art.",
              "[D16:6] Melanie: Wow, that looks awesome! How long have you been creating art?",
@@ -160,7 +161,7 @@ def test_each_query_chooses_its_own_line_weighed_over_the_diary() -> None:
     # the first query matches a third of itself ("keep"; "busy" is nowhere): below half, it
     # chooses no line. The second chooses the answer (D16:7), which matches the question's
     # words too; it brings the question, and, asking back, the answer to that
-    assert memory_lines(chunk, queries, min_share=0.5) == "\n".join(chunk[1:4])
+    assert memory_lines(chunk, queries, min_share=0.5) == ITEM_SEPARATOR.join(chunk[1:4])
     assert memory_lines(chunk, queries[:1], min_share=0.5) == ""
     # wanting two queries that each choose a line: at half, only one does
     assert memory_lines(chunk, queries, min_share=0.5, min_queries=2) == ""

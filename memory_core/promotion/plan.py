@@ -44,7 +44,7 @@ from .model import (
     iso,
     now_ms,
 )
-from .policy import DreamingPolicy, junk_line, memory_lines, policy_for, query_matches
+from .policy import DreamingPolicy, logical_items, memory_lines, policy_for, query_matches
 from .scoring import PromotionCandidate, list_candidates
 from .sessions import corpus_text, is_corpus_path
 from .state import state_of
@@ -208,10 +208,10 @@ def _plan_entries(index: MemoryIndex, candidates: Sequence[PromotionCandidate],
 def _no_lines_why(rng: Sequence[str], queries: Sequence[str], context: Sequence[str],
                   policy: DreamingPolicy) -> str:
     """Why :func:`memory_lines` kept no line of ``rng`` (the reason a skipped entry shows)."""
-    clean = [x for x in rng if x.strip() and not junk_line(x)]
+    clean = logical_items(rng)
     if not clean:
         return "nothing left once commands and tool output are removed"
-    matches = query_matches(clean, queries, context)
+    matches = query_matches(clean, queries, logical_items(context, keep_junk=True))
     if all(i < 0 for i, _ in matches):
         return "no line of it shares a word with the queries that recalled it"
     share = policy.min_match_share

@@ -268,12 +268,63 @@ def query_matches(lines: Sequence[str], queries: Sequence[str],
     return out
 
 
+#: A physical line that opens something of its own: a list item, a heading, a quote.
+_OPENS = re.compile(r"^\s*(?:>|#|[-*+]\s|\d+[.)]\s)")
+_INNER_MARKER = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
+#: Between the items of one bullet. A bullet stays one physical line, the items joined on it
+#: rather than written as lines beneath its marker: ``bullet_text`` (2026.9's formatting,
+#: shared with the reference) collapses a bullet to one line and cuts it at 640 characters,
+#: and ``promoted_sections`` (budget compaction) takes each line of a promoted section that is
+#: no marker for a bullet.
+ITEM_SEPARATOR = " · "
+
+
+def logical_items(lines: Sequence[str], *, keep_junk: bool = False) -> list[str]:
+    """``lines`` (a recalled range) as its logical lines, junk left out: a list item or a
+    paragraph line wrapped over several physical lines is one item, its head with the
+    continuation lines after it (indented, not blank, opening no list item, heading or
+    quote, after a head that is no heading: Markdown's continuation of a list item).
+    Chosen by one physical line, a bullet stopped mid-sentence ("… retried 5 times,").
+    Only lines of ``lines`` are joined: a head whose continuation lies past the range keeps
+    what the range holds, and a range opening inside an item starts with its own item.
+
+    A junk head (:func:`junk_line`) drops its whole item (the rest is that command's or that
+    output's); a junk continuation line (a stack frame under an error) drops alone; an item
+    junk once joined drops too. ``keep_junk``: every item (the diary words are weighed over).
+    """
+    items: list[list[str]] = []
+    head = ""  # the current item's head line ("": none, after a blank line)
+    for x in lines:
+        if not x.strip():
+            head = ""
+            continue
+        if head and x[:1].isspace() and not _OPENS.match(x) and not head.lstrip().startswith("#"):
+            if keep_junk or not junk_line(x):
+                items[-1].append(x.strip())
+            continue
+        head = x
+        items.append([x.rstrip()])
+    joined = [" ".join(it) for it in items]
+    if keep_junk:
+        return joined
+    return [x for it, x in zip(items, joined, strict=True)
+            if not junk_line(it[0]) and not junk_line(x)]
+
+
+def join_items(items: Sequence[str]) -> str:
+    """The items of one bullet on its one line: each without its list marker (kept inline,
+    "A. - B." reads as one run-on item) and :data:`ITEM_SEPARATOR` between them."""
+    return ITEM_SEPARATOR.join(_INNER_MARKER.sub("", x.strip()) for x in items)
+
+
 def memory_lines(lines: Sequence[str], queries: Sequence[str] = (), *,
                  context: Sequence[str] = (), min_share: float = 0.0,
                  min_queries: int = 1) -> str:
     """The lines of a recalled range worth keeping in ``MEMORY.md``, joined (``""``: none).
 
-    Junk lines (:func:`junk_line`) are left out. With the ``queries`` that recalled the range,
+    The range is read as its logical items (:func:`logical_items`: a wrapped list item is
+    one, junk left out) and the kept ones are joined on one line (:func:`join_items`). With
+    the ``queries`` that recalled the range,
     each distinct query chooses the line that matches it best (:func:`query_matches`, words
     weighed over ``context``, the whole diary; an answer matches its question's words too),
     if that line matches at least ``min_share`` of the query's weight; a chosen line asking a
@@ -285,9 +336,10 @@ def memory_lines(lines: Sequence[str], queries: Sequence[str] = (), *,
     back for those queries as padding, not as what they were after (without ``queries``,
     every clean line).
     """
-    clean = [x for x in lines if x.strip() and not junk_line(x)]
+    clean = logical_items(lines)
     if not queries or not clean:
-        return "\n".join(clean)
+        return join_items(clean)
+    context = logical_items(context, keep_junk=True) if context else ()
     votes: dict[int, list[float]] = {}
     distinct = list(dict.fromkeys(queries))
     choosing = 0
@@ -314,5 +366,5 @@ def memory_lines(lines: Sequence[str], queries: Sequence[str] = (), *,
         if kept and size + len(clean[i]) > PROMOTED_TEXT_MAX_CHARS:
             continue
         kept.append(i)
-        size += len(clean[i]) + 1
-    return "\n".join(clean[i] for i in sorted(kept))
+        size += len(clean[i]) + len(ITEM_SEPARATOR)
+    return join_items([clean[i] for i in sorted(kept)])
