@@ -136,7 +136,7 @@ def test_the_search_leg_uses_the_sidecar(kw_index: MemoryIndex) -> None:
 def _same_postings(a: tuple, b: tuple) -> None:
     terms_a, ptr_a, rows_a, tfs_a, cur_a, len_a = a
     terms_b, ptr_b, rows_b, tfs_b, cur_b, len_b = b
-    assert np.array_equal(cur_a.rowids, cur_b.rowids) and cur_a.ids == cur_b.ids
+    assert np.array_equal(cur_a.rowids, cur_b.rowids) and np.array_equal(cur_a.ids, cur_b.ids)
     assert np.array_equal(len_a, len_b)
     index_b = {t: i for i, t in enumerate(terms_b)}
     for i, t in enumerate(terms_a):

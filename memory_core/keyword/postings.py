@@ -294,14 +294,17 @@ def _tf_type(tf_max: int) -> str:
 
 
 def _layout(stamp: str, spec: str, terms: Sequence[str], ptr: np.ndarray, tf_type: str,
-            rowids: np.ndarray, ids: Sequence[bytes], sources: Sequence[str],
+            rowids: np.ndarray, ids: Sequence[bytes] | np.ndarray, sources: Sequence[str],
             doclen: np.ndarray) -> tuple[dict[str, Any], dict[str, bytes], dict[str, bytes]]:
     """The header and every array but the postings' ``rows`` and ``tfs``, which go between
     the two dicts returned (``terms``, ``ptr`` | ``rowids``, ``ids``, ``codes``, ``doclen``)."""
     if any("\0" in t for t in terms):
         raise ValueError("a term holds NUL, the sidecar's separator")
     names, codes = source_codes(sources)
-    w, id_bytes = id_column(ids)
+    if isinstance(ids, np.ndarray):  # already the column: :func:`id_column`'s bytes
+        w, id_bytes = (ids.itemsize, ids.tobytes()) if ids.size else (0, b"")
+    else:
+        w, id_bytes = id_column(ids)
     header = {"stamp": stamp, "spec": spec, "rows": len(ids), "idWidth": w, "sources": names,
               "tfType": tf_type, "totalTokens": int(np.sum(doclen, dtype=np.int64))}
     return header, {
@@ -316,8 +319,9 @@ def _layout(stamp: str, spec: str, terms: Sequence[str], ptr: np.ndarray, tf_typ
 
 
 def write(db_path: Path, stamp: str, spec: str, terms: Sequence[str], ptr: np.ndarray,
-          rows: np.ndarray, tfs: np.ndarray, rowids: np.ndarray, ids: Sequence[bytes],
-          sources: Sequence[str], doclen: np.ndarray) -> Postings | None:
+          rows: np.ndarray, tfs: np.ndarray, rowids: np.ndarray,
+          ids: Sequence[bytes] | np.ndarray, sources: Sequence[str], doclen: np.ndarray
+          ) -> Postings | None:
     """Write the sidecar atomically (temp file + rename); returns it loaded."""
     tf_type = _tf_type(int(tfs.max()) if tfs.size else 0)
     header, head, tail = _layout(stamp, spec, terms, ptr, tf_type, rowids, ids, sources, doclen)
@@ -336,21 +340,24 @@ def write(db_path: Path, stamp: str, spec: str, terms: Sequence[str], ptr: np.nd
 @dataclass
 class _Rows:
     rowids: np.ndarray
-    ids: list[bytes]
+    ids: np.ndarray  # fixed-width ASCII, as wide as the widest id
     sources: list[str]
 
 
 def _current_rows(db: Any, table: str) -> _Rows:
-    # row by row, not fetchall: no list of N tuples beside the columns (38 MiB at 133k rows)
-    rowids: list[int] = []
-    ids: list[bytes] = []
+    # a batch at a time into columns, not fetchall: no list of N tuples nor of N id objects
+    # (~180 B a row, 38 MiB at 133k rows); numpy widens the id column to the widest batch's
+    rowids: list[np.ndarray] = []
+    ids: list[np.ndarray] = []
     sources: list[str] = []
     names: dict[str, str] = {}  # one string per source, not one per row
-    for rowid, cid, source in db.execute(f"SELECT rowid, id, source FROM {table} ORDER BY rowid"):
-        rowids.append(rowid)
-        ids.append(cid.encode("ascii"))
-        sources.append(names.setdefault(source, source))
-    return _Rows(np.asarray(rowids, np.int64), ids, sources)
+    got = db.execute(f"SELECT rowid, id, source FROM {table} ORDER BY rowid")
+    while batch := got.fetchmany(8192):
+        rowids.append(np.fromiter((r[0] for r in batch), np.int64, len(batch)))
+        ids.append(np.array([r[1].encode("ascii") for r in batch], np.bytes_))
+        sources.extend(names.setdefault(r[2], r[2]) for r in batch)
+    return _Rows(np.concatenate(rowids) if rowids else np.zeros(0, np.int64),
+                 np.concatenate(ids) if ids else np.zeros(0, "S1"), sources)
 
 
 def _runs(docs: np.ndarray, starts_of_terms: np.ndarray) -> tuple[np.ndarray, np.ndarray,
@@ -465,7 +472,7 @@ def _changed_rows(db: Any, old: Postings, table: str
         if old.n and cur.rowids.size:  # same rowid, same id: compared as columns, no dict
             at = np.minimum(np.searchsorted(old.rowids, cur.rowids), old.n - 1)
             keep_new = (np.asarray(old.rowids)[at] == cur.rowids) & (
-                np.asarray(old.ids)[at] == np.array(cur.ids, dtype=np.bytes_))
+                np.asarray(old.ids)[at] == cur.ids)
         added = np.flatnonzero(~keep_new)
         if added.size > max(1000, cur.rowids.size // 4):
             return None
