@@ -10,7 +10,9 @@ index; the threshold is lowered so this small index gets a sidecar.
 
 from __future__ import annotations
 
+import json
 import random
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -134,7 +136,7 @@ def test_the_search_leg_uses_the_sidecar(kw_index: MemoryIndex) -> None:
 def _same_postings(a: tuple, b: tuple) -> None:
     terms_a, ptr_a, rows_a, tfs_a, cur_a, len_a = a
     terms_b, ptr_b, rows_b, tfs_b, cur_b, len_b = b
-    assert np.array_equal(cur_a.rowids, cur_b.rowids) and cur_a.ids == cur_b.ids
+    assert np.array_equal(cur_a.rowids, cur_b.rowids) and np.array_equal(cur_a.ids, cur_b.ids)
     assert np.array_equal(len_a, len_b)
     index_b = {t: i for i, t in enumerate(terms_b)}
     for i, t in enumerate(terms_a):
@@ -326,3 +328,92 @@ def test_status_says_which_paths_answer(fresh: tuple[Path, MemoryIndex], indexed
     with MemoryIndex.open(indexed_demo) as demo:  # local model: the mapped vector sidecar
         vs = demo.status()
         assert vs.vector is not None and vs.vector.search == "sidecar"
+
+
+def _file_parts(path: Path) -> tuple[dict[str, object], bytes]:
+    """A sidecar's header less its seal and checksum (the time it was written), and every byte
+    from its first array on."""
+    raw = path.read_bytes()
+    n = int.from_bytes(raw[8:16], "little")
+    header = json.loads(raw[16 : 16 + n])
+    start = min(header["offsets"].values())
+    return {k: v for k, v in header.items() if k not in ("sealedNs", "headerCrc")}, raw[start:]
+
+
+@pytest.mark.parametrize("piece", [5, 1 << 18])
+def test_the_streamed_delta_writes_the_whole_deltas_file(
+        fresh: tuple[Path, MemoryIndex], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        piece: int) -> None:
+    """After files changed, added and deleted, the delta a sync streams (old postings a piece at
+    a time; pieces of 5 postings split terms and merge changed rows across their edges) is the
+    file the in-memory delta writes: header, checksums, every array; and the sync's own file."""
+    ws, idx = fresh
+    monkeypatch.setattr(postings, "STREAM_POSTINGS", piece)
+    before = tmp_path / "before.sqlite"  # the previous file, kept: the sync replaces it
+    shutil.copy(postings.sidecar_path(idx.store.path), postings.sidecar_path(before))
+    mem = ws / "memory"
+    (mem / "2026-02-01-n0.md").unlink()
+    (mem / "2026-02-05-n4.md").unlink()
+    (mem / "2026-02-02-n1.md").write_text("# n1\n\nbrandnew zebra server camping\n",
+                                          encoding="utf-8")
+    (mem / "2026-03-01-extra.md").write_text("# extra\n\nzebra_crossing 斑马线 topic7 aardvark "
+                                             "backup backup\n", encoding="utf-8")
+    idx.sync()
+    store = idx.store
+    stamp = postings.vectors.stamp_of(store.get_meta())
+    old = postings.load(before)
+    assert old is not None
+    got = postings.build_delta(store.db, old)
+    assert got is not None and got[4].rowids.size != old.n
+    terms, ptr, rows, tfs, cur, doclen = got
+    whole, streamed = tmp_path / "whole.sqlite", tmp_path / "streamed.sqlite"
+    postings.write(whole, stamp, old.spec, terms, ptr, rows, tfs, cur.rowids, cur.ids,
+                   cur.sources, doclen)
+    assert postings.write_delta(store.db, old, streamed, stamp)
+    want = _file_parts(postings.sidecar_path(whole))
+    assert _file_parts(postings.sidecar_path(streamed)) == want
+    assert _file_parts(postings.sidecar_path(store.path)) == want  # the sync streamed it too
+    assert "aardvark" in terms and "aardvark" not in old.terms  # a term new to the index
+    side = postings.load(streamed, stamp)
+    assert side is not None and side.intact()
+    for q in [*_queries()[:30], "zebra brandnew aardvark", "斑马", "zebra_crossing"]:
+        match = or_fts_query(q)
+        assert match
+        want_rows = reads.match_rows(store, match, [], 50, table=TABLE)
+        assert side.ranked(store, TABLE, match.split(" OR "), 50, None) == want_rows, q
+
+
+@pytest.mark.parametrize("key", ["rows", "tfs"])
+def test_a_damaged_previous_file_is_not_streamed_into_the_next(
+        fresh: tuple[Path, MemoryIndex], tmp_path: Path, key: str) -> None:
+    """A block of the previous postings that fails its checksum (read only by the streamed
+    delta, not at load) stops the delta before anything is renamed: no temp file is left and
+    the file stays as it was; the sync then reads FTS5 whole (a full read drops a term no row
+    has any more, which a delta keeps)."""
+    ws, idx = fresh
+    gone = ws / "memory" / "2026-03-04-wombat.md"
+    gone.write_text("# wombat\n\nwombat server\n", encoding="utf-8")
+    idx.sync()
+    path = postings.sidecar_path(idx.store.path)
+    old = postings.load(idx.store.path)
+    assert old is not None and old.checks is not None and "wombat" in old.terms
+    raw = bytearray(path.read_bytes())
+    raw[old.checks.offsets[key] + old.checks.sizes[key] - 1] ^= 0x01  # its last block
+    path.write_bytes(bytes(raw))
+    old = postings.load(idx.store.path)
+    assert old is not None  # the per-row arrays, terms and pointers still check
+    with pytest.raises(postings.SidecarDamaged):
+        postings.write_delta(idx.store.db, old, idx.store.path, old.stamp)
+    assert path.read_bytes() == bytes(raw)
+    assert [p.name for p in path.parent.iterdir() if ".tmp" in p.name] == []
+    del old
+    gone.unlink()
+    idx.sync()
+    store = idx.store
+    terms, ptr, rows, tfs, cur, doclen = postings.build_full(store.db)
+    assert "wombat" not in terms
+    stamp = postings.vectors.stamp_of(store.get_meta())
+    postings.write(tmp_path / "full.sqlite", stamp, postings.tokenizer_spec(store.db), terms,
+                   ptr, rows, tfs, cur.rowids, cur.ids, cur.sources, doclen)
+    assert (_file_parts(postings.sidecar_path(store.path))
+            == _file_parts(postings.sidecar_path(tmp_path / "full.sqlite")))

@@ -19,8 +19,9 @@ exactly minus that one-phrase query's ``bm25``, because the IDF depends only on 
 
 The sidecar is stamped like the vector one (the index meta's ``builtAt`` and ``generation``); a
 stale or missing sidecar is not used and the search runs the FTS5 query as before. A sync that
-changed a few rows updates the previous sidecar (the new rows' tokens come from an in-memory
-FTS5 table with the same tokenizer); a new or mostly changed index is read from FTS5 whole.
+changed a few rows updates the previous sidecar, streamed a piece at a time (the new rows'
+tokens come from an in-memory FTS5 table with the same tokenizer); a new or mostly changed index
+is read from FTS5 whole.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import os
 import re
 import threading
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,8 +41,10 @@ from .. import vectors
 from ..common.indexfiles import IndexFiles
 from ..common.locations import env_int
 from ..common.sidecar import (
+    BlockReader,
     Checks,
     SidecarDamaged,
+    StreamWriter,
     id_column,
     ids_at,
     open_mapped,
@@ -286,38 +289,47 @@ def load(db_path: Path, stamp: str | None = None) -> Postings | None:
     return p
 
 
-def _verified(p: Postings | None) -> Postings | None:
-    """``p`` if every block of it checks, else ``None`` (what a delta is built on: damage
-    must not be carried into the next file under fresh checksums)."""
-    try:
-        if p is not None and p.checks is not None:
-            p.checks.verify_all()
-    except SidecarDamaged:
-        return None
-    return p
+def _tf_type(tf_max: int) -> str:
+    return "<u2" if tf_max < 65536 else "<u4"
 
 
-def write(db_path: Path, stamp: str, spec: str, terms: Sequence[str], ptr: np.ndarray,
-          rows: np.ndarray, tfs: np.ndarray, rowids: np.ndarray, ids: Sequence[bytes],
-          sources: Sequence[str], doclen: np.ndarray) -> Postings | None:
-    """Write the sidecar atomically (temp file + rename); returns it loaded."""
+def _layout(stamp: str, spec: str, terms: Sequence[str], ptr: np.ndarray, tf_type: str,
+            rowids: np.ndarray, ids: Sequence[bytes] | np.ndarray, sources: Sequence[str],
+            doclen: np.ndarray) -> tuple[dict[str, Any], dict[str, bytes], dict[str, bytes]]:
+    """The header and every array but the postings' ``rows`` and ``tfs``, which go between
+    the two dicts returned (``terms``, ``ptr`` | ``rowids``, ``ids``, ``codes``, ``doclen``)."""
     if any("\0" in t for t in terms):
         raise ValueError("a term holds NUL, the sidecar's separator")
-    n = len(ids)
     names, codes = source_codes(sources)
-    w, id_bytes = id_column(ids)
-    tf_type = "<u2" if not tfs.size or int(tfs.max()) < 65536 else "<u4"
-    header = {"stamp": stamp, "spec": spec, "rows": n, "idWidth": w, "sources": names,
+    if isinstance(ids, np.ndarray):  # already the column: :func:`id_column`'s bytes
+        w, id_bytes = (ids.itemsize, ids.tobytes()) if ids.size else (0, b"")
+    else:
+        w, id_bytes = id_column(ids)
+    header = {"stamp": stamp, "spec": spec, "rows": len(ids), "idWidth": w, "sources": names,
               "tfType": tf_type, "totalTokens": int(np.sum(doclen, dtype=np.int64))}
-    write_file(sidecar_path(db_path), MAGIC, header, {
+    return header, {
         "terms": "\0".join(terms).encode("utf-8"),
         "ptr": np.ascontiguousarray(ptr, "<i8").tobytes(),
-        "rows": np.ascontiguousarray(rows, "<i4").tobytes(),
-        "tfs": np.ascontiguousarray(tfs, tf_type).tobytes(),
+    }, {
         "rowids": np.ascontiguousarray(rowids, "<i8").tobytes(),
         "ids": id_bytes,
         "codes": codes.tobytes(),
         "doclen": np.ascontiguousarray(doclen, "<i4").tobytes(),
+    }
+
+
+def write(db_path: Path, stamp: str, spec: str, terms: Sequence[str], ptr: np.ndarray,
+          rows: np.ndarray, tfs: np.ndarray, rowids: np.ndarray,
+          ids: Sequence[bytes] | np.ndarray, sources: Sequence[str], doclen: np.ndarray
+          ) -> Postings | None:
+    """Write the sidecar atomically (temp file + rename); returns it loaded."""
+    tf_type = _tf_type(int(tfs.max()) if tfs.size else 0)
+    header, head, tail = _layout(stamp, spec, terms, ptr, tf_type, rowids, ids, sources, doclen)
+    write_file(sidecar_path(db_path), MAGIC, header, {
+        **head,
+        "rows": np.ascontiguousarray(rows, "<i4").tobytes(),
+        "tfs": np.ascontiguousarray(tfs, tf_type).tobytes(),
+        **tail,
     })
     return load(db_path, stamp)
 
@@ -328,14 +340,24 @@ def write(db_path: Path, stamp: str, spec: str, terms: Sequence[str], ptr: np.nd
 @dataclass
 class _Rows:
     rowids: np.ndarray
-    ids: list[bytes]
+    ids: np.ndarray  # fixed-width ASCII, as wide as the widest id
     sources: list[str]
 
 
 def _current_rows(db: Any, table: str) -> _Rows:
-    got = db.execute(f"SELECT rowid, id, source FROM {table} ORDER BY rowid").fetchall()
-    return _Rows(np.fromiter((r[0] for r in got), np.int64, len(got)),
-                 [r[1].encode("ascii") for r in got], [r[2] for r in got])
+    # a batch at a time into columns, not fetchall: no list of N tuples nor of N id objects
+    # (~180 B a row, 38 MiB at 133k rows); numpy widens the id column to the widest batch's
+    rowids: list[np.ndarray] = []
+    ids: list[np.ndarray] = []
+    sources: list[str] = []
+    names: dict[str, str] = {}  # one string per source, not one per row
+    got = db.execute(f"SELECT rowid, id, source FROM {table} ORDER BY rowid")
+    while batch := got.fetchmany(8192):
+        rowids.append(np.fromiter((r[0] for r in batch), np.int64, len(batch)))
+        ids.append(np.array([r[1].encode("ascii") for r in batch], np.bytes_))
+        sources.extend(names.setdefault(r[2], r[2]) for r in batch)
+    return _Rows(np.concatenate(rowids) if rowids else np.zeros(0, np.int64),
+                 np.concatenate(ids) if ids else np.zeros(0, "S1"), sources)
 
 
 def _runs(docs: np.ndarray, starts_of_terms: np.ndarray) -> tuple[np.ndarray, np.ndarray,
@@ -438,19 +460,19 @@ def _delta_postings(spec: str, texts: Sequence[str], positions: np.ndarray
             np.asarray([len(t) for t in per_row], np.int64))
 
 
-def build_delta(db: Any, old: Postings, table: str = TABLE
-                ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, _Rows,
-                           np.ndarray] | None:
-    """``old`` brought up to the table's current rows: kept rows keep their postings, rows
-    gone lose them, new or changed rows (by ``(rowid, id)``) are tokenized afresh. ``None``
-    when that would touch more than a quarter of the rows (a full read is then as fast)."""
+def _changed_rows(db: Any, old: Postings, table: str
+                  ) -> tuple[_Rows, np.ndarray, np.ndarray, list[str]] | None:
+    """The table's current rows, which of them ``old`` holds (by ``(rowid, id)``), the others'
+    positions and texts, in one read transaction; ``None`` when those are more than a quarter
+    of the rows (a full read is then as fast)."""
     db.execute("BEGIN")
     try:
         cur = _current_rows(db, table)
-        old_pairs = dict(zip(old.rowids.tolist(), np.asarray(old.ids).tolist(), strict=True))
-        keep_new = np.fromiter((old_pairs.get(r) == i for r, i in
-                                zip(cur.rowids.tolist(), cur.ids, strict=True)),
-                               bool, cur.rowids.size)
+        keep_new = np.zeros(cur.rowids.size, bool)
+        if old.n and cur.rowids.size:  # same rowid, same id: compared as columns, no dict
+            at = np.minimum(np.searchsorted(old.rowids, cur.rowids), old.n - 1)
+            keep_new = (np.asarray(old.rowids)[at] == cur.rowids) & (
+                np.asarray(old.ids)[at] == cur.ids)
         added = np.flatnonzero(~keep_new)
         if added.size > max(1000, cur.rowids.size // 4):
             return None
@@ -463,12 +485,40 @@ def build_delta(db: Any, old: Postings, table: str = TABLE
             texts.extend(got.get(r) or "" for r in part)
     finally:
         db.execute("COMMIT")
-    n, n_old = cur.rowids.size, old.n
-    # old rows still present, and where they go among the new rows
-    kept_rowids = cur.rowids[keep_new]
-    old_pos = np.searchsorted(old.rowids, kept_rowids)
-    new_of_old = np.full(n_old, -1, np.int32)
+    return cur, keep_new, added, texts
+
+
+def _kept_positions(old: Postings, cur: _Rows, keep_new: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Where each old row is among the new rows (-1: gone), and the old row of each kept one."""
+    old_pos = np.searchsorted(old.rowids, cur.rowids[keep_new])
+    new_of_old = np.full(old.n, -1, np.int32)
     new_of_old[old_pos] = np.flatnonzero(keep_new)
+    return new_of_old, old_pos
+
+
+def _new_doclen(old: Postings, n: int, keep_new: np.ndarray, old_pos: np.ndarray,
+                added: np.ndarray, d_len: np.ndarray) -> np.ndarray:
+    doclen = np.zeros(n, np.int32)
+    doclen[keep_new] = np.asarray(old.doclen)[old_pos]
+    doclen[added] = d_len
+    return doclen
+
+
+def build_delta(db: Any, old: Postings, table: str = TABLE
+                ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, _Rows,
+                           np.ndarray] | None:
+    """``old`` brought up to the table's current rows, in memory: kept rows keep their
+    postings, rows gone lose them, new or changed rows (by ``(rowid, id)``) are tokenized
+    afresh. ``None`` when that would touch more than a quarter of the rows. A sync streams the
+    same file instead (:func:`write_delta`: no array of all the postings in memory); this
+    whole form is what the tests check that stream against."""
+    got = _changed_rows(db, old, table)
+    if got is None:
+        return None
+    cur, keep_new, added, texts = got
+    n = cur.rowids.size
+    new_of_old, old_pos = _kept_positions(old, cur, keep_new)
     o_rows = new_of_old[old.rows]  # int32, one per old posting; -1: the row is gone
     live = o_rows >= 0
     # postings each old term keeps: its count less those of rows gone (few: no pass over all)
@@ -500,10 +550,113 @@ def build_delta(db: Any, old: Postings, table: str = TABLE
     np.add.at(counts, d_term, 1)
     ptr = np.concatenate([[0], np.cumsum(counts)])
     # a term no row has any more keeps an empty range: harmless, dropped at the next full read
-    doclen = np.zeros(n, np.int32)
-    doclen[keep_new] = np.asarray(old.doclen)[old_pos]
-    doclen[added] = d_len
+    doclen = _new_doclen(old, n, keep_new, old_pos, added, d_len)
     return terms, ptr, rows, tfs, cur, doclen
+
+
+#: Old postings read, mapped and written per piece by :func:`write_delta` (1 MiB of rows).
+STREAM_POSTINGS = 1 << 18
+
+
+def _pieces(total: int) -> Iterator[tuple[int, int]]:
+    for a in range(0, total, STREAM_POSTINGS):
+        yield a, min(total, a + STREAM_POSTINGS)
+
+
+def _term_of(o_ptr: np.ndarray, a: int, b: int) -> np.ndarray:
+    """The (old) term of each posting ``[a, b)``."""
+    t0 = int(np.searchsorted(o_ptr, a, side="right")) - 1
+    t1 = int(np.searchsorted(o_ptr, b - 1, side="right"))
+    bounds = np.clip(o_ptr[t0 : t1 + 1], a, b)
+    return np.repeat(np.arange(t0, t1, dtype=np.int64), np.diff(bounds))
+
+
+def write_delta(db: Any, old: Postings, db_path: Path, stamp: str, table: str = TABLE) -> bool:
+    """Write ``old`` brought up to the table's current rows, the file :func:`build_delta` +
+    :func:`write` would write, byte for byte, but streamed (:class:`StreamWriter`): the old
+    postings are read a piece at a time through a file handle (not the mapping: the pages do
+    not stay in the process), each block checked against its checksum, the kept ones mapped to
+    their new rows and the changed rows' merged in by ``(term, row)``, so no array of all the
+    postings is ever whole in memory (they were ~6 bytes a posting, three times over: 346 MiB
+    at 133k chunks). ``False`` (nothing written) when a delta would touch more than a quarter
+    of the rows; :class:`SidecarDamaged` (nothing written: the temp is removed) when a block of
+    ``old`` fails, so damage is never carried over under fresh checksums."""
+    got = _changed_rows(db, old, table)
+    if got is None or old.checks is None:
+        return False
+    cur, keep_new, added, texts = got
+    n = cur.rowids.size
+    new_of_old, old_pos = _kept_positions(old, cur, keep_new)
+    o_ptr = np.asarray(old.ptr, np.int64)
+    d_terms, d_rows, d_tfs, d_len = _delta_postings(old.spec, texts, added)
+    terms = sorted(set(old.terms).union(d_terms)) if d_terms else list(old.terms)
+    # each old term's index among ``terms``: itself plus the new terms before it
+    fresh = [bisect_left(old.terms, t) for t in sorted(set(d_terms).difference(old.terms))]
+    ix = np.arange(len(old.terms), dtype=np.int64)
+    new_ix = ix + np.searchsorted(np.asarray(fresh, np.int64), ix, side="right")
+    d_term = np.fromiter((bisect_left(terms, t) for t in d_terms), np.int64, len(d_terms))
+    rows_in, tfs_in = BlockReader.open(old.checks, "rows"), BlockReader.open(old.checks, "tfs")
+    try:
+        if rows_in is None or tfs_in is None:
+            return False  # the file was replaced since it was mapped: read afresh
+        old_tf = np.dtype(old.tfs.dtype)  # the header's, little-endian
+        # first pass: the postings of rows gone, per term (the file's sizes come first)
+        gone = np.zeros(len(old.terms), np.int64)
+        tf_max = int(d_tfs.max()) if d_tfs.size else 0
+        for a, b in _pieces(int(o_ptr[-1])):
+            live = new_of_old[np.frombuffer(rows_in.read(4 * a, 4 * b), "<i4")] >= 0
+            if not live.all():
+                gone += np.bincount(_term_of(o_ptr, a, b)[~live], minlength=len(old.terms))
+            if old_tf.itemsize > 2:  # only then can a kept tf be ≥ 65536
+                tf = np.frombuffer(tfs_in.read(old_tf.itemsize * a, old_tf.itemsize * b), old_tf)
+                tf_max = max(tf_max, int(tf[live].max(initial=0)))
+        counts = np.zeros(len(terms), np.int64)
+        counts[new_ix] = np.diff(o_ptr) - gone
+        np.add.at(counts, d_term, 1)
+        ptr = np.concatenate([[0], np.cumsum(counts)])
+        tf_type = _tf_type(tf_max)
+        doclen = _new_doclen(old, n, keep_new, old_pos, added, d_len)
+        header, head, tail = _layout(stamp, old.spec, terms, ptr, tf_type, cur.rowids, cur.ids,
+                                     cur.sources, doclen)
+        total = int(ptr[-1])
+        sizes = {**{k: len(v) for k, v in head.items()}, "rows": 4 * total,
+                 "tfs": np.dtype(tf_type).itemsize * total, **{k: len(v) for k, v in tail.items()}}
+        d_key = d_term * n + d_rows  # the merge order: by term, then row
+        d_rows32, d_tfs = d_rows.astype("<i4"), d_tfs.astype(tf_type)
+        with StreamWriter(sidecar_path(db_path), MAGIC, header, sizes) as out:
+            for k, v in head.items():
+                out.put(k, v)
+            d0 = 0
+            for a, b in _pieces(int(o_ptr[-1])):
+                rows = new_of_old[np.frombuffer(rows_in.read(4 * a, 4 * b), "<i4")]
+                tfs = np.frombuffer(tfs_in.read(old_tf.itemsize * a, old_tf.itemsize * b),
+                                    old_tf).astype(tf_type)
+                live = rows >= 0
+                some_gone = not live.all()
+                if some_gone:
+                    rows, tfs = rows[live], tfs[live]
+                if d0 < d_key.size and rows.size:
+                    term = new_ix[_term_of(o_ptr, a, b)]
+                    key = (term[live] if some_gone else term) * n + rows
+                    d1 = int(np.searchsorted(d_key, key[-1]))
+                    at = np.searchsorted(key, d_key[d0:d1])
+                    rows = np.insert(rows, at, d_rows32[d0:d1])
+                    tfs = np.insert(tfs, at, d_tfs[d0:d1])
+                    d0 = d1
+                out.put("rows", rows.astype("<i4", copy=False).data)
+                out.put("tfs", tfs.data)
+            out.put("rows", d_rows32[d0:].data)  # the changed rows' postings after the last kept
+            out.put("tfs", d_tfs[d0:].data)
+            for k, v in tail.items():
+                out.put(k, v)
+            rows_in.close()  # before the rename: no handle left on the file it replaces
+            tfs_in.close()
+            out.commit()
+    finally:
+        for r in (rows_in, tfs_in):
+            if r is not None:
+                r.close()
+    return True
 
 
 def refresh(store: Store, *, force_full: bool = False,
@@ -531,19 +684,20 @@ def refresh(store: Store, *, force_full: bool = False,
         current = load(store.path, stamp)
         if current is not None and current.intact():
             return "fresh"  # the common no-op sync: the stamp matches, the file is good
-    old = _verified(load(store.path))  # a damaged one is not updated: read afresh
     spec = tokenizer_spec(store.db)
     if progress is not None:
         progress("keyword postings", 0, n_rows)
-    got = None
-    if old is not None and old.spec == spec and not force_full:
-        got = build_delta(store.db, old)
-    how = "delta" if got is not None else "full"
-    if got is None:
-        got = build_full(store.db)
-    terms, ptr, rows, tfs, cur, doclen = got
-    write(store.path, stamp, spec, terms, ptr, rows, tfs, cur.rowids, cur.ids, cur.sources,
-          doclen)
+    how = "full"
+    old = None if force_full else load(store.path)  # its postings checked as they are read
+    if old is not None and old.spec == spec:
+        with contextlib.suppress(SidecarDamaged):  # a damaged one is not updated: read afresh
+            if write_delta(store.db, old, store.path, stamp):
+                how = "delta"
+    del old
+    if how == "full":
+        terms, ptr, rows, tfs, cur, doclen = build_full(store.db)
+        write(store.path, stamp, spec, terms, ptr, rows, tfs, cur.rowids, cur.ids,
+              cur.sources, doclen)
     if progress is not None:
         progress("keyword postings", n_rows, n_rows)
     return how
