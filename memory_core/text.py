@@ -129,8 +129,11 @@ def estimate_tokens(text: str) -> int:
 
 def truncate_utf16(text: str, max_units: int) -> str:
     """Cut ``text`` to at most ``max_units`` UTF-16 units without splitting a surrogate pair."""
-    if not has_astral(text):  # one unit per character: a plain slice
-        return text[:max_units]
+    head = text[:max_units]
+    # only these characters can be kept: without an astral one among them they are the first
+    # ``max_units`` units (not searching a whole chunk for one was a snippet's main cost)
+    if max_units >= 0 and (head.isascii() or not has_astral(head)):
+        return head
     if utf16_len(text) <= max_units:
         return text
     units = to_units(text)[:max_units]
