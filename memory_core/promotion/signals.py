@@ -139,16 +139,8 @@ def record_search(index: MemoryIndex, query: str, hits: Sequence[Hit], *,
     Only hits with source ``memory`` on dated diaries count, and snippets carrying dreaming
     output are skipped. A state-store failure never fails the search: it is a warning.
     """
-    if not query.strip():
-        return 0
-    signals = search_signals(index, hits)
-    if not signals:
-        return 0
-    try:
-        return record_signals(index, signals, query=query.strip(), kind="recall", now=now)
-    except (StateError, PromotionError, OSError) as e:
-        warnings.warn(f"recall signals not recorded: {e}", RuntimeWarning, stacklevel=2)
-        return 0
+    with BatchRecorder(index) as record:  # a batch of one: the same rows, one connection
+        return record(query, hits, now=now)
 
 
 def recall_recorder(index: MemoryIndex) -> Callable[[str, Sequence[Hit]], None]:
