@@ -147,10 +147,9 @@ def _doc_counts(store: Store, table: str, phrases: Sequence[str]) -> list[int]:
             side = None
     if side is None:
         return reads.doc_counts(store, table, phrases)
-    texts = [p[1:-1] if len(p) >= 2 and p[0] == p[-1] == '"' else p for p in phrases]
     counts: list[int | None] = []
     try:
-        for toks in postings.tokenize(side.spec, texts):
+        for toks in side.phrase_tokens(phrases):
             counts.append(int(side.term_rows(toks[0])[0].size) if len(toks) == 1 else None)
     except (OperationalError, IndexError, ValueError):  # a damaged sidecar: FTS5 counts
         return reads.doc_counts(store, table, phrases)

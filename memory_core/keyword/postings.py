@@ -205,6 +205,11 @@ class Postings:
             self._norm = K1 * ((1 - B) + (B * d) / avgdl)
         return self._norm
 
+    def phrase_tokens(self, phrases: Sequence[str]) -> list[list[str]]:
+        """Each phrase of a MATCH (``"tok"`` strings) as this sidecar's tokenizer splits it."""
+        return tokenize(self.spec, [p[1:-1] if len(p) >= 2 and p[0] == p[-1] == '"' else p
+                                    for p in phrases])
+
     def ranked(self, store: Store, table: str, phrases: Sequence[str], pool: int,
                sources: Sequence[str] | None = None) -> list[tuple[str, float]] | None:
         """The top ``pool`` ``(id, bm25)`` of the OR of ``phrases`` (``"tok"`` strings, as in
@@ -213,8 +218,7 @@ class Postings:
         n = self.n
         if n == 0 or pool <= 0:
             return []
-        texts = [p[1:-1] if len(p) >= 2 and p[0] == p[-1] == '"' else p for p in phrases]
-        toks = tokenize(self.spec, texts)
+        toks = self.phrase_tokens(phrases)
         if any(not t for t in toks):
             return None
         score = np.zeros(n, np.float64)
