@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import vectors
+from . import browse, vectors
 from .common.synclock import DEFAULT_WAIT_S, SyncLockTimeout, sync_lock
 from .config import (
     MemoryConfig,
@@ -143,6 +143,9 @@ class MemoryIndex:
         self.fallback: dict[str, str] | None = None
         #: False: searches never sync (a live layer syncs in the background, §4.2 onSearch).
         self.auto_sync = True
+        #: True: open the index file read-only and never sync it (a viewer of an index that
+        #: another process owns, e.g. the workbench's ``$MEMORY_WORKBENCH_READONLY``).
+        self.readonly = False
         #: Why the last search answered without syncing first (another process was syncing).
         self.sync_skipped: str | None = None
         self._batch_loaded = False
@@ -194,7 +197,8 @@ class MemoryIndex:
             self.close()  # replaced by a rename (a destroyed index rebuilt): read the new file
         if self._store is None:
             guard_index_path(self.store_path, self.workspace, self.config)
-            self._store = Store(self.store_path, self.config.store.busy_timeout_ms)
+            self._store = Store(self.store_path, self.config.store.busy_timeout_ms,
+                                readonly=self.readonly)
         return self._store
 
     @property
@@ -267,6 +271,8 @@ class MemoryIndex:
             if progress is not None:
                 progress(WAIT_STAGE, int(waited), int(min(bound, 10**9)))
 
+        if self.readonly:
+            raise StoreError(f"index {self.store_path} is open read-only: not synced")
         # before the lock file is made beside it: a user's file gets no company either
         guard_index_path(self.store_path, self.workspace, self.config)
         try:
@@ -345,7 +351,7 @@ class MemoryIndex:
         If another process is syncing right now and an index exists, do not wait for it:
         answer from the last committed state (the reference's search never waits, §4.2).
         """
-        if self._synced or not self.auto_sync:
+        if self._synced or not self.auto_sync or self.readonly:
             return
         try:
             self.sync(lock_wait_s=0 if self.store_path.exists() else DEFAULT_WAIT_S)
@@ -539,6 +545,28 @@ class MemoryIndex:
         """Chunks per file and how many contain ``needle`` (case-folded), without loading them."""
         with self._lock:
             return self._open_store().chunk_counts(needle)
+
+    def file_page(self, source: str | None = None, offset: int = 0, limit: int = 200,
+                  paths: Sequence[str] | None = None) -> browse.FilePage:
+        """One page of the files (:func:`memory_core.browse.file_page`): never all 100k."""
+        with self._lock:
+            return browse.file_page(self._open_store(), source, offset, limit, paths)
+
+    def text_matches(self, needle: str, progress: browse.ScanProgress | None = None
+                     ) -> dict[str, tuple[str, int, int]]:
+        """Files whose chunks contain ``needle`` (:func:`memory_core.browse.text_matches`)."""
+        with self._lock:
+            return browse.text_matches(self._open_store(), needle, progress)
+
+    def embedding_sample(self, max_points: int, seed: int = 0) -> browse.EmbeddingSample:
+        """A fixed sample of the embeddings (:func:`memory_core.browse.embedding_sample`)."""
+        with self._lock:
+            return browse.embedding_sample(self._open_store(), max_points, seed)
+
+    def embeddings_of(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored embeddings of ``ids`` (those that have one)."""
+        with self._lock:
+            return browse.embeddings_of(self._open_store(), ids)
 
     def embeddings(self, sources: Sequence[str] | None = None) -> tuple[list[str], np.ndarray]:
         with self._lock:
