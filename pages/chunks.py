@@ -17,40 +17,46 @@ idx = state.ensure_indexed(key)
 live.refresh(key)  # a sync or rebuild by another process since the last run: read the new index
 st.caption(key.label())
 
-files = idx.files()
-if not files:
+known = idx.file_page(limit=0).sources  # files per source: one GROUP BY, never every file
+if not known:
     st.info("No files are indexed in this workspace.")
     st.stop()
 needle = st.text_input("Filter chunks by text", key="chunks_filter",
                        placeholder="e.g. PgBouncer, 连接池 (case-insensitive)")
-# counts by SQL, not by loading every chunk (100k chunks: the page stays instant)
-counts = idx.chunk_counts(needle or None)
-per_file = {p: n for p, (n, _) in counts.items()}
-matches = {p: m for p, (_, m) in counts.items() if m} if needle else {}
+matches: dict[str, tuple[str, int, int]] = {}
+if needle:  # a scan of every chunk's text: progress shown, then remembered per needle
+    bar, progress = state.progress_bar("Searching the chunks' text")
+    matches = chunkview.text_matches(idx, needle, lambda done, total: progress(
+        "chunks", done, total))
+    bar.empty()
 
 left, right = st.columns([1.35, 2.4], gap="large")
 with left:
-    sources = sorted({f.source for f in files})
-    source = st.radio("Source", ["all", *sources], key="chunks_source", horizontal=True)
-    shown = [f for f in files if (source == "all" or f.source == source)
-             and (not needle or f.path in matches)]
+    source = st.radio("Source", ["all", *known], key="chunks_source", horizontal=True)
+    kept = (sorted((s_, p) for p, (s_, _, _) in matches.items()
+                   if source == "all" or s_ == source) if needle else None)
+    total = len(kept) if kept is not None else (
+        known.get(source, 0) if source != "all" else sum(known.values()))
     if needle:
-        st.caption(f"{sum(matches.values())} chunk(s) in {len(matches)} file(s) contain "
-                   f"“{needle}”.")
-    if not shown:
+        st.caption(f"{sum(m for _, _, m in matches.values())} chunk(s) in {len(matches)} "
+                   f"file(s) contain “{needle}”.")
+    if not total:
         st.warning("No file matches.")
         st.stop()
-    if len(shown) > FILES_PER_PAGE:  # a page of files at a time: never 10k rows to the browser
-        pages = (len(shown) + FILES_PER_PAGE - 1) // FILES_PER_PAGE
+    page = 1
+    if total > FILES_PER_PAGE:  # a page of files at a time: never 10k rows to the browser
+        pages = (total + FILES_PER_PAGE - 1) // FILES_PER_PAGE
         if not 1 <= st.session_state.get("chunks_page", 1) <= pages:  # the filter shrank it
             st.session_state["chunks_page"] = 1
-        page = int(st.number_input(f"Page (of {pages}, {len(shown)} files)", min_value=1,
+        page = int(st.number_input(f"Page (of {pages}, {total} files)", min_value=1,
                                    max_value=pages, value=1, step=1, key="chunks_page"))
-        shown = shown[(page - 1) * FILES_PER_PAGE : page * FILES_PER_PAGE]
+    listing = idx.file_page(None if source == "all" else source, (page - 1) * FILES_PER_PAGE,
+                            FILES_PER_PAGE, [p for _, p in kept] if kept is not None else None)
+    shown, per_file = listing.files, listing.chunks
     table = pd.DataFrame([{
         **({"source": f.source} if source == "all" else {}), "path": f.path,
         "chunks": per_file.get(f.path, 0),
-        **({"matches": matches.get(f.path, 0)} if needle else {}),
+        **({"matches": matches[f.path][2]} if needle else {}),
         **({"bad lines": f.bad_lines} if any(x.bad_lines for x in shown) else {}),
     } for f in shown])
     st.dataframe(table, hide_index=True, width="stretch", height=min(420, 38 + 35 * len(shown)),

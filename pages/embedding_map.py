@@ -19,13 +19,14 @@ st.title("Embedding map")
 idx = state.ensure_indexed(key)
 st.caption(key.label())
 
-points = mapdata.load_points(idx, mapdata.MAX_POINTS)
+with st.spinner("Reading a sample of the embeddings…"):  # once per index generation
+    points = mapdata.cached_points(idx, mapdata.MAX_POINTS)
 if len(points) == 0:
     st.info("This index has no embeddings (keyword-only, provider “none”). Pick an embedding "
             "provider in the sidebar to see the map.")
     st.stop()
 ids, matrix, fp = points.ids, points.matrix, points.fingerprint
-info, pos = points.info, points.position
+info, pos = points.info.copy(), points.position  # shared by all sessions: colourings add columns
 
 c1, c2, c3, c4, c5 = st.columns([1.2, 0.6, 1.1, 1.3, 1.3])
 method = c1.radio("Projection", ["UMAP", "PCA"], key="map_method", horizontal=True,
@@ -142,9 +143,10 @@ def _xyz(sel: np.ndarray) -> dict[str, Any]:
     return out
 
 
-def _custom(sel: np.ndarray) -> list[list[str]]:
-    return [[info.at[i, "id"], f"{info.at[i, 'path']}#{info.at[i, 'lines']}",
-             charts.wrap(info.at[i, "snippet"], 60, 6)] for i in sel]
+def _custom(sel: np.ndarray, extra: list[str] | None = None) -> np.ndarray:
+    """The points' [id, citation, hover] (made once per map), with an extra column."""
+    got = points.custom[np.asarray(sel, dtype=np.int64)]
+    return got if extra is None else np.column_stack([got, np.array(extra, dtype=object)])
 
 
 size = 6 if dims == 3 else (5 if big else 9)
@@ -155,7 +157,7 @@ if colour == "similarity to query" and qvec is not None:
         **_xyz(allpts), mode="markers", name="cosine to the query",
         marker={"size": size, "color": sims, "colorscale": "Viridis", "opacity": 0.85,
                 "colorbar": {"title": "cosine"}, "showscale": True},
-        customdata=[[*cd, f"{v:.3f}"] for cd, v in zip(_custom(allpts), sims, strict=True)],
+        customdata=_custom(allpts, [f"{v:.3f}" for v in sims]),
         hovertemplate="<b>%{customdata[1]}</b> · cosine %{customdata[3]}<br>"
                       "%{customdata[2]}<extra></extra>"))
 else:
@@ -252,8 +254,7 @@ if term_near:
         **_xyz(near), mode="markers", name=f"near “{term.strip()[:20]}”",
         marker={"size": size + 8, "color": "rgba(0,0,0,0)", "symbol": "circle-open"
                 if dims == 3 else "circle", "line": {"color": "#FB0D0D", "width": 2}},
-        customdata=[[*cd, f"{c:.3f}"] for cd, (_, c) in zip(_custom(near), term_near,
-                                                              strict=True)],
+        customdata=_custom(near, [f"{c:.3f}" for _, c in term_near]),
         hovertemplate="<b>%{customdata[1]}</b> · cosine %{customdata[3]}<br>%{customdata[2]}"
                       "<extra></extra>"))
 if qpoint is not None:

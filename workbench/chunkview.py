@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -24,6 +26,32 @@ class SourceLines:
 
     lines: list[str]
     numbers: list[int]
+
+
+_matches_lock = threading.Lock()
+_matches: OrderedDict[tuple[str, int, str], dict[str, tuple[str, int, int]]] = OrderedDict()
+#: Text filters remembered per server process (paging or picking a file must not rescan).
+KEEP_FILTERS = 16
+
+
+def text_matches(idx: MemoryIndex, needle: str,
+                 progress: Callable[[int, int], None] | None = None
+                 ) -> dict[str, tuple[str, int, int]]:
+    """``path → (source, chunks, matching chunks)`` of the files whose chunks contain
+    ``needle`` (:meth:`MemoryIndex.text_matches`: a scan of every chunk, seconds at a million),
+    once per needle and index generation: the filter's pages and files reuse it."""
+    ck = (str(idx.store_path), idx.generation, needle.casefold())
+    with _matches_lock:
+        hit = _matches.get(ck)
+        if hit is not None:
+            _matches.move_to_end(ck)
+            return hit
+    got = idx.text_matches(needle, progress)
+    with _matches_lock:
+        _matches[ck] = got
+        while len(_matches) > KEEP_FILTERS:
+            _matches.popitem(last=False)
+    return got
 
 
 def source_lines(idx: MemoryIndex, path: str) -> SourceLines:

@@ -70,6 +70,8 @@ def watch_disabled(key: IndexKey, idx: MemoryIndex) -> str:
         return "$MEMORY_WORKBENCH_NO_WATCH is set"
     if state.store_overrides(key.workspace) is not None:
         return "read-only data (it never changes)"
+    if idx.readonly:
+        return "opened read-only ($MEMORY_WORKBENCH_READONLY)"
     if not idx.config.watch.enabled:
         return "[watch] enabled = false in the workspace's config"
     return ""

@@ -8,7 +8,9 @@ row *i* of the matrix, of the coordinates and of :attr:`MapPoints.info` is the s
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ from memory_core import MemoryIndex
 from memory_core import evaluation as ev
 from memory_core.evaluation import EvalQuery
 
+from . import charts
 from .maplayers import chunk_kind
 from .projection import chunk_date, fingerprint
 
@@ -34,6 +37,10 @@ MAX_POINTS = 20_000
 WEBGL_ABOVE = 5_000
 
 
+#: Reads the stored embeddings of chunk ids (:meth:`MemoryIndex.embeddings_of`).
+VectorLookup = Callable[[Sequence[str]], dict[str, np.ndarray]]
+
+
 @dataclass
 class MapPoints:
     """The chunks with an embedding: ids, the float32 matrix, a table of what each point is."""
@@ -44,16 +51,21 @@ class MapPoints:
     fingerprint: str
     #: chunks with an embedding before sampling (``len(self)`` when nothing was left out)
     total: int = -1
-    #: every embedding (sampled or not), to place a hit the sample left out
-    all_ids: list[str] = field(default_factory=list)
-    all_matrix: np.ndarray | None = None
+    #: reads any chunk's embedding, to place a hit the sample left out (never the whole matrix)
+    lookup: VectorLookup | None = None
     position: dict[str, int] = field(init=False)
+    #: per point: [id, "path#lines", hover text], an object array (what the map's traces carry)
+    custom: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
         self.position = {cid: i for i, cid in enumerate(self.ids)}
         if self.total < 0:
             self.total = len(self.ids)
-        self._all_position = {cid: i for i, cid in enumerate(self.all_ids)}
+        # once per map, not per rerun: wrapping 20k snippets took seconds on every click
+        lines = 6 if len(self.ids) <= WEBGL_ABOVE else 3  # 20k hovers are sent at each rerun
+        self.custom = np.empty((len(self.ids), 3), dtype=object)
+        for i, r in enumerate(self.info.itertuples(index=False)):
+            self.custom[i] = (r.id, f"{r.path}#{r.lines}", charts.hover_wrap(r.snippet, 60, lines))
 
     @property
     def sampled(self) -> bool:
@@ -64,8 +76,9 @@ class MapPoints:
         """The embedding of any chunk of the index, drawn or not (``None`` if it has none)."""
         if cid in self.position:
             return self.matrix[self.position[cid]]
-        i = self._all_position.get(cid)
-        return None if i is None or self.all_matrix is None else self.all_matrix[i]
+        if not self.sampled or self.lookup is None:
+            return None
+        return self.lookup([cid]).get(cid)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -78,12 +91,10 @@ class MapPoints:
 
 def load_points(idx: MemoryIndex, max_points: int = MAX_POINTS) -> MapPoints:
     """The index's embeddings aligned with their chunk rows (empty for a keyword-only index);
-    above ``max_points``, a seeded uniform sample of them (same sample on every run)."""
-    all_ids, all_matrix = idx.embeddings()
-    ids, matrix = all_ids, all_matrix
-    if len(ids) > max_points:
-        pick = np.sort(np.random.default_rng(0).choice(len(ids), max_points, replace=False))
-        ids, matrix = [ids[i] for i in pick], matrix[pick]
+    above ``max_points``, a seeded uniform sample of them (same sample on every run), read
+    without the other rows' vectors (:meth:`MemoryIndex.embedding_sample`)."""
+    sample = idx.embedding_sample(max_points)
+    ids, matrix = sample.ids, sample.matrix
     # only the drawn chunks' rows: never 133k chunk texts for a 20k-point map
     rows = idx.chunk_rows(ids) if len(ids) else {}
     keep = [i for i, cid in enumerate(ids) if cid in rows]
@@ -97,11 +108,35 @@ def load_points(idx: MemoryIndex, max_points: int = MAX_POINTS) -> MapPoints:
         "date": chunk_date(rows[cid].path),
         "snippet": rows[cid].text,
     } for cid in kept_ids], columns=INFO_COLUMNS)
-    sampled = len(all_ids) > len(ids)
+    sampled = sample.total > len(ids)
     return MapPoints(kept_ids, m, info, fingerprint(kept_ids, int(m.shape[1]) if keep else 0),
-                     total=len(all_ids) if sampled else len(kept_ids),
-                     all_ids=list(all_ids) if sampled else [],
-                     all_matrix=np.asarray(all_matrix, dtype=np.float32) if sampled else None)
+                     total=sample.total if sampled else len(kept_ids),
+                     lookup=idx.embeddings_of if sampled else None)
+
+
+_points_lock = threading.Lock()
+_points: OrderedDict[tuple[str, int, int], MapPoints] = OrderedDict()
+#: Maps kept per server process (one per open index and generation; 20k points are ~40 MB).
+KEEP_MAPS = 2
+
+
+def cached_points(idx: MemoryIndex, max_points: int = MAX_POINTS) -> MapPoints:
+    """:func:`load_points`, once per index generation for the whole server: every rerun of the
+    map (a colour, a slider, a click) reused to re-read 20k rows (and, before the sample was
+    read on its own, every embedding: 7.5 s at 133k chunks). The page copies ``info`` before
+    adding columns to it: the points are shared by every session."""
+    ck = (str(idx.store_path), idx.generation, max_points)
+    with _points_lock:
+        hit = _points.get(ck)
+        if hit is not None:
+            _points.move_to_end(ck)
+            return hit
+    pts = load_points(idx, max_points)
+    with _points_lock:
+        _points[ck] = pts
+        while len(_points) > KEEP_MAPS:
+            _points.popitem(last=False)
+    return pts
 
 
 def selected_ids(event: Any, known: Iterable[str]) -> list[str]:

@@ -13,7 +13,11 @@ Environment variables (used by the tests and the browser test):
 * ``MEMORY_WORKBENCH_PROVIDER``: the default embedding provider (else the workspace's config);
 * ``MEMORY_WORKBENCH_CACHE``: the cache folder (else ``~/.cache/memory-workbench``), where
   indexes of read-only workspaces and embedding-map coordinates live;
-* ``MEMORY_WORKBENCH_DATASETS``: the evaluation data (else ``../shared/datasets``).
+* ``MEMORY_WORKBENCH_DATASETS``: the evaluation data (else ``../shared/datasets``);
+* ``MEMORY_WORKBENCH_READONLY``: open every index read-only and never sync it (a viewer of an
+  index another process owns, e.g. ``benchmarks/bench_pages.py`` on the 1M benchmark index);
+* ``MEMORY_WORKBENCH_OVERRIDES``: config overrides as JSON, over the workspace's own config
+  (e.g. the benchmark's embedding server: ``{"provider": {"base_url": …}}``).
 
 The last two are read by :mod:`memory_core.common.locations`, shared with the evaluator.
 """
@@ -21,6 +25,7 @@ The last two are read by :mod:`memory_core.common.locations`, shared with the ev
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import threading
 from collections import OrderedDict
@@ -111,6 +116,29 @@ def _is_under(path: Path, root: Path) -> bool:
         return False
 
 
+def read_only() -> bool:
+    """``$MEMORY_WORKBENCH_READONLY``: indexes are opened read-only and never synced."""
+    return os.environ.get("MEMORY_WORKBENCH_READONLY", "") not in ("", "0")
+
+
+def env_overrides() -> dict[str, Any]:
+    """``$MEMORY_WORKBENCH_OVERRIDES`` (a JSON object of config sections), or ``{}``."""
+    raw = os.environ.get("MEMORY_WORKBENCH_OVERRIDES", "").strip()
+    if not raw:
+        return {}
+    got = json.loads(raw)
+    if not isinstance(got, dict):
+        raise ValueError("$MEMORY_WORKBENCH_OVERRIDES must be a JSON object")
+    return got
+
+
+def _merged(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any] | None:
+    out = {k: dict(v) if isinstance(v, dict) else v for k, v in (a or {}).items()}
+    for k, v in b.items():
+        out[k] = {**out[k], **v} if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out or None
+
+
 def store_overrides(workspace: str | os.PathLike[str]) -> dict[str, Any] | None:
     """Index store outside ``workspace`` when it is evaluation data or not writable.
 
@@ -160,7 +188,9 @@ def _open(workspace: str, profile: str, provider: str, home: str = "",
                                                         provider=provider or None)
         return idx, _IndexState()
     idx = MemoryIndex.open(workspace, profile=profile, provider=provider or None,
-                           overrides=store_overrides(workspace))
+                           overrides=_merged(store_overrides(workspace), env_overrides()))
+    if read_only():
+        idx.readonly = True
     return idx, _IndexState()
 
 
@@ -348,7 +378,7 @@ def ensure_indexed(key: IndexKey | None = None) -> MemoryIndex:
     """Sync once per server process (cheap when nothing changed), with a progress bar."""
     key = key or current_key()
     idx = open_index(key)
-    if not _state(key).synced:
+    if not _state(key).synced and not idx.readonly:
         bar, progress = progress_bar("Indexing")
         sync_index(key, progress=progress)
         bar.empty()
