@@ -92,7 +92,9 @@ def home() -> None:
     force = c_force.checkbox("Full rebuild", key="home_force",
                              help="Re-chunk and re-embed everything (the embedding cache "
                                   "still saves the model's work).")
-    if c_btn.button("Index now", type="primary", key="home_index"):
+    if c_btn.button("Index now", type="primary", key="home_index", disabled=idx.readonly,
+                    help="Disabled: the index is open read-only ($MEMORY_WORKBENCH_READONLY)."
+                    if idx.readonly else None):
         bar, progress = state.progress_bar("Indexing")
         try:
             report = state.sync_index(key, force=force, progress=progress)

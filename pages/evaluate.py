@@ -194,7 +194,9 @@ def _progress_cb() -> Any:
     return bar, progress
 
 
-if st.button("Run evaluation", type="primary", key="eval_run"):
+ro = run_target is not None and state.open_index(key).readonly  # the evaluator would sync it
+if st.button("Run evaluation", type="primary", key="eval_run", disabled=ro,
+             help="Disabled: the index is open read-only." if ro else None):
     bar, progress = _progress_cb()
     if run_target is not None:
         state.sync_index(key)

@@ -22,8 +22,11 @@ st.title("Promotion")
 idx = state.ensure_indexed(key)
 st.caption(f"{key.label()} — short-term memories (dated diaries) that searches keep recalling "
            "become candidates for the long-term `MEMORY.md`.")
-read_only = state.store_overrides(key.workspace) is not None
-if read_only:
+read_only = state.store_overrides(key.workspace) is not None or idx.readonly
+if idx.readonly:
+    st.info("The index is open read-only ($MEMORY_WORKBENCH_READONLY): candidates can be "
+            "inspected; nothing is recorded, promoted or undone.")
+elif read_only:
     st.info("This workspace is read-only evaluation data: candidates can be inspected, but "
             "nothing is written to its `MEMORY.md`.")
 
@@ -55,7 +58,7 @@ with st.expander("Seed recall signals (replay a query log)", expanded=False):
     mode = r2.radio("Mode", ["repeat", "spread"], key="promo_mode", horizontal=True,
                     help="repeat: the whole log every day; spread: the log once, cut into days.")
     reset = r3.toggle("Forget earlier signals first", key="promo_reset")
-    if st.button("Replay", key="promo_replay"):
+    if st.button("Replay", key="promo_replay", disabled=idx.readonly):
         if src == "typed queries":
             queries = [q for q in typed.splitlines() if q.strip()]
         else:
@@ -185,10 +188,11 @@ when = g[5].date_input("Now", value=None, key="promo_now", help="Empty: the cloc
 now: Any = (datetime(when.year, when.month, when.day, 23, 59, tzinfo=UTC)
             if isinstance(when, date) else None)
 
-cands = pr.list_candidates(idx, now=now, min_score=float(min_score),
-                           min_recall_count=int(min_recalls),
-                           min_unique_queries=int(min_unique), max_age_days=float(max_age),
-                           limit=int(limit))
+# read-only with no state store yet: there are no signals, and opening one would create it
+no_state = idx.readonly and not pr.state_path(idx.workspace).is_file()
+cands = [] if no_state else pr.list_candidates(
+    idx, now=now, min_score=float(min_score), min_recall_count=int(min_recalls),
+    min_unique_queries=int(min_unique), max_age_days=float(max_age), limit=int(limit))
 passed = [c for c in cands if c.passed]
 m = st.columns(3)
 m[0].metric("Tracked entries", len(cands))

@@ -166,7 +166,7 @@ def _results_tab(key: IndexKey, idx: MemoryIndex, query: str, cands: Candidates,
         with chart:
             st.plotly_chart(charts.composition_figure(result, cut_limit=min(show_cut, 10)),
                             key="search_composition")
-    if st.button("Record as recall", key="search_record",
+    if st.button("Record as recall", key="search_record", disabled=idx.readonly,
                       help="Record these hits on dated diaries as recalls (promotion "
                            "signals, spec §6.2). The workbench never records on its own."):
         n = pr.record_search(idx, query, result.hits)
