@@ -1,7 +1,9 @@
 """The Embedding map at scale (issue #10 item 7): a fixed sample, the query's hits always drawn.
 
 Real index of the demo workspace with the local model; ``MAX_POINTS`` lowered to 10 so that
-the 40 demo chunks are sampled as 133k would be.
+the 40 demo chunks are sampled as 133k would be. The sample is read on its own
+(``MemoryIndex.embedding_sample``, issue #26 item 1: never every vector), once per index
+generation for the server.
 """
 
 from __future__ import annotations
@@ -49,3 +51,39 @@ def test_hits_outside_the_sample_are_drawn(open_app: OpenApp, module_demo: Path,
     hits = [cd[0] for t in fig["data"] if t["name"].startswith("hit") for cd in t["customdata"]]
     sample = {cd[0] for t in drawn for cd in t["customdata"]}
     assert len(hits) >= 5 and set(hits) - sample  # hits the sample left out are on the map
+
+
+def test_the_sample_is_the_full_reads_sample_with_or_without_the_sidecar(demo_ws: Path) -> None:
+    with MemoryIndex.open(demo_ws) as idx:
+        idx.sync()
+        ids, matrix = idx.embeddings()
+        pick = np.sort(np.random.default_rng(0).choice(len(ids), 10, replace=False))
+        sample = idx.embedding_sample(10)
+        assert sample.total == len(ids) == 40
+        assert sample.ids == [ids[i] for i in pick]
+        assert np.array_equal(sample.matrix, matrix[pick])
+        whole = idx.embedding_sample(1000)
+        assert whole.ids == ids and np.array_equal(whole.matrix, matrix)
+        sidecar = idx.store_path.with_name(idx.store_path.name + ".vectors")
+        assert sidecar.is_file()
+        idx.close()
+        sidecar.unlink()  # a stale or missing sidecar: the rowids from one scan instead
+        again = idx.embedding_sample(10)
+        assert again.ids == sample.ids and np.array_equal(again.matrix, sample.matrix)
+        hits = idx.embeddings_of([ids[0], ids[5], "no-such-chunk"])
+        assert set(hits) == {ids[0], ids[5]} and np.array_equal(hits[ids[5]], matrix[5])
+
+
+def test_map_points_are_read_once_per_generation(demo_ws: Path) -> None:
+    with MemoryIndex.open(demo_ws) as idx:
+        idx.sync()
+        first = mapdata.cached_points(idx, 10)
+        assert mapdata.cached_points(idx, 10) is first and first.sampled and len(first) == 10
+        assert first.custom.shape == (10, 3) and list(first.custom[:, 0]) == first.ids
+        left_out = next(c for c in idx.embeddings()[0] if c not in first.position)
+        assert first.vector_of(left_out) is not None  # read on demand, not kept whole
+        (demo_ws / "memory" / "2026-12-01.md").write_text(
+            "# 2026-12-01\n\nThe heat pump was serviced today.\n", encoding="utf-8")
+        idx.sync()
+        second = mapdata.cached_points(idx, 10)
+        assert second is not first and second.total == first.total + 1
