@@ -124,13 +124,15 @@ class EmbeddingSample:
     total: int
 
 
-def embedding_sample(store: Store, max_points: int, seed: int = 0) -> EmbeddingSample:
+def embedding_sample(store: Store, max_points: int, seed: int = 0,
+                     progress: ScanProgress | None = None) -> EmbeddingSample:
     """Up to ``max_points`` chunks' embeddings: all of them when there are no more, else a
     seeded uniform sample of them (the same one for the same index on every call).
 
     The sample is the one :meth:`Store.embeddings` followed by ``rng.choice`` would give (same
     positions in rowid order), read without reading the other rows' vectors: the rowids come
     from the vector sidecar when it is fresh, else from one scan of the chunks' rowids.
+    ``progress(done, total)`` after each batch of rows read (seconds on a cold 18 GB index).
     """
     vm = store.vector_matrix()
     if vm is not None:
@@ -143,13 +145,16 @@ def embedding_sample(store: Store, max_points: int, seed: int = 0) -> EmbeddingS
     if n > max_points:
         pick = np.sort(np.random.default_rng(seed).choice(n, max_points, replace=False))
         rowids = rowids[pick]
-    ids, blobs = _vectors_by_rowid(store, rowids.tolist())
+    ids, blobs = _vectors_by_rowid(store, rowids.tolist(), progress)
     return EmbeddingSample(ids, _stack(blobs), n)
 
 
-def _vectors_by_rowid(store: Store, rowids: list[int]) -> tuple[list[str], list[bytes]]:
+def _vectors_by_rowid(store: Store, rowids: list[int], progress: ScanProgress | None
+                      ) -> tuple[list[str], list[bytes]]:
     got: dict[int, tuple[str, bytes]] = {}
     for i in range(0, len(rowids), _BATCH):
+        if progress is not None:
+            progress(i, len(rowids))
         part = rowids[i : i + _BATCH]
         for r, cid, b in store.read(
                 f"SELECT rowid, id, embedding FROM chunks WHERE rowid IN "

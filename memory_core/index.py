@@ -558,10 +558,11 @@ class MemoryIndex:
         with self._lock:
             return browse.text_matches(self._open_store(), needle, progress)
 
-    def embedding_sample(self, max_points: int, seed: int = 0) -> browse.EmbeddingSample:
+    def embedding_sample(self, max_points: int, seed: int = 0,
+                         progress: browse.ScanProgress | None = None) -> browse.EmbeddingSample:
         """A fixed sample of the embeddings (:func:`memory_core.browse.embedding_sample`)."""
         with self._lock:
-            return browse.embedding_sample(self._open_store(), max_points, seed)
+            return browse.embedding_sample(self._open_store(), max_points, seed, progress)
 
     def embeddings_of(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """The stored embeddings of ``ids`` (those that have one)."""

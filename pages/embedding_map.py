@@ -19,8 +19,10 @@ st.title("Embedding map")
 idx = state.ensure_indexed(key)
 st.caption(key.label())
 
-with st.spinner("Reading a sample of the embeddings…"):  # once per index generation
-    points = mapdata.cached_points(idx, mapdata.MAX_POINTS)
+bar, progress = state.progress_bar("Reading the map's points")  # once per index generation
+points = mapdata.cached_points(idx, mapdata.MAX_POINTS,
+                               lambda done, total: progress("embeddings", done, total))
+bar.empty()
 if len(points) == 0:
     st.info("This index has no embeddings (keyword-only, provider “none”). Pick an embedding "
             "provider in the sidebar to see the map.")

@@ -89,11 +89,12 @@ class MapPoints:
         return int(self.matrix.shape[1]) if self.matrix.ndim == 2 else 0
 
 
-def load_points(idx: MemoryIndex, max_points: int = MAX_POINTS) -> MapPoints:
+def load_points(idx: MemoryIndex, max_points: int = MAX_POINTS,
+                progress: Callable[[int, int], None] | None = None) -> MapPoints:
     """The index's embeddings aligned with their chunk rows (empty for a keyword-only index);
     above ``max_points``, a seeded uniform sample of them (same sample on every run), read
     without the other rows' vectors (:meth:`MemoryIndex.embedding_sample`)."""
-    sample = idx.embedding_sample(max_points)
+    sample = idx.embedding_sample(max_points, progress=progress)
     ids, matrix = sample.ids, sample.matrix
     # only the drawn chunks' rows: never 133k chunk texts for a 20k-point map
     rows = idx.chunk_rows(ids) if len(ids) else {}
@@ -120,7 +121,8 @@ _points: OrderedDict[tuple[str, int, int], MapPoints] = OrderedDict()
 KEEP_MAPS = 2
 
 
-def cached_points(idx: MemoryIndex, max_points: int = MAX_POINTS) -> MapPoints:
+def cached_points(idx: MemoryIndex, max_points: int = MAX_POINTS,
+                  progress: Callable[[int, int], None] | None = None) -> MapPoints:
     """:func:`load_points`, once per index generation for the whole server: every rerun of the
     map (a colour, a slider, a click) reused to re-read 20k rows (and, before the sample was
     read on its own, every embedding: 7.5 s at 133k chunks). The page copies ``info`` before
@@ -131,7 +133,7 @@ def cached_points(idx: MemoryIndex, max_points: int = MAX_POINTS) -> MapPoints:
         if hit is not None:
             _points.move_to_end(ck)
             return hit
-    pts = load_points(idx, max_points)
+    pts = load_points(idx, max_points, progress)
     with _points_lock:
         _points[ck] = pts
         while len(_points) > KEEP_MAPS:
