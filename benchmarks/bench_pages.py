@@ -61,6 +61,14 @@ def _ov(base_url: str) -> dict[str, Any]:
 
 
 def _maxrss_mb() -> float:
+    """This process's peak RSS: ``VmHWM`` (its own, from the exec on; ``ru_maxrss`` would
+    count the parent's RSS inherited at fork), else ``ru_maxrss``."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
@@ -149,7 +157,8 @@ def base_workspace(chunks: int, base_url: str) -> Path:
     from memory_core import MemoryIndex
     from memory_core.common.locations import cache_root
 
-    ws = make_workspace(cache_root() / "bench-pages" / f"ws-{chunks}", chunks)
+    port = base_url.rsplit(":", 1)[1].split("/", 1)[0]  # the server is part of its identity
+    ws = make_workspace(cache_root() / "bench-pages" / f"ws-{chunks}-{port}", chunks)
     with MemoryIndex.open(ws, overrides=_ov(base_url)) as idx:
         idx.sync()
     return ws

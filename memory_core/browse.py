@@ -52,7 +52,7 @@ def file_page(store: Store, source: str | None = None, offset: int = 0, limit: i
         "SELECT source, count(*) FROM files GROUP BY source ORDER BY source")}
     if paths is not None:
         total = len(paths)
-        rows = _files_by_path(store, list(paths[offset : offset + limit]))
+        rows = file_rows(store, list(paths[offset : offset + limit]))
     else:
         total = sources.get(source, 0) if source else sum(sources.values())
         where, params = ("WHERE source = ?", [source]) if source else ("", [])
@@ -62,10 +62,11 @@ def file_page(store: Store, source: str | None = None, offset: int = 0, limit: i
     return FilePage(sources, total, rows, chunk_counts_of(store, [f.path for f in rows]))
 
 
-def _files_by_path(store: Store, paths: list[str]) -> list[FileRow]:
+def file_rows(store: Store, paths: Sequence[str]) -> list[FileRow]:
+    """The index's rows of ``paths`` (in that order; paths it does not list left out)."""
     got: dict[str, FileRow] = {}
     for i in range(0, len(paths), _BATCH):
-        part = paths[i : i + _BATCH]
+        part = list(paths[i : i + _BATCH])
         for r in store.read(f"SELECT {_FILE_COLUMNS} FROM files WHERE path IN "
                             f"({','.join('?' * len(part))})", part):
             got[r[0]] = FileRow(*r)

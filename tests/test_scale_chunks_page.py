@@ -126,3 +126,20 @@ def test_a_read_only_workbench_never_syncs(tmp_path: Path, open_app: OpenApp,
         idx.readonly = True
         with pytest.raises(StoreError, match="read-only"):
             idx.sync()
+
+
+def test_a_files_view_is_found_without_listing_the_workspace(tmp_path: Path) -> None:
+    ws = _with_memory_md(tmp_path, 5)
+    with MemoryIndex.open(ws, provider="none") as idx:
+        idx.sync()
+        listed = {f.path: f for f in idx.files()}
+        for path in listed:  # the index's row and one stat: what the listing would give
+            view = idx.file_view(path)
+            assert (view.path, view.source, view.line_map) == (path, "memory", None)
+            assert view.text == (ws / path).read_text(encoding="utf-8")
+        (ws / "memory" / "later.md").write_text("# later\n", encoding="utf-8")
+        assert idx.file_view("memory/later.md").text == "# later\n"  # not indexed: listed
+        (ws / "memory" / "note-0001.md").unlink()
+        for gone in ("memory/note-0001.md", "notes.txt", "../elsewhere.md"):
+            with pytest.raises(FileNotFoundError):
+                idx.file_view(gone)
