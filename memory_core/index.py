@@ -252,6 +252,19 @@ class MemoryIndex:
             return 0
         return _as_int(meta.get("generation"))
 
+    @property
+    def last_sync_at(self) -> int | None:
+        """When a sync last committed (epoch ms, ``status().last_sync_at``), in one meta read
+        instead of a status (which lists the workspace: seconds at 100k files)."""
+        if not self.store_path.exists():
+            return None
+        try:
+            with self._lock:
+                meta = self._open_store().get_meta() or {}
+        except (StoreError, DatabaseError):
+            return None
+        return meta.get("syncedAt") or meta.get("builtAt")
+
     # ------------------------------------------------------------------ sync
 
     def sync(self, *, force: bool = False, progress: SyncProgress | None = None,

@@ -110,6 +110,7 @@ def test_a_read_only_workbench_never_syncs(tmp_path: Path, open_app: OpenApp,
     with MemoryIndex.open(ws, provider="none") as idx:
         idx.sync()
         generation = idx.generation
+        assert idx.last_sync_at and idx.last_sync_at == idx.status().last_sync_at  # a meta read
     (ws / "memory" / "new-note.md").write_text("# new\n\nwritten after the index.\n",
                                                 encoding="utf-8")
     monkeypatch.setenv("MEMORY_WORKBENCH_READONLY", "1")

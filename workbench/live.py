@@ -186,12 +186,12 @@ def refresh(key: IndexKey) -> int:
 
 
 def _last_sync_at(key: IndexKey, gen: int) -> int | None:
-    """``status().last_sync_at`` read once per generation (status lists the files)."""
+    """``status().last_sync_at``, read once per generation (one meta read)."""
     cache: dict[tuple[IndexKey, int], int | None] = st.session_state.setdefault(
         "wb_live_synced_at", {})
     if (key, gen) not in cache:
         try:
-            cache[(key, gen)] = state.open_index(key).status().last_sync_at
+            cache[(key, gen)] = state.open_index(key).last_sync_at
         except Exception:  # a damaged or refused index: the page itself says why
             cache[(key, gen)] = None
     return cache[(key, gen)]
