@@ -8,8 +8,9 @@ render: on a writable index, the first sync), then makes the page's interactions
 * Chunks: the next page of files, another file, a text filter (a scan of every chunk, progress
   shown), the filter's second page (remembered);
 * Embedding map: the first picture (a fixed sample of at most 20,000 points, PCA; UMAP is fitted
-  in the background meanwhile and is off here), another colouring, a query with its hits;
-* Search & tune: a query (both legs' candidates), then two slider steps (re-fused only);
+  in the background meanwhile and is off here), another colouring, a query with its hits, a
+  second query (the first one also pays the engine's one-time check of the mapped vectors);
+* Search & tune: two queries (both legs' candidates), then two slider steps (re-fused only);
 * Evaluate and Promotion: the first render.
 
 Baselines in the same run: the same steps on a small synthetic workspace (``--base-chunks``,
@@ -90,10 +91,14 @@ def _steps(page: str) -> list[tuple[str, Any]]:
         return [("colour by source", lambda at: at.selectbox(key="map_colour").set_value(
                     "source")),
                 ("a query and its hits", lambda at: at.text_input(key="map_query").input(
-                    "why did the backup fail"))]
+                    "why did the backup fail")),
+                ("another query", lambda at: at.text_input(key="map_query").input(
+                    "who is on call this week"))]
     if page == "search":
         return [("a query (candidates)", lambda at: at.text_input(key="search_query").input(
                     "why did the backup fail")),
+                ("another query", lambda at: at.text_input(key="search_query").input(
+                    "who is on call this week")),
                 ("minScore slider", lambda at: at.slider(key="t_min_score").set_value(0.2)),
                 ("vectorWeight slider", lambda at: at.slider(key="t_vector_weight").set_value(
                     0.5))]
