@@ -29,9 +29,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from .candidates import Candidates
 from .keyword.fts import phrase_bound
+
+if TYPE_CHECKING:  # the config reads the fitted gates at import; candidates come with a search
+    from .candidates import Candidates
 
 #: The features, in the order of a fitted model's weights.
 FEATURES: tuple[str, ...] = ("fused", "inv_rank", "top_cos", "top_kw", "known", "top_both",

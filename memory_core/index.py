@@ -40,18 +40,6 @@ from .keyword import postings
 from .reading import PathRefused, ReadResult, read_lines, read_rendered
 from .rebuild import RebuildCause
 from .sources import SourceError, SourceFile, list_files, load
-from .status import (
-    CacheInfo,
-    ChunkingInfo,
-    FallbackInfo,
-    FtsInfo,
-    IdentityInfo,
-    SourceCount,
-    Status,
-    TruncationInfo,
-    VectorInfo,
-    multilingual_warning,
-)
 from .store import (
     ChunkRow,
     DatabaseError,
@@ -81,6 +69,7 @@ if TYPE_CHECKING:
 
     from .candidates import Candidates
     from .fusion import FusionResult, Hit
+    from .status import Status, TruncationInfo
 else:
     from .common.lazy import numpy as np
 
@@ -633,6 +622,20 @@ class MemoryIndex:
         """
         from .fusion import scores_info
 
+        # imported here: a no-op ``index`` (no ``--json``) reports without it (~5 ms of frozen
+        # dataclasses at import)
+        from .status import (
+            CacheInfo,
+            ChunkingInfo,
+            FallbackInfo,
+            FtsInfo,
+            IdentityInfo,
+            SourceCount,
+            Status,
+            VectorInfo,
+            multilingual_warning,
+        )
+
         cfg = self.config
         base: dict[str, Any] = dict(
             backend="builtin", workspace_dir=str(self.workspace), db_path=str(self.store_path),
@@ -723,6 +726,8 @@ class MemoryIndex:
         """Share of chunks the model does not read whole. A provider that declares an input
         limit has longer chunks embedded in windows (``windowed``): only a window that still
         exceeds the limit (an unbreakable run) counts as truncated."""
+        from .status import TruncationInfo
+
         p = self.choice.provider
         counter = getattr(p, "token_counts", None)
         limit = getattr(p, "max_seq_length", None)

@@ -51,7 +51,13 @@ NOOP_UNNEEDED = ("numpy", "pydantic", "torch", "sentence_transformers", "tokeniz
                  "memory_core.embeddings.remote",
                  # what a search uses (issue #26: ~10 ms of a no-op's imports)
                  "memory_core.fusion", "memory_core.search", "memory_core.expansion",
-                 "memory_core.query")
+                 "memory_core.query",
+                 # what only `status` (or `index --json`) and a search use: the status groups,
+                 # the backends' face, the candidates' class (issue #26: ~10 ms of imports)
+                 "memory_core.status", "memory_core.backends.protocol", "memory_core.candidates",
+                 # the other command groups, and what only a retried request uses
+                 "memory_core.cli.evaluate", "memory_core.cli.promote", "memory_core.cli.mcp",
+                 "memory_core.cli.watch", "memory_core.cli.queries", "random")
 
 
 def test_noop_index_imports_only_what_it_uses(tmp_path: Path) -> None:
@@ -123,3 +129,37 @@ def test_noop_index_reads_a_config_file_without_pydantic(tmp_path: Path) -> None
     assert bad.returncode == 2
     assert bad.stderr.strip() == (f"memory-core: error: {config}: chunking.tokens: expects an "
                                   'integer (got "300")')
+
+
+def test_cli_start_up_pauses_the_collector_and_resumes_it(tmp_path: Path) -> None:
+    """The first command's start-up runs without garbage collection and freezes what it
+    imported (:mod:`memory_core.cli.startup`); the collector is back on for the command itself
+    and after it, and one a caller had turned off stays off. ``index --json`` still reports
+    the status (imported on demand)."""
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory" / "2026-03-02.md").write_text("# 2026-03-02\n\n- The backup runs at 02:00.\n")
+    (ws / "memory-workbench.toml").write_text('[provider]\nprovider = "none"\n')
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def run(pre: str, args: list[str]) -> list[Any]:
+        code = (f"import gc, json, sys\n{pre}\nfrom memory_core.cli import main\n"
+                "import memory_core.sync as s\nseen = []\nlisted = s.list_files\n"
+                "def spy(*a):\n    seen.append(gc.isenabled())\n    return listed(*a)\n"
+                "s.list_files = spy\n"
+                f"code = main({args!r})\n"
+                "print(json.dumps([code, seen, gc.isenabled(), gc.get_freeze_count() > 0, "
+                "'memory_core.status' in sys.modules]))")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=env, timeout=600, check=True)
+        *lines, last = out.stdout.splitlines()
+        return [lines, *json.loads(last)]
+
+    index = ["index", "--workspace", str(ws), "--no-progress"]
+    lines, code, seen, enabled, frozen, status = run("", index)
+    assert (code, seen, enabled, frozen, status) == (0, [True], True, True, False)
+    assert "1 indexed" in "\n".join(lines)
+    lines, code, seen, enabled, frozen, status = run("gc.disable()", [*index, "--json"])
+    assert (code, seen, enabled, frozen, status) == (0, [False], False, True, True)
+    out = json.loads("\n".join(lines))
+    assert out["report"]["files_unchanged"] == 1 and out["status"]["files"] == 1

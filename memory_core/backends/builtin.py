@@ -9,13 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..embeddings import EmbeddingError
 from ..index import MemoryIndex
 from ..reading import ReadResult
 from ..sync import SyncProgress, SyncReport
-from .protocol import ENGINE, BackendSearch, BackendStatus, FallbackNote, OnHits
+from .capabilities import ENGINE
+
+if TYPE_CHECKING:
+    # the face's classes (and Status under them) are imported by the first search or status,
+    # not by a no-op ``index``
+    from .protocol import BackendSearch, BackendStatus, FallbackNote, OnHits
 
 
 class BuiltinBackend:
@@ -46,6 +51,8 @@ class BuiltinBackend:
                min_score: float | None = None, sources: Sequence[str] | None = None,
                on_hits: OnHits | None = None, **overrides: Any) -> BackendSearch:
         """The builtin search under the profile's settings (``overrides``: search settings)."""
+        from .protocol import BackendSearch
+
         res = self.index.search(query, max_results=max_results, min_score=min_score,
                                 sources=sources, on_hits=on_hits, **overrides)
         return BackendSearch(list(res.hits), "builtin", res.mode, None, res)
@@ -58,6 +65,8 @@ class BuiltinBackend:
         return self.index.sync(force=force, progress=progress)
 
     def status(self, *, deep: bool = False) -> BackendStatus:
+        from .protocol import BackendStatus
+
         return BackendStatus.of(self.index.status(deep=deep), requested_backend=self._requested)
 
     def probe_vector(self) -> bool:

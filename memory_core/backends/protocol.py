@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from ..reading import ReadResult
 from ..status import Status
 from ..sync import SyncProgress
+from .capabilities import ENGINE as ENGINE
+from .capabilities import OWN_INDEX as OWN_INDEX
 
 if TYPE_CHECKING:  # fusion is loaded by the first search, not by a no-op ``index``
     from ..fusion import Hit
@@ -35,12 +37,6 @@ if TYPE_CHECKING:  # fusion is loaded by the first search, not by a no-op ``inde
 #: Called with the query and the hits, as :meth:`MemoryIndex.search`'s ``on_hits``.
 OnHits = Callable[[str, Sequence["Hit"]], None]
 
-#: The builtin engine answers, with every :class:`~memory_core.MemoryIndex` feature (fusion
-#: settings, candidates, sync reports, ``verify``): ``backend.index`` is that index.
-ENGINE = "engine"
-#: The backend keeps an index of its own, which :meth:`MemoryBackend.sync` must update when the
-#: files change (qmd); the builtin engine's index is kept current by the live index itself.
-OWN_INDEX = "own-index"
 
 
 @dataclass(frozen=True)

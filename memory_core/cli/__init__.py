@@ -35,6 +35,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"memory-core {__version__}")
         return 0
+    from . import startup
+
+    startup.begin()  # the collector resumes once the command's arguments are parsed
     return _cli().main(argv)
 
 

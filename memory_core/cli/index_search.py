@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager, closing, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..backends import ENGINE, MemoryBackend
+from ..backends import ENGINE
 from ..chunking import chunk_markdown
 from ..index import MemoryIndex
 from .batch import cap_query, search_batch
@@ -31,6 +31,7 @@ from .common import (
 )
 
 if TYPE_CHECKING:  # fusion is loaded by the first search, not by a no-op ``index``
+    from ..backends import MemoryBackend
     from ..fusion import FusionResult, Hit
 
 #: The search settings ``search`` takes as flags (``--vector-weight`` ...).

@@ -11,6 +11,7 @@ in :data:`COMMANDS`. A new sub-command is a new module and one line there.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -21,20 +22,22 @@ from ..embeddings import EmbeddingError
 from ..index import WorkspaceError
 from ..reading import PathRefused
 from ..store import StoreError
-from . import evaluate, index_search, mcp, promote, queries, watch
+from . import startup
 from .common import EXIT_USAGE, CliError, DeferredParser
 
 #: Exit code after the reader of stdout went away (128 + SIGPIPE, as a shell reports it).
 EXIT_BROKEN_PIPE = 141
 
-#: Every sub-command group, in the order ``memory-core --help`` lists them.
-COMMANDS: tuple[Callable[[Any], None], ...] = (
-    index_search.register,  # index, search, get, status, chunk
-    evaluate.register,      # eval
-    promote.register,       # promote, replay
-    mcp.register,           # mcp (MCP server, live)
-    watch.register,         # watch (follow the files, sync)
-    queries.register,       # queries (an agent's real memory_search calls)
+#: Every sub-command group (a module of this package with a ``register(subparsers)``), in the
+#: order ``memory-core --help`` lists them. Imported as the parser reaches them: ``index``
+#: loads only the first.
+COMMANDS: tuple[str, ...] = (
+    "index_search",  # index, search, get, status, chunk
+    "evaluate",      # eval
+    "promote",       # promote, replay
+    "mcp",           # mcp (MCP server, live)
+    "watch",         # watch (follow the files, sync)
+    "queries",       # queries (an agent's real memory_search calls)
 )
 
 
@@ -48,7 +51,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memory-core", description=__doc__.split("\n")[0])
     parser.add_argument("--version", action="version", version=f"memory-core {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=DeferredParser)
-    for register in COMMANDS:
+    for group in COMMANDS:
+        register: Callable[[Any], None] = importlib.import_module(f".{group}", __package__).register
         register(sub)
         if command is not None and command in sub.choices:
             break
@@ -80,8 +84,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; return its exit code (2 with one line on stderr for a user error)."""
     given = list(sys.argv[1:] if argv is None else argv)
     # the first word is the sub-command unless it is an option (--help, --version)
-    parser = build_parser(given[0] if given and not given[0].startswith("-") else None)
-    args = parser.parse_args(given)
+    try:
+        parser = build_parser(given[0] if given and not given[0].startswith("-") else None)
+        args = parser.parse_args(given)
+    finally:
+        startup.done()  # see memory_core.cli.startup
     try:
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit

@@ -37,6 +37,10 @@ def lock_path(index_path: Path) -> Path:
     return IndexFiles(index_path).lock
 
 
+#: The lock file's content: the holder's pid, space-padded (read back by :func:`_holder`).
+_PID_WIDTH = 20
+
+
 def _holder(fd: int) -> str:
     try:
         raw = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
@@ -74,8 +78,10 @@ def sync_lock(index_path: Path, wait_s: float | None = DEFAULT_WAIT_S,
                     on_wait(waited, wait_s if wait_s is not None else float("inf"))
                 time.sleep(_POLL_S)
         try:
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, str(os.getpid()).encode(), 0)
+            # over the last holder's pid, padded to a fixed width, not truncated first: ext4
+            # flushes a file truncated to zero and written again when it is closed (its
+            # replace-by-truncate heuristic), 1-8 ms of every sync here, for 20 bytes
+            os.pwrite(fd, f"{os.getpid():<{_PID_WIDTH}}".encode(), 0)
         except OSError:
             pass  # the pid is only for the waiting message
         try:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import random
 import re
 import threading
 import time
@@ -373,6 +372,8 @@ class RemoteEmbeddingProvider:
         ``1 + 0.2·random``; a ``Retry-After`` from the server, capped at ``max_retry_after_s``,
         replaces the backoff (plus the same jitter, so parallel clients do not wake together).
         """
+        import random  # only when a request is retried (not at a no-op ``index``'s open)
+
         jitter = 1.0 + 0.2 * random.random()
         if retry_after_s is not None:
             return min(retry_after_s, self.max_retry_after_s) * jitter
