@@ -25,6 +25,7 @@ import pytest
 
 from memory_core import MemoryIndex
 from memory_core import promotion as pr
+from memory_core.backends import BuiltinBackend
 from memory_core.vectors import VectorMatrix
 
 from .embed_server import EmbedServer
@@ -121,6 +122,9 @@ def test_memory_index_search_many_answers_as_search(indexed_demo: Path) -> None:
             assert many == one
             assert seen == one_seen and seen
         assert any('"via": "vector"' in r or '"via": "both"' in r for r in many)
+        # the backend face: builtin answers as a group, the same results
+        face = [results(r.detail) for r in BuiltinBackend(idx).search_many(QUERIES)]
+        assert face == [results(idx.search(q)) for q in QUERIES]
 
 
 # --------------------------------------------------------------------------- the CLI
