@@ -39,8 +39,8 @@ EXAMPLES = ROOT / "examples"
 
 
 def demo_queries() -> list[str]:
-    """The demo's evaluation queries and variants of them (cut, lower-cased, asked): 100+,
-    some repeated, some CJK-free nonsense that finds little."""
+    """The demo's evaluation queries and variants of them (cut, lower-cased, asked): 141,
+    some repeated, nonsense that finds little, a CJK one."""
     base: list[str] = []
     for name in ("demo-queries.jsonl", "demo-home-queries.jsonl", "demo-home-no-answer.jsonl"):
         for line in (EXAMPLES / name).read_text(encoding="utf-8").splitlines():
