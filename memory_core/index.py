@@ -537,7 +537,8 @@ class MemoryIndex:
     def _group_legs(self, queries: list[str], src: list[str] | None
                     ) -> list[VectorLeg | None]:
         """The group's vector legs, or ``None`` for each query that fetches its own (no
-        provider, an index read that failed: :meth:`_fetch` retries it and judges the error)."""
+        provider, anything that failed: the query's own :meth:`_fetch` retries it, judges the
+        error and raises it where a query alone would)."""
         from .search import POOL, vector_legs
 
         none: list[VectorLeg | None] = [None] * len(queries)
@@ -548,7 +549,7 @@ class MemoryIndex:
                 if provider is None or store.damaged:
                     return none
                 return vector_legs(store, provider, queries, POOL, src)
-            except (DatabaseError, StoreError, EmbeddingError):
+            except Exception:  # raised again, if it lasts, by the query's own fetch
                 return none
 
     # ------------------------------------------------------------------ reading
