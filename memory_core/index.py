@@ -69,6 +69,7 @@ if TYPE_CHECKING:
 
     from .candidates import Candidates
     from .fusion import FusionResult, Hit
+    from .search import VectorLeg
     from .status import Status, TruncationInfo
 else:
     from .common.lazy import numpy as np
@@ -385,21 +386,23 @@ class MemoryIndex:
     def candidates(self, query: str, sources: Sequence[str] | None = None,
                    settings: SearchSettings | None = None, *, use_numpy: bool = False,
                    auto_sync: bool = True, query_vector: np.ndarray | None = None,
-                   rows_for: int | None = None) -> Candidates:
+                   rows_for: int | None = None, vector_hits: VectorLeg | None = None
+                   ) -> Candidates:
         """Fetch both legs for ``query`` once (the slow part: embedding and SQL).
 
         ``query_vector``: the query's embedding when the caller already has it (the evaluator
         embeds its queries in batches, and fetches once per keyword-leg option).
         ``rows_for``: see :func:`memory_core.search.fetch_candidates` (``None``: every hit's
-        row, for re-fusing under other settings).
+        row, for re-fusing under other settings). ``vector_hits``: the vector leg, fetched
+        with a group's (:meth:`search_many`).
         """
         if auto_sync:
             self.ensure_synced()
         s = settings or self.settings()
         src = self._source_filter(sources)
         try:
-            return self._expand(self._fetch(query, s, src, use_numpy, query_vector, rows_for),
-                                s, src)
+            return self._expand(self._fetch(query, s, src, use_numpy, query_vector, rows_for,
+                                            vector_hits=vector_hits), s, src)
         except IndexUnavailable:
             if not (auto_sync and self.auto_sync):
                 raise
@@ -435,7 +438,7 @@ class MemoryIndex:
 
     def _fetch(self, query: str, s: SearchSettings, src: list[str] | None, use_numpy: bool,
                query_vector: np.ndarray | None, rows_for: int | None = None, *,
-               keyword_only: bool = False) -> Candidates:
+               keyword_only: bool = False, vector_hits: VectorLeg | None = None) -> Candidates:
         """Both legs (or the keyword leg alone), or an error: never an empty success.
 
         A read that fails (locked, busy, an I/O error, even "malformed") is tried again on a
@@ -458,7 +461,8 @@ class MemoryIndex:
 
                     return fetch_candidates(store, provider, query, s, src,
                                             use_numpy=use_numpy, query_vector=query_vector,
-                                            rows_for=rows_for)
+                                            rows_for=rows_for,
+                                            vector_hits=None if attempt else vector_hits)
                 except IndexPathRefused:
                     raise
                 except (DatabaseError, StoreError) as e:
@@ -507,6 +511,54 @@ class MemoryIndex:
         if on_hits is not None and result.hits:
             on_hits(cands.query, result.hits)
         return result
+
+    def search_many(self, queries: Sequence[str], *, max_results: int | None = None,
+                    min_score: float | None = None, sources: Sequence[str] | None = None,
+                    settings: SearchSettings | None = None, on_hits: OnHits | None = None,
+                    **overrides: Any) -> Iterator[FusionResult]:
+        """:meth:`search` of each of ``queries`` in order, the same results, yielded one by
+        one (an error is raised where that query's :meth:`search` raises it, after the
+        results before it).
+
+        The group's vector legs come from one pass over the vector matrix
+        (:func:`memory_core.search.vector_legs`: a matrix-matrix product where one query at a
+        time reads the whole matrix per query); each query's keyword leg, fusion and
+        ``on_hits`` then run as :meth:`search` runs them.
+        """
+        from .fusion import fuse, rows_needed
+
+        s = checked_settings(settings or self.settings(**overrides), "search",
+                             max_results=max_results, min_score=min_score)
+        qs = list(queries)
+        legs: list[VectorLeg | None] = [None] * len(qs)
+        if len(qs) > 1:
+            self.ensure_synced()
+            legs = self._group_legs(qs, self._source_filter(sources))
+        for query, leg in zip(qs, legs, strict=True):
+            cands = self.candidates(query, sources, s, rows_for=rows_needed(query, s),
+                                    vector_hits=leg)
+            result = fuse(cands, s)
+            if on_hits is not None and result.hits:
+                on_hits(cands.query, result.hits)
+            yield result
+
+    def _group_legs(self, queries: list[str], src: list[str] | None
+                    ) -> list[VectorLeg | None]:
+        """The group's vector legs, or ``None`` for each query that fetches its own (no
+        provider, anything that failed: the query's own :meth:`_fetch` retries it, judges the
+        error and raises it where a query alone would)."""
+        from .search import POOL, vector_legs
+
+        none: list[VectorLeg | None] = [None] * len(queries)
+        with self._lock:
+            try:
+                store = self._open_store()
+                provider = self.choice.provider
+                if provider is None or store.damaged:
+                    return none
+                return vector_legs(store, provider, queries, POOL, src)
+            except Exception:  # raised again, if it lasts, by the query's own fetch
+                return none
 
     # ------------------------------------------------------------------ reading
 

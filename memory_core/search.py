@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .candidates import Candidates, ChunkInfo, LegHit
@@ -47,8 +48,12 @@ def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: st
                      settings: SearchSettings, sources: Sequence[str] | None = None,
                      *, pool: int = POOL, use_numpy: bool = False,
                      query_vector: np.ndarray | None = None,
-                     engine: str = "auto", rows_for: int | None = None) -> Candidates:
+                     engine: str = "auto", rows_for: int | None = None,
+                     vector_hits: VectorLeg | None = None) -> Candidates:
     """Fetch both legs for ``query`` once. Empty query → empty candidates.
+
+    ``vector_hits``: the vector leg already fetched for ``query`` with these ``pool`` and
+    ``sources`` (:func:`vector_legs`, a group's at once), with its share of the group's time.
 
     ``rows_for``: read the chunk rows (path, lines, text) of each leg's first ``rows_for`` hits
     only, which is all one fusion under settings with ``candidate_count() <= rows_for`` reads
@@ -69,8 +74,8 @@ def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: st
     # round trip (a millisecond or more, mostly waiting) overlaps the leg instead of following
     # it. Errors surface where they did (after the keyword leg), the vector is the same.
     soon = (_Soon(provider.embed_query, q) if provider is not None and query_vector is None
-            and mode != "vector-only" and getattr(provider, "waits_on_network", False)
-            else None)
+            and vector_hits is None and mode != "vector-only"
+            and getattr(provider, "waits_on_network", False) else None)
     t0 = time.perf_counter()
     keyword: list[LegHit] = []
     match, table = None, REFERENCE_TABLE
@@ -85,7 +90,10 @@ def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: st
                 terms.append(kw)
     timings["keyword_ms"] = (time.perf_counter() - t0) * 1000
     vector: list[LegHit] = []
-    if provider is not None:
+    if provider is not None and vector_hits is not None:
+        vector = list(vector_hits.hits)
+        timings.update(vector_hits.timings)
+    elif provider is not None:
         t1 = time.perf_counter()
         qvec = (query_vector if query_vector is not None else
                 soon.result() if soon is not None else provider.embed_query(q))
@@ -109,6 +117,62 @@ def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: st
     dfs, n_rows = phrase_counts(store, match, table, settings)
     return Candidates(q, mode, tuple(vector), tuple(keyword), chunks, pool, match, table, fb,
                       tuple(terms), timings, rows_for, dfs, n_rows)
+
+
+@dataclass(frozen=True)
+class VectorLeg:
+    """One query's vector leg fetched in a group (:func:`vector_legs`), and its share of the
+    group's embedding and search time (``embed_ms``, ``vector_ms``)."""
+
+    hits: tuple[LegHit, ...]
+    timings: dict[str, float]
+
+
+def vector_legs(store: Store, provider: EmbeddingProvider, queries: Sequence[str], pool: int,
+                sources: Sequence[str] | None) -> list[VectorLeg | None]:
+    """The vector legs of ``queries`` (as :func:`fetch_candidates` would fetch them, one by
+    one) from one pass over the vector matrix for the group.
+
+    Each query is embedded by the provider's ``embed_query``, the request a query alone would
+    make (a provider that waits on the network has them all in flight at once): a batched
+    request is not used, since a model may embed a text in a batch differently in the last
+    bits (MiniLM does, padded beside longer texts). ``None`` for a query whose embedding
+    failed and every query after it: :func:`fetch_candidates` then embeds it itself, and its
+    error is raised where a query alone raises it.
+    """
+    t0 = time.perf_counter()
+    texts = [q.strip() for q in queries]
+    vecs: list[np.ndarray] = []
+    if getattr(provider, "waits_on_network", False):
+        pending = [_Soon(provider.embed_query, q) for q in texts if q]
+        for soon in pending:
+            try:
+                vecs.append(soon.result())
+            except Exception:  # raised again by the query's own embedding
+                break
+    else:
+        for q in (q for q in texts if q):
+            try:
+                vecs.append(provider.embed_query(q))
+            except Exception:
+                break
+    t1 = time.perf_counter()
+    usable = [v for v in vecs if np.any(v)]
+    found = iter(store.vector_search_many(usable, pool, sources))
+    t2 = time.perf_counter()
+    share = {"embed_ms": (t1 - t0) * 1000 / max(1, len(vecs)),
+             "vector_ms": (t2 - t1) * 1000 / max(1, len(vecs))}
+    out: list[VectorLeg | None] = []
+    got = iter(vecs)
+    for q in texts:
+        v = next(got, None) if q else None
+        if v is None:
+            out.append(None)
+            continue
+        rows = next(found) if np.any(v) else []
+        out.append(VectorLeg(tuple(LegHit(cid, score, i + 1, score)
+                                   for i, (cid, score) in enumerate(rows)), share))
+    return out
 
 
 #: Threads that embed queries while the keyword legs run (started on demand, then reused:

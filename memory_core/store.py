@@ -528,7 +528,7 @@ class Store:
             rows = self.db.execute(
                 "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.hash, c.text,"
                 " COALESCE(f.mtime, 0) FROM chunks c LEFT JOIN files f ON f.path = c.path"
-                f" WHERE c.id IN ({','.join('?' * len(part))})", part)
+                f" WHERE c.id IN ({','.join('?' * len(part))})", part).fetchall()
             for r in rows:
                 out[r[0]] = ChunkRow(*r)
         return out
@@ -691,6 +691,23 @@ class Store:
         sims = np.where(norms == 0, 0.0, sims)
         k = min(limit, len(ids))
         return [(ids[i], float(sims[i])) for i in smallest_first(-sims, k)]
+
+    def vector_search_many(self, queries: Sequence[np.ndarray], limit: int,
+                           sources: Sequence[str] | None = None) -> list[list[tuple[str, float]]]:
+        """:meth:`vector_search` (``engine="auto"``) of each of ``queries``: the same answers,
+        from one pass over the sidecar's matrix for the group when it is fresh
+        (:meth:`~memory_core.vectors.VectorMatrix.search_many`), else one query at a time."""
+        vm = self.vector_matrix() if limit > 0 and queries else None
+        if vm is not None and vm.rows:
+            qs = [np.asarray(q, dtype=np.float32) for q in queries]
+            for q in qs:
+                if vm.dims != q.size:
+                    raise StoreError(f"query has {q.size} dims, the index {vm.dims}")
+            try:
+                return vm.search_many(qs, limit, sources)
+            except vectors.SidecarDamaged:  # never a wrong hit: the index itself answers below
+                self._sidecar = None
+        return [self.vector_search(q, limit, sources) for q in queries]
 
     def _vec0_search(self, q: np.ndarray, limit: int, sources: Sequence[str] | None
                      ) -> list[tuple[str, float]] | None:

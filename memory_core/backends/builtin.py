@@ -7,7 +7,7 @@ embeddings) stays on :attr:`BuiltinBackend.index`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +56,17 @@ class BuiltinBackend:
         res = self.index.search(query, max_results=max_results, min_score=min_score,
                                 sources=sources, on_hits=on_hits, **overrides)
         return BackendSearch(list(res.hits), "builtin", res.mode, None, res)
+
+    def search_many(self, queries: Sequence[str], *, max_results: int | None = None,
+                    min_score: float | None = None, sources: Sequence[str] | None = None,
+                    on_hits: OnHits | None = None, **overrides: Any
+                    ) -> Iterator[BackendSearch]:
+        """:meth:`search` of each of ``queries``, answered as a group
+        (:meth:`MemoryIndex.search_many`)."""
+        for res in self.index.search_many(queries, max_results=max_results,
+                                          min_score=min_score, sources=sources,
+                                          on_hits=on_hits, **overrides):
+            yield BackendSearch(list(res.hits), "builtin", res.mode, None, res)
 
     def get(self, path: str, from_line: int | None = None, lines: int | None = None
             ) -> ReadResult:

@@ -15,7 +15,7 @@ import copy
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,6 +31,7 @@ from .protocol import (
     FallbackNote,
     MemoryBackend,
     OnHits,
+    search_each,
 )
 from .qmd import QmdBackend
 from .qmd_process import QmdError, check_available
@@ -145,6 +146,13 @@ class FallbackBackend:
         res.fallback = self._note()
         return res
 
+    def search_many(self, queries: Sequence[str], *, max_results: int | None = None,
+                    min_score: float | None = None, sources: Sequence[str] | None = None,
+                    on_hits: OnHits | None = None) -> Iterator[BackendSearch]:
+        """One :meth:`search` per query: each may find qmd failed and fall back."""
+        return search_each(self, queries, max_results=max_results, min_score=min_score,
+                           sources=sources, on_hits=on_hits)
+
     def get(self, path: str, from_line: int | None = None, lines: int | None = None
             ) -> ReadResult:
         with self._lock:
@@ -199,6 +207,15 @@ class OpenedFallback(BuiltinBackend):
                              sources=sources, on_hits=on_hits, **overrides)
         res.fallback = self.note
         return res
+
+    def search_many(self, queries: Sequence[str], *, max_results: int | None = None,
+                    min_score: float | None = None, sources: Sequence[str] | None = None,
+                    on_hits: OnHits | None = None, **overrides: Any
+                    ) -> Iterator[BackendSearch]:
+        for res in super().search_many(queries, max_results=max_results, min_score=min_score,
+                                       sources=sources, on_hits=on_hits, **overrides):
+            res.fallback = self.note
+            yield res
 
     def status(self, *, deep: bool = False) -> BackendStatus:
         return with_fallback(super().status(deep=deep), self.note)

@@ -20,7 +20,7 @@ other backend through the face alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -131,6 +131,13 @@ class MemoryBackend(Protocol):
         """``memory_search``: ranked hits in the one result shape."""
         ...
 
+    def search_many(self, queries: Sequence[str], *, max_results: int | None = None,
+                    min_score: float | None = None, sources: Sequence[str] | None = None,
+                    on_hits: OnHits | None = None) -> Iterator[BackendSearch]:
+        """:meth:`search` of each of ``queries`` in order, the same results, yielded one by
+        one (builtin answers them as a group: :meth:`MemoryIndex.search_many`)."""
+        ...
+
     def get(self, path: str, from_line: int | None = None, lines: int | None = None
             ) -> ReadResult:
         """``memory_get``: exact lines of a file this backend may cite."""
@@ -169,5 +176,13 @@ class MemoryBackend(Protocol):
         ...
 
 
+def search_each(backend: MemoryBackend, queries: Sequence[str], **kw: Any
+                ) -> Iterator[BackendSearch]:
+    """:meth:`MemoryBackend.search_many` as one :meth:`~MemoryBackend.search` per query (a
+    backend with nothing to share between them)."""
+    for query in queries:
+        yield backend.search(query, **kw)
+
+
 __all__ = ["ENGINE", "OWN_INDEX", "BackendSearch", "BackendStatus", "FallbackNote",
-           "MemoryBackend", "OnHits"]
+           "MemoryBackend", "OnHits", "search_each"]

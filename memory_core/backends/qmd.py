@@ -32,7 +32,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,7 @@ from ..reading import PathRefused, ReadResult, read_lines
 from ..sources import is_readable_memory_path
 from ..status import ChunkingInfo, FtsInfo, SourceCount, VectorInfo
 from ..sync import SyncProgress
-from .protocol import OWN_INDEX, BackendSearch, BackendStatus, FallbackNote, OnHits
+from .protocol import OWN_INDEX, BackendSearch, BackendStatus, FallbackNote, OnHits, search_each
 from .qmd_process import QmdError, parse_query_json, qmd_env, resolve_command, run_qmd
 from .qmd_results import (
     clamp_injected,
@@ -415,6 +415,13 @@ class QmdBackend:
                 "does not reach; `search` (BM25) needs no model)")
 
     # ------------------------------------------------------------------ search
+
+    def search_many(self, queries: Sequence[str], *, max_results: int | None = None,
+                    min_score: float | None = None, sources: Sequence[str] | None = None,
+                    on_hits: OnHits | None = None) -> Iterator[BackendSearch]:
+        """One qmd search per query (its process answers one at a time)."""
+        return search_each(self, queries, max_results=max_results, min_score=min_score,
+                           sources=sources, on_hits=on_hits)
 
     def search(self, query: str, *, max_results: int | None = None,
                min_score: float | None = None, sources: Sequence[str] | None = None,

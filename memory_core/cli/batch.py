@@ -3,18 +3,24 @@
 The file is streamed line by line (memory stays bounded even for ``/dev/zero``), and a bad line
 never stops the batch: it gets an error line of its own (its ``qid``, or its line number) and
 the other lines are answered. Queries are capped (:func:`cap_query`) so one enormous line cannot
-hold the batch up for minutes.
+hold the batch up for minutes. The lines already there are answered as a group
+(:meth:`~memory_core.MemoryIndex.search_many`: one pass over the vector matrix for all of them,
+the same answers); a line not written yet is never waited for.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import select
+import stat
 import sys
+from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..common.fileio import iter_jsonl
+from ..common.fileio import JsonlLine, jsonl_line
 from ..index import MemoryIndex
 from .common import CliError
 
@@ -26,6 +32,8 @@ MAX_LINE_BYTES = 64 * 1024
 #: Characters of a query kept (and :data:`~memory_core.query.MAX_QUERY_TERMS` terms); the rest
 #: is cut, with a note.
 MAX_QUERY_CHARS = 4096
+#: Lines read ahead and answered as one group, at most (only lines already there are read).
+READ_AHEAD = 64
 
 
 def cap_query(query: str) -> tuple[str, str | None]:
@@ -66,6 +74,63 @@ def _query_of(rec: Any) -> tuple[str | None, str | None]:
     return query, None
 
 
+class ReadAhead:
+    """The raw lines of a batch file or stream, and whether more are there without waiting.
+
+    Read through the descriptor, a piece at a time, never holding more than ``limit`` bytes of
+    a line (the rest of an over-long line is dropped as it comes): ``(line, too_long)`` pairs,
+    numbered and judged as :func:`~memory_core.common.fileio.iter_jsonl` judges them.
+    """
+
+    def __init__(self, fd: int, limit: int) -> None:
+        self.fd, self.limit = fd, limit
+        #: a pipe, a terminal, a socket: what is not written yet may come later
+        self.waits = not stat.S_ISREG(os.fstat(fd).st_mode)
+        self._buf = bytearray()
+        self._lines: deque[tuple[bytes, bool]] = deque()
+        self._eof = False
+        self._skipping = False  # inside an over-long line, already reported
+
+    def next(self, *, wait: bool) -> tuple[bytes, bool] | None:
+        """The next line; ``None`` at the end, or (``wait=False``) when reading it would
+        wait for the writer."""
+        while not self._lines:
+            if self._eof or (not wait and self.waits and not self._ready()):
+                return None
+            self._read()
+        return self._lines.popleft()
+
+    def _ready(self) -> bool:
+        poll = select.poll()
+        poll.register(self.fd, select.POLLIN)
+        return bool(poll.poll(0))
+
+    def _read(self) -> None:
+        data = os.read(self.fd, 1 << 16)
+        if not data:
+            self._eof = True
+            if self._buf and not self._skipping:
+                self._lines.append((bytes(self._buf), False))
+            self._buf.clear()
+            return
+        self._buf += data
+        start = 0
+        while (nl := self._buf.find(b"\n", start)) >= 0:
+            line = bytes(self._buf[start:nl + 1])
+            start = nl + 1
+            if self._skipping:
+                self._skipping = False
+            else:
+                self._lines.append((b"", True) if len(line) > self.limit else (line, False))
+        del self._buf[:start]
+        if self._skipping:
+            self._buf.clear()
+        elif len(self._buf) > self.limit:
+            self._lines.append((b"", True))
+            self._skipping = True
+            self._buf.clear()
+
+
 def search_batch(idx: MemoryIndex, batch: str, *, max_results: int | None,
                  min_score: float | None, sources: list[str] | None, explain: bool,
                  on_hits: Callable[[str, Sequence[Hit]], None] | None,
@@ -75,27 +140,61 @@ def search_batch(idx: MemoryIndex, batch: str, *, max_results: int | None,
     Each non-blank input line gives exactly one output line: ``{qid, results}`` (plus ``note``
     when the query was capped) or ``{qid, line, error, results: []}``; errors are also
     reported on stderr. Exit code 0 even when some lines were bad (they are in the output).
+
+    The lines already there when a query is read (a file's next ones, what a pipe holds) are
+    read with it, up to :data:`READ_AHEAD`, and answered as a group
+    (:meth:`MemoryIndex.search_many`: the same answers); a line still to come is never
+    waited for, so an interactive writer gets each answer as soon as its line is in.
     """
     path = Path(batch)
     try:
-        with path.open("rb"):
-            pass
+        f = path.open("rb")
     except OSError as e:
         raise CliError(f"{path}: {e.strerror or e}") from e
     idx.ensure_synced()
-    for item in iter_jsonl(path, max_line_bytes=MAX_LINE_BYTES):
-        qid = _qid(item.value, item.line)
-        query, why = (None, item.error) if item.error else _query_of(item.value)
-        if query is None:
-            print(f"memory-core: {path}:{item.line}: {why}, skipped", file=sys.stderr)
-            out: dict[str, Any] = {"qid": qid, "line": item.line, "error": why, "results": []}
-        else:
-            query, note = cap_query(query)
-            res = idx.search(query, max_results=max_results, min_score=min_score,
-                             sources=sources, on_hits=on_hits, **overrides)
-            out = {"qid": qid, "results": [h.to_result(explain) for h in res.hits]}
-            if note:
-                out["note"] = note
-        sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
-        sys.stdout.flush()  # a consumer reading the pipe sees each answer as it comes
+    with f:
+        lines = ReadAhead(f.fileno(), MAX_LINE_BYTES)
+        n = 0
+        while (first := lines.next(wait=True)) is not None:
+            group = [first]
+            while len(group) < READ_AHEAD and (more := lines.next(wait=False)) is not None:
+                group.append(more)
+            items = []
+            for raw, too_long in group:
+                n += 1
+                item = jsonl_line(n, raw, too_long, MAX_LINE_BYTES)
+                if item is not None:
+                    items.append(item)
+            _answer(idx, path, items, dict(max_results=max_results, min_score=min_score,
+                                           sources=sources, on_hits=on_hits, **overrides),
+                    explain)
     return 0
+
+
+def _answer(idx: MemoryIndex, path: Path, items: list[JsonlLine], search: dict[str, Any],
+            explain: bool) -> None:
+    """One output line per item, in order, written once the group is answered (its recalls
+    are recorded by then: a killed batch keeps what it answered); a search's error is raised
+    after the lines before it are written."""
+    asked = [(item, *_query_of(item.value)) if not item.error else (item, None, item.error)
+             for item in items]
+    capped = [cap_query(q) for _, q, _ in asked if q is not None]
+    results = idx.search_many([q for q, _ in capped], **search)
+    notes = iter(note for _, note in capped)
+    outs: list[str] = []
+    try:
+        for item, query, why in asked:
+            qid = _qid(item.value, item.line)
+            if query is None:
+                print(f"memory-core: {path}:{item.line}: {why}, skipped", file=sys.stderr)
+                out: dict[str, Any] = {"qid": qid, "line": item.line, "error": why,
+                                       "results": []}
+            else:
+                res = next(results)
+                out = {"qid": qid, "results": [h.to_result(explain) for h in res.hits]}
+                if note := next(notes):
+                    out["note"] = note
+            outs.append(json.dumps(out, ensure_ascii=False) + "\n")
+    finally:
+        sys.stdout.write("".join(outs))
+        sys.stdout.flush()  # a consumer reading the pipe sees each answer as it comes

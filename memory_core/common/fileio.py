@@ -104,20 +104,26 @@ def iter_jsonl(path: Path, *, max_line_bytes: int | None = None) -> Iterator[Jso
     """
     with Path(path).open("rb") as f:
         for n, (raw, too_long) in enumerate(_lines(f, max_line_bytes), 1):
-            if too_long:
-                yield JsonlLine(n, error=f"line longer than {max_line_bytes} bytes")
-                continue
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                yield JsonlLine(n, error=f"not UTF-8 ({e.reason} at byte {e.start})")
-                continue
-            if not text.strip():
-                continue
-            try:
-                yield JsonlLine(n, json.loads(text))
-            except (json.JSONDecodeError, RecursionError) as e:
-                yield JsonlLine(n, error=f"not JSON ({e})")
+            item = jsonl_line(n, raw, too_long, max_line_bytes)
+            if item is not None:
+                yield item
+
+
+def jsonl_line(n: int, raw: bytes, too_long: bool, max_line_bytes: int | None
+               ) -> JsonlLine | None:
+    """Line ``n`` of a JSONL stream as :func:`iter_jsonl` yields it (``None``: a blank line)."""
+    if too_long:
+        return JsonlLine(n, error=f"line longer than {max_line_bytes} bytes")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return JsonlLine(n, error=f"not UTF-8 ({e.reason} at byte {e.start})")
+    if not text.strip():
+        return None
+    try:
+        return JsonlLine(n, json.loads(text))
+    except (json.JSONDecodeError, RecursionError) as e:
+        return JsonlLine(n, error=f"not JSON ({e})")
 
 
 def stat_signature(st: os.stat_result) -> tuple[int, int]:
