@@ -35,7 +35,6 @@ from .embeddings import EmbeddingError, ProviderChoice, create_provider
 from .embeddings.batch import FLAVOURS as BATCH_APIS
 from .embeddings.batch import BatchingProvider, BatchState
 from .embeddings.batch import status_json as batch_status
-from .embeddings.windows import windowed_share
 from .keyword import postings
 from .reading import PathRefused, ReadResult, read_lines, read_rendered
 from .rebuild import RebuildCause
@@ -46,7 +45,6 @@ from .store import (
     FileRow,
     IndexPathRefused,
     IndexUnavailable,
-    SkippedRow,
     Store,
     StoreCorrupt,
     StoreError,
@@ -58,7 +56,6 @@ from .sync import (
     SyncProgress,
     SyncReport,
     cleanup_stale_temp,
-    embeds_whole,
     guard_index_path,
     identity_diff,
     index_identity,
@@ -685,7 +682,9 @@ class MemoryIndex:
             SourceCount,
             Status,
             VectorInfo,
+            is_dirty,
             multilingual_warning,
+            sample_texts,
         )
 
         cfg = self.config
@@ -712,7 +711,7 @@ class MemoryIndex:
                     rows = st.files()
                     skipped = st.skipped()
                     cache_entries = st.cache_count()
-                    language_sample = _sample_texts(st, list(rows))
+                    language_sample = sample_texts(st, list(rows))
                     damage = st.damaged or (st.check_integrity() if deep else None)
                 except StoreCorrupt as e:
                     raise st.confirm_damage(e) from e
@@ -736,7 +735,7 @@ class MemoryIndex:
             **base,
             indexed=bool(meta), files=sum(c["files"] for c in counts.values()),
             chunks=sum(c["chunks"] for c in counts.values()),
-            dirty=_is_dirty(listing.files, rows, skipped),
+            dirty=is_dirty(listing.files, rows, skipped),
             source_counts=[SourceCount(k, v["files"], v["chunks"])
                            for k, v in sorted(counts.items())],
             identity=identity,
@@ -775,40 +774,11 @@ class MemoryIndex:
         return BatchState.from_meta(meta.get("batch"), wanted)
 
     def truncation(self) -> TruncationInfo:
-        """Share of chunks the model does not read whole. A provider that declares an input
-        limit has longer chunks embedded in windows (``windowed``): only a window that still
-        exceeds the limit (an unbreakable run) counts as truncated."""
-        from .status import TruncationInfo
+        """Share of chunks the model does not read whole (:func:`.status.truncation_of`)."""
+        from .status import truncation_of
 
-        p = self.choice.provider
-        counter = getattr(p, "token_counts", None)
-        limit = getattr(p, "max_seq_length", None)
-        if counter is None or not limit:
-            return TruncationInfo(False)
-        texts = [c.text for c in self.chunks()]
-        counts: list[int] = []
-        for i in range(0, len(texts), 256):
-            counts.extend(counter(texts[i : i + 256]))
-        over = sum(1 for n in counts if n > limit)
-        windowed = 0
-        if embeds_whole(self.config, p):
-            windowed, over = windowed_share(p, texts)
-        return TruncationInfo(True, int(limit), len(counts), over,
-                              (over / len(counts)) if counts else 0.0,
-                              float(np.mean(counts)) if counts else 0.0, windowed)
-
-
-def _sample_texts(store: Store, paths: Sequence[str], files: int = 24, per_file: int = 4
-                  ) -> list[str]:
-    """A few chunks of files spread over the index: enough to tell its main script, and cheap
-    on any index size (status is called often)."""
-    if not paths:
-        return []
-    step = max(1, len(paths) // files)
-    out: list[str] = []
-    for path in sorted(paths)[::step][:files]:
-        out.extend(r.text for r in store.chunks_for_path(path)[:per_file])
-    return out
+        return truncation_of(self.config, self.choice.provider,
+                             lambda: [c.text for c in self.chunks()])
 
 
 def _as_int(value: Any) -> int:
@@ -817,23 +787,3 @@ def _as_int(value: Any) -> int:
     except (TypeError, ValueError):
         return 0
 
-
-def _is_dirty(files: Sequence[SourceFile], rows: dict[str, FileRow],
-              skipped: dict[str, SkippedRow]) -> bool:
-    """True when the listing and the index disagree: a file added, removed or changed.
-
-    A file the last sync skipped (binary, unreadable) counts as in line while its stat is
-    the one recorded: otherwise one such file kept the workspace "dirty" forever.
-    """
-    if {f.path for f in files} != set(rows) | set(skipped):
-        return True
-    for f in files:
-        r = rows.get(f.path)
-        if r is not None:
-            if (f.mtime_ms, f.size) != (r.mtime, r.size):
-                return True
-            continue
-        k = skipped[f.path]
-        if (f.mtime_ms, f.size, f.ctime_ms) != (k.mtime, k.size, k.ctime):
-            return True
-    return False

@@ -11,11 +11,17 @@ before that, and are then left out of the JSON, as the untyped dict of earlier v
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .text import CJK_RUN_RE
+
+if TYPE_CHECKING:
+    from .config import MemoryConfig
+    from .embeddings.base import EmbeddingProvider
+    from .sources import SourceFile
+    from .store import FileRow, SkippedRow, Store
 
 #: Embedding models that read English only (the ``local`` provider's default): with them the
 #: vector leg of a Chinese, Japanese or Korean workspace is noise (XQuAD zh: S@5 0.29 for
@@ -283,3 +289,67 @@ class Status:
         if self.scores is not None:
             out["scores"] = dict(self.scores)
         return out
+
+
+# ------------------------------------------------------------------ what status reads
+
+
+def truncation_of(config: MemoryConfig, provider: EmbeddingProvider | None,
+                  texts: Callable[[], list[str]]) -> TruncationInfo:
+    """Share of the chunks ``texts()`` the model does not read whole. A provider that declares
+    an input limit has longer chunks embedded in windows (``windowed``): only a window that
+    still exceeds the limit (an unbreakable run) counts as truncated. ``texts`` is called only
+    when the provider can count tokens (every chunk of the index: not read for nothing)."""
+    from .common.lazy import numpy as np
+    from .embeddings.windows import windowed_share
+    from .sync import embeds_whole
+
+    counter = getattr(provider, "token_counts", None)
+    limit = getattr(provider, "max_seq_length", None)
+    if counter is None or not limit:
+        return TruncationInfo(False)
+    chunks = texts()
+    counts: list[int] = []
+    for i in range(0, len(chunks), 256):
+        counts.extend(counter(chunks[i : i + 256]))
+    over = sum(1 for n in counts if n > limit)
+    windowed = 0
+    if embeds_whole(config, provider):
+        windowed, over = windowed_share(provider, chunks)
+    return TruncationInfo(True, int(limit), len(counts), over,
+                          (over / len(counts)) if counts else 0.0,
+                          float(np.mean(counts)) if counts else 0.0, windowed)
+
+
+def sample_texts(store: Store, paths: Sequence[str], files: int = 24, per_file: int = 4
+                 ) -> list[str]:
+    """A few chunks of files spread over the index: enough to tell its main script, and cheap
+    on any index size (status is called often)."""
+    if not paths:
+        return []
+    step = max(1, len(paths) // files)
+    out: list[str] = []
+    for path in sorted(paths)[::step][:files]:
+        out.extend(r.text for r in store.chunks_for_path(path)[:per_file])
+    return out
+
+
+def is_dirty(files: Sequence[SourceFile], rows: dict[str, FileRow],
+             skipped: dict[str, SkippedRow]) -> bool:
+    """True when the listing and the index disagree: a file added, removed or changed.
+
+    A file the last sync skipped (binary, unreadable) counts as in line while its stat is
+    the one recorded: otherwise one such file kept the workspace "dirty" forever.
+    """
+    if {f.path for f in files} != set(rows) | set(skipped):
+        return True
+    for f in files:
+        r = rows.get(f.path)
+        if r is not None:
+            if (f.mtime_ms, f.size) != (r.mtime, r.size):
+                return True
+            continue
+        k = skipped[f.path]
+        if (f.mtime_ms, f.size, f.ctime_ms) != (k.mtime, k.size, k.ctime):
+            return True
+    return False
