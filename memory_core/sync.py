@@ -12,7 +12,6 @@ cache, and swapped in with an atomic rename: a crash at any point leaves the old
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import time
@@ -25,7 +24,6 @@ from .chunking import Chunk, chunk_context, chunk_markdown, remap_chunk_lines, s
 from .common.dates import now_ms
 from .common.fileio import file_changed
 from .common.indexfiles import IndexFiles
-from .common.sql import connect
 from .config import MemoryConfig, fingerprint
 from .embeddings import EmbeddingProvider, ProviderChoice
 from .embeddings.ahead import AheadExecutor
@@ -53,9 +51,9 @@ from .store import (
     StoreLocked,
     check_index_file,
     damage_found,
-    damage_marker,
     stamp_owner,
 )
+from .swap import remove_index, swap_in
 from .text import cjk_bigrams
 from .version import __version__
 
@@ -627,10 +625,10 @@ class Indexer:
             new.cache_prune(self.config.store.cache_max_entries)
             new.commit()
             new.close()
-            _swap(tmp, target, self.config.store.busy_timeout_ms)
+            swap_in(tmp, target, self.config.store.busy_timeout_ms)
         except BaseException:
             new.close()
-            _remove_db(tmp)
+            remove_index(tmp)
             raise
 
 
@@ -707,82 +705,6 @@ def _changed(f: SourceFile, mtime: int, size: int, ctime: int | None = None) -> 
     if ctime is not None and f.ctime_ms != ctime:
         return True
     return (f.mtime_ms, f.size) != (mtime, size)
-
-
-def _sync_file(path: Path) -> None:
-    """``fsync`` a file built with ``synchronous = OFF`` (the rename must not outrun its data)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _remove_db(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.remove(path)
-    _remove_db_sidecars(path)
-
-
-def _swap(tmp: Path, target: Path, busy_timeout_ms: int = 5000) -> None:
-    """Put the index built at ``tmp`` in place of ``target`` (and delete ``tmp``).
-
-    Other processes may hold connections to ``target`` right now (an MCP server, a watcher, a
-    search), so the file itself stays: the new pages are copied into it with SQLite's online
-    backup, one write transaction under SQLite's own locks, which every reader sees as an
-    ordinary commit. Renaming a file over an index in use would leave those connections on the
-    old inode while a ``-wal`` and ``-shm`` named after the path are shared with the new one:
-    old readers then read the new file's frames over the old pages ("malformed"), and a wrong
-    checkpoint loses commits (issue #19). Only a target SQLite cannot open as a database at all
-    (its page 1 destroyed: nothing could be reading it) is replaced by an atomic rename, after
-    its ``-wal``/``-shm`` are removed so that no frame of it is applied to the new file.
-    """
-    check_index_file(target)  # a file that appeared meanwhile and is not ours stays untouched
-    if target.exists():
-        try:
-            _copy_into(tmp, target, busy_timeout_ms)
-        except StoreCorrupt:
-            pass  # not a database any more: replaced by a rename below
-        else:
-            _remove_db(tmp)
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(damage_marker(target))
-            return
-    # durable and in WAL mode, as every index is, before it replaces the damaged one
-    Store(tmp, busy_timeout_ms, fts_scan=False).close()
-    _sync_file(tmp)
-    _remove_db_sidecars(target)
-    _remove_db_sidecars(tmp)
-    os.replace(tmp, target)
-    with contextlib.suppress(FileNotFoundError):
-        os.remove(damage_marker(target))
-
-
-def _copy_into(tmp: Path, target: Path, busy_timeout_ms: int) -> None:
-    """Copy every page of ``tmp`` into the live index ``target`` in one transaction (SQLite's
-    backup), then fold the WAL back into the file when no reader holds it. It costs ~6% of a
-    forced rebuild (34 MB index: 0.40 s of 5.8 s; a rename took 0.05 s)."""
-    src = connect(str(tmp), isolation_level=None)
-    dst = connect(str(target), isolation_level=None, timeout=busy_timeout_ms / 1000)
-    try:
-        dst.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-        if str(dst.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
-            dst.execute("PRAGMA journal_mode = WAL")
-        src.backup(dst)
-        # the WAL now holds every page: fold it in and shrink it to nothing, unless readers
-        # still hold old pages (then a later checkpoint does it; never wait long for them)
-        dst.execute("PRAGMA busy_timeout = 200")
-        with contextlib.suppress(DatabaseError):
-            dst.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-    finally:
-        src.close()
-        dst.close()
-
-
-def _remove_db_sidecars(path: Path) -> None:
-    for p in IndexFiles(path).journal:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(p)
 
 
 def cleanup_stale_temp(target: Path, max_age_s: float = 3600) -> int:
