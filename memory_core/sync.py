@@ -569,6 +569,10 @@ class Indexer:
             except StoreError as e:
                 report.warnings.append(f"search sidecars not written: {e}")
                 return
+        else:
+            # the writes' cache (WRITE_CACHE_MIB) is done with: the listings below scan all of
+            # `chunks`, whose pages would otherwise fill it (+80 MiB at 133k chunks, for nothing)
+            store.set_page_cache()
         try:
             if self.provider is not None:
                 try:
