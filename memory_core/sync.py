@@ -70,6 +70,11 @@ BIGRAM_VERSION = 1
 #: section heading) in front (docs/retrieval.md: measured, not kept).
 EMBED_CONTEXT = False
 _GROUP_CHUNKS = 256
+#: Chunks a sync reads and chunks before it writes them (a window of whole groups; the next
+#: window is read once this one is written): a first build used to hold every chunk of the
+#: workspace before its first write (~5.8 kB a chunk: ~7.7 GB at 1.33M chunks). Not smaller:
+#: each window's embedding stream starts afresh, so its first group is waited for.
+WINDOW_CHUNKS = 64 * _GROUP_CHUNKS
 #: Page cache (MiB) of the connections a sync writes through. sqlite-vec appends each vector
 #: into a chunk blob of 1,024 vectors (1.5 MB at 384 dims) and walks its page chain on every
 #: insert: with SQLite's default 2 MiB cache, interleaved with the FTS writes, those pages fell
@@ -399,12 +404,22 @@ class Indexer:
         naming it and remembered in ``skipped_files`` with its stat, so status counts it and
         the next sync does not read it again until it changes. ``skipped``: the files the
         last sync skipped.
+
+        Files are read and chunked a window (:data:`WINDOW_CHUNKS`) at a time, each window
+        written before the next is read, so memory does not grow with the workspace; windows
+        end where groups end, so the groups, their embedding calls and the index are the same
+        as with one window.
         """
         to_do: list[_Pending] = []
         touched: list[tuple[str, int, int]] = []
         failed: list[SkippedRow] = []
         n = len(files)
         unchanged = 0
+        # a window of whole groups at a time (see WINDOW_CHUNKS); an executor of its own (a Ray
+        # pool: actors started and the model loaded per start) gets the whole plan at once
+        window = None if self.executor else WINDOW_CHUNKS
+        state = [0, 0, 0]  # chunks written, chunks read, texts planned in earlier windows
+        read = in_group = 0
         for i, f in enumerate(files):
             if i % 256 == 0 or i + 1 == n:
                 self.progress("scan", i + 1, n)
@@ -438,7 +453,21 @@ class Indexer:
             if doc.bad_lines:
                 report.warnings.append(f"{f.path}: {doc.bad_lines} malformed JSONL line(s) skipped")
             to_do.append(pending)
+            in_group += len(pending.chunks)
+            if in_group >= _GROUP_CHUNKS:  # where :func:`_groups` ends a group
+                read, in_group = read + in_group, 0
+                if window is not None and read >= window:
+                    self._index_window(store, to_do, touched, failed, report, state)
+                    to_do, touched, failed, read = [], [], [], 0
         report.files_unchanged += unchanged
+        self._index_window(store, to_do, touched, failed, report, state)
+
+    def _index_window(self, store: Store, to_do: list[_Pending],
+                      touched: list[tuple[str, int, int]], failed: list[SkippedRow],
+                      report: SyncReport, state: list[int]) -> None:
+        """Write one window of :meth:`index_files`: the files re-stamped or skipped, then
+        ``to_do``'s groups, each embedded (ahead of the writes when there are several) and
+        committed. ``state``: chunks written, chunks read and texts planned so far, updated."""
         if touched or failed:
             store.begin()
             try:
@@ -448,17 +477,20 @@ class Indexer:
             except BaseException:
                 store.rollback()
                 raise
-        total_chunks = sum(len(p.chunks) for p in to_do)
-        state = [0]
+        window_chunks = sum(len(p.chunks) for p in to_do)
+        state[1] += window_chunks
         # more than one group: embedded one group ahead of the writes (the same calls)
-        executor = self.executor or (AheadExecutor() if total_chunks > _GROUP_CHUNKS else None)
+        executor = self.executor or (AheadExecutor() if window_chunks > _GROUP_CHUNKS else None)
         if executor is not None and self.provider is not None and to_do:
             whole, plan = self._plan(store, to_do)
-            self._stream = executor.start(self.choice, plan, whole,
-                                          lambda d, t: self.progress("embed", d, t))
+            before = state[2]
+            state[2] += sum(len(g) for g in plan)
+            self._stream = executor.start(
+                self.choice, plan, whole,
+                lambda d, t: self.progress("embed", before + d, before + t))
         try:
             for group in _groups(to_do):
-                self._flush(store, group, report, state, total_chunks)
+                self._flush(store, group, report, state, state[1])
         finally:
             if self._stream is not None:
                 self._stream.close()
