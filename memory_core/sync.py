@@ -72,7 +72,7 @@ EMBED_CONTEXT = False
 _GROUP_CHUNKS = 256
 #: Chunks a sync reads and chunks before it writes them (a window of whole groups; the next
 #: window is read once this one is written): a first build used to hold every chunk of the
-#: workspace before its first write (~5.8 kB a chunk: ~7.7 GB at 1.33M chunks). Not smaller:
+#: workspace before its first write (~6 kB a chunk: ~7.7 GB at 1.33M chunks). Not smaller:
 #: each window's embedding stream starts afresh, so its first group is waited for.
 WINDOW_CHUNKS = 64 * _GROUP_CHUNKS
 #: Page cache (MiB) of the connections a sync writes through. sqlite-vec appends each vector
