@@ -479,14 +479,31 @@ def bench_vectors_only(size: str, seed_ws: Path, base_url: str, nq: int) -> None
           f"{first_ms:.0f} ms, peak memory added {first_mb:.0f} MB (the mapped pages)")
 
 
+def _cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _peak(fn):  # type: ignore[no-untyped-def]
+    """``fn()``'s result, the peak memory it added (MiB: ``VmHWM`` after it minus ``VmRSS``
+    before, the mark reset), its wall and CPU seconds (this process's threads)."""
+    rss0, c0, t0 = _hwm_reset(), _cpu_s(), time.perf_counter()
+    out = fn()
+    sec, cpu = time.perf_counter() - t0, _cpu_s() - c0
+    return out, (_status_kb("VmHWM") - rss0) / 1024, sec, cpu
+
+
 def bench_sync_memory(size: str, ws: Path, base_url: str, files: int = 10) -> None:
     """Peak memory a sync adds when ``files`` diaries changed (the daily case on a big index):
     their chunks re-embedded and written, the vector sidecar updated (rows kept copied from the
     previous one block by block, the changed rows read from the index), the postings updated by
-    delta. In this process, high-water mark reset before the sync. Then the vector sidecar is
-    written whole from the index (deleted first: what the first build writes), measured alone;
-    then the files are put back and synced again (the workspace stays the generated one)."""
+    delta. In this process, high-water mark reset before the sync. Then each sidecar is written
+    whole from the index, measured alone: the vector sidecar (deleted first) and the keyword
+    postings (FTS5 read whole, as ``index --verify`` and the first build do); then the files are
+    put back and synced again (the workspace stays the generated one)."""
     from memory_core import vectors
+    from memory_core.keyword import postings
+    from memory_core.store import Store
 
     paths = sorted((ws / "memory").glob("*.md"))[:files]
     saved = {p: p.read_bytes() for p in paths}
@@ -494,22 +511,22 @@ def bench_sync_memory(size: str, ws: Path, base_url: str, files: int = 10) -> No
         for p in paths:
             p.write_bytes(saved[p] + b"\n- A line added for the sync-memory row.\n")
         with MemoryIndex.open(ws, overrides=_ov(base_url)) as idx:
-            rss0 = _hwm_reset()
-            t = time.perf_counter()
-            rep = idx.sync()
-            sec = time.perf_counter() - t
-            peak = (_status_kb("VmHWM") - rss0) / 1024
-            vm = idx.store.vector_matrix()
-            matrix_mb = vm.matrix.nbytes / 2**20 if vm is not None else 0.0
-            n = vm.rows if vm is not None else 0
-            del vm
-            vectors.sidecar_path(idx.store_path).unlink()
-        with MemoryIndex.open(ws, overrides=_ov(base_url)) as idx:  # nothing mapped
-            rss0 = _hwm_reset()
-            t = time.perf_counter()
-            idx.store.refresh_vectors()
-            whole_sec = time.perf_counter() - t
-            whole = (_status_kb("VmHWM") - rss0) / 1024
+            rep, peak, sec, cpu = _peak(idx.sync)
+            store_path = idx.store_path
+        # opened as a sync opens it (no whole-FTS-table read: a minute at 1M chunks)
+        st = Store(store_path, fts_scan=False)
+        vm = st.vector_matrix()
+        matrix_mb = vm.matrix.nbytes / 2**20 if vm is not None else 0.0
+        n = vm.rows if vm is not None else 0
+        del vm
+        st.close()
+        vectors.sidecar_path(store_path).unlink()
+        st = Store(store_path, fts_scan=False)  # nothing mapped
+        try:
+            _, whole, whole_sec, whole_cpu = _peak(st.refresh_vectors)
+            _, post, post_sec, post_cpu = _peak(lambda: postings.refresh(st, force_full=True))
+        finally:
+            st.close()
     finally:
         for p, b in saved.items():
             p.write_bytes(b)
@@ -517,11 +534,62 @@ def bench_sync_memory(size: str, ws: Path, base_url: str, files: int = 10) -> No
             idx.sync()
     row(f"peak memory added by a sync of {files} changed files", n, peak, "MB",
         matrix_mb, "the matrix", "—", None)
-    print(f"{'':<8}{rep.chunks_written} chunks written in {sec:.1f} s (vector sidecar "
-          f"updated, postings by delta)")
+    print(f"{'':<8}{rep.chunks_written} chunks written in {sec:.1f} s, CPU {cpu:.1f} s "
+          f"(vector sidecar updated, postings by delta; load {os.getloadavg()[0]:.1f})")
     row("peak memory added by writing the vector sidecar whole", n, whole, "MB",
         matrix_mb, "the matrix", "—", None)
-    print(f"{'':<8}from the index's blobs in {whole_sec:.1f} s (the first build's write)")
+    print(f"{'':<8}from the index's blobs in {whole_sec:.1f} s, CPU {whole_cpu:.1f} s "
+          "(the first build's write)")
+    row("peak memory added by writing the postings whole", n, post, "MB",
+        matrix_mb, "the matrix", "—", None)
+    print(f"{'':<8}FTS5 read whole in {post_sec:.1f} s, CPU {post_cpu:.1f} s (the first "
+          "build's and `index --verify`'s)")
+
+
+_BUILD_CHILD = r"""
+import json, resource, sys, time
+from pathlib import Path
+from memory_core import MemoryIndex
+ws, ov = Path(sys.argv[1]), json.loads(sys.argv[2])
+def kb(key):
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith(key + ":"))
+marks = {}
+def progress(stage, done, total):  # the build's writes are done when the postings read starts
+    if stage == "keyword postings" and "hwm" not in marks:
+        marks["hwm"] = kb("VmHWM")
+with MemoryIndex.open(ws, overrides=ov) as idx:
+    t = time.perf_counter()
+    rep = idx.sync(progress=progress)
+    sec = time.perf_counter() - t
+r = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"chunks": rep.chunks_written, "full": rep.full, "sec": sec,
+                  "cpu": r.ru_utime + r.ru_stime, "hwm_kb": kb("VmHWM"),
+                  "writes_hwm_kb": marks.get("hwm", 0)}))
+"""
+
+
+def bench_build_memory(size: str, ws: Path, base_url: str) -> None:
+    """A first build of ``ws`` into a temporary index, in a fresh process (its high-water mark
+    is the build's): chunks/s, and the peak resident set when the writes are done (before the
+    keyword postings' full read) and at the end."""
+    with tempfile.TemporaryDirectory(dir=cache_root()) as tmp:
+        ov = {**_ov(base_url), "store": {"path": f"{tmp}/i.sqlite"}}
+        out = subprocess.run([sys.executable, "-c", _BUILD_CHILD, str(ws), json.dumps(ov)],
+                             capture_output=True, text=True, env=dict(os.environ,
+                                                                      PYTHONPATH=str(ROOT)),
+                             timeout=24 * 3600)
+    if out.returncode:
+        print(out.stderr[-2000:])
+        return
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    rate = r["chunks"] / r["sec"]
+    row("first build: peak RSS when its writes are done", r["chunks"], r["writes_hwm_kb"] / 1024,
+        "MB", None, "", "—", None)
+    row("first build: peak RSS, postings read included", r["chunks"], r["hwm_kb"] / 1024, "MB",
+        None, "", "—", None)
+    print(f"{'':<8}{r['chunks']} chunks in {r['sec']:.0f} s ({rate:.0f} chunks/s), CPU "
+          f"{r['cpu']:.0f} s (the hash server's not included), load {os.getloadavg()[0]:.1f}")
 
 
 def bench_indexing(size: str, ws: Path) -> None:
@@ -738,6 +806,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="sizes for the vector-leg-only rows (e.g. 1m; no whole index built)")
     ap.add_argument("--sync-memory", action="store_true",
                     help="also the peak memory of a sync that changed 10 files")
+    ap.add_argument("--build-memory", action="store_true",
+                    help="also a first build's peak memory and chunks/s (a fresh process)")
     ap.add_argument("--skip-process", action="store_true",
                     help="skip the whole-process rows (no-op index, search --batch)")
     ap.add_argument("--latency-ms", type=float, default=20.0,
@@ -757,6 +827,8 @@ def main(argv: list[str] | None = None) -> int:
             bench_noop(s, workspaces[s], srv.base_url)
             if args.sync_memory:
                 bench_sync_memory(s, workspaces[s], srv.base_url)
+            if args.build_memory:
+                bench_build_memory(s, workspaces[s], srv.base_url)
             if not args.skip_process:
                 bench_process_noop(s, workspaces[s], srv.base_url)
                 bench_process_batch(s, workspaces[s], srv.base_url, args.queries, base)

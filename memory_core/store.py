@@ -150,7 +150,7 @@ class Store:
                               check_same_thread=False, timeout=busy_timeout_ms / 1000)
             self.db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             if cache_mib:  # page cache beyond SQLite's 2 MiB (sync's writers: see Indexer)
-                self.db.execute(f"PRAGMA cache_size = {-int(cache_mib) * 1024}")
+                self.set_page_cache(cache_mib)
             if not readonly:
                 # ``scratch``, a file built aside (a crash discards it): no WAL, no syncs
                 self.db.execute(f"PRAGMA journal_mode = {'MEMORY' if scratch else 'WAL'}")
@@ -611,6 +611,13 @@ class Store:
     def vector_stamp(self) -> str:
         """The stamp a fresh vector sidecar must carry (see :mod:`memory_core.vectors`)."""
         return vectors.stamp_of(self.get_meta())
+
+    def set_page_cache(self, mib: int = 0) -> None:
+        """Give this connection a page cache of ``mib`` MiB (0: SQLite's default, ~2 MiB).
+
+        Shrinking it frees the cached pages beyond the new size at once: a sync's writer sets
+        its cache back before the sidecars' listings scan the whole ``chunks`` table."""
+        self.db.execute(f"PRAGMA cache_size = {-int(mib) * 1024 if mib else -2000}")
 
     def refresh_vectors(self) -> bool:
         """Write ``<index>.vectors`` unless it is fresh; True when it was written.

@@ -12,7 +12,6 @@ cache, and swapped in with an atomic rename: a crash at any point leaves the old
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import time
@@ -25,7 +24,6 @@ from .chunking import Chunk, chunk_context, chunk_markdown, remap_chunk_lines, s
 from .common.dates import now_ms
 from .common.fileio import file_changed
 from .common.indexfiles import IndexFiles
-from .common.sql import connect
 from .config import MemoryConfig, fingerprint
 from .embeddings import EmbeddingProvider, ProviderChoice
 from .embeddings.ahead import AheadExecutor
@@ -53,9 +51,9 @@ from .store import (
     StoreLocked,
     check_index_file,
     damage_found,
-    damage_marker,
     stamp_owner,
 )
+from .swap import remove_index, swap_in
 from .text import cjk_bigrams
 from .version import __version__
 
@@ -72,6 +70,11 @@ BIGRAM_VERSION = 1
 #: section heading) in front (docs/retrieval.md: measured, not kept).
 EMBED_CONTEXT = False
 _GROUP_CHUNKS = 256
+#: Chunks a sync reads and chunks before it writes them (a window of whole groups; the next
+#: window is read once this one is written): a first build used to hold every chunk of the
+#: workspace before its first write (~6 kB a chunk: ~7.7 GB at 1.33M chunks). Not smaller:
+#: each window's embedding stream starts afresh, so its first group is waited for.
+WINDOW_CHUNKS = 64 * _GROUP_CHUNKS
 #: Page cache (MiB) of the connections a sync writes through. sqlite-vec appends each vector
 #: into a chunk blob of 1,024 vectors (1.5 MB at 384 dims) and walks its page chain on every
 #: insert: with SQLite's default 2 MiB cache, interleaved with the FTS writes, those pages fell
@@ -401,12 +404,22 @@ class Indexer:
         naming it and remembered in ``skipped_files`` with its stat, so status counts it and
         the next sync does not read it again until it changes. ``skipped``: the files the
         last sync skipped.
+
+        Files are read and chunked a window (:data:`WINDOW_CHUNKS`) at a time, each window
+        written before the next is read, so memory does not grow with the workspace; windows
+        end where groups end, so the groups, their embedding calls and the index are the same
+        as with one window.
         """
         to_do: list[_Pending] = []
         touched: list[tuple[str, int, int]] = []
         failed: list[SkippedRow] = []
         n = len(files)
         unchanged = 0
+        # a window of whole groups at a time (see WINDOW_CHUNKS); an executor of its own (a Ray
+        # pool: actors started and the model loaded per start) gets the whole plan at once
+        window = None if self.executor else WINDOW_CHUNKS
+        state = [0, 0, 0]  # chunks written, chunks read, texts planned in earlier windows
+        read = in_group = 0
         for i, f in enumerate(files):
             if i % 256 == 0 or i + 1 == n:
                 self.progress("scan", i + 1, n)
@@ -440,7 +453,21 @@ class Indexer:
             if doc.bad_lines:
                 report.warnings.append(f"{f.path}: {doc.bad_lines} malformed JSONL line(s) skipped")
             to_do.append(pending)
+            in_group += len(pending.chunks)
+            if in_group >= _GROUP_CHUNKS:  # where :func:`_groups` ends a group
+                read, in_group = read + in_group, 0
+                if window is not None and read >= window:
+                    self._index_window(store, to_do, touched, failed, report, state)
+                    to_do, touched, failed, read = [], [], [], 0
         report.files_unchanged += unchanged
+        self._index_window(store, to_do, touched, failed, report, state)
+
+    def _index_window(self, store: Store, to_do: list[_Pending],
+                      touched: list[tuple[str, int, int]], failed: list[SkippedRow],
+                      report: SyncReport, state: list[int]) -> None:
+        """Write one window of :meth:`index_files`: the files re-stamped or skipped, then
+        ``to_do``'s groups, each embedded (ahead of the writes when there are several) and
+        committed. ``state``: chunks written, chunks read and texts planned so far, updated."""
         if touched or failed:
             store.begin()
             try:
@@ -450,17 +477,20 @@ class Indexer:
             except BaseException:
                 store.rollback()
                 raise
-        total_chunks = sum(len(p.chunks) for p in to_do)
-        state = [0]
+        window_chunks = sum(len(p.chunks) for p in to_do)
+        state[1] += window_chunks
         # more than one group: embedded one group ahead of the writes (the same calls)
-        executor = self.executor or (AheadExecutor() if total_chunks > _GROUP_CHUNKS else None)
+        executor = self.executor or (AheadExecutor() if window_chunks > _GROUP_CHUNKS else None)
         if executor is not None and self.provider is not None and to_do:
             whole, plan = self._plan(store, to_do)
-            self._stream = executor.start(self.choice, plan, whole,
-                                          lambda d, t: self.progress("embed", d, t))
+            before = state[2]
+            state[2] += sum(len(g) for g in plan)
+            self._stream = executor.start(
+                self.choice, plan, whole,
+                lambda d, t: self.progress("embed", before + d, before + t))
         try:
             for group in _groups(to_do):
-                self._flush(store, group, report, state, total_chunks)
+                self._flush(store, group, report, state, state[1])
         finally:
             if self._stream is not None:
                 self._stream.close()
@@ -571,6 +601,10 @@ class Indexer:
             except StoreError as e:
                 report.warnings.append(f"search sidecars not written: {e}")
                 return
+        else:
+            # the writes' cache (WRITE_CACHE_MIB) is done with: the listings below scan all of
+            # `chunks`, whose pages would otherwise fill it (+80 MiB at 133k chunks, for nothing)
+            store.set_page_cache()
         try:
             if self.provider is not None:
                 try:
@@ -627,10 +661,10 @@ class Indexer:
             new.cache_prune(self.config.store.cache_max_entries)
             new.commit()
             new.close()
-            _swap(tmp, target, self.config.store.busy_timeout_ms)
+            swap_in(tmp, target, self.config.store.busy_timeout_ms)
         except BaseException:
             new.close()
-            _remove_db(tmp)
+            remove_index(tmp)
             raise
 
 
@@ -707,82 +741,6 @@ def _changed(f: SourceFile, mtime: int, size: int, ctime: int | None = None) -> 
     if ctime is not None and f.ctime_ms != ctime:
         return True
     return (f.mtime_ms, f.size) != (mtime, size)
-
-
-def _sync_file(path: Path) -> None:
-    """``fsync`` a file built with ``synchronous = OFF`` (the rename must not outrun its data)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _remove_db(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.remove(path)
-    _remove_db_sidecars(path)
-
-
-def _swap(tmp: Path, target: Path, busy_timeout_ms: int = 5000) -> None:
-    """Put the index built at ``tmp`` in place of ``target`` (and delete ``tmp``).
-
-    Other processes may hold connections to ``target`` right now (an MCP server, a watcher, a
-    search), so the file itself stays: the new pages are copied into it with SQLite's online
-    backup, one write transaction under SQLite's own locks, which every reader sees as an
-    ordinary commit. Renaming a file over an index in use would leave those connections on the
-    old inode while a ``-wal`` and ``-shm`` named after the path are shared with the new one:
-    old readers then read the new file's frames over the old pages ("malformed"), and a wrong
-    checkpoint loses commits (issue #19). Only a target SQLite cannot open as a database at all
-    (its page 1 destroyed: nothing could be reading it) is replaced by an atomic rename, after
-    its ``-wal``/``-shm`` are removed so that no frame of it is applied to the new file.
-    """
-    check_index_file(target)  # a file that appeared meanwhile and is not ours stays untouched
-    if target.exists():
-        try:
-            _copy_into(tmp, target, busy_timeout_ms)
-        except StoreCorrupt:
-            pass  # not a database any more: replaced by a rename below
-        else:
-            _remove_db(tmp)
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(damage_marker(target))
-            return
-    # durable and in WAL mode, as every index is, before it replaces the damaged one
-    Store(tmp, busy_timeout_ms, fts_scan=False).close()
-    _sync_file(tmp)
-    _remove_db_sidecars(target)
-    _remove_db_sidecars(tmp)
-    os.replace(tmp, target)
-    with contextlib.suppress(FileNotFoundError):
-        os.remove(damage_marker(target))
-
-
-def _copy_into(tmp: Path, target: Path, busy_timeout_ms: int) -> None:
-    """Copy every page of ``tmp`` into the live index ``target`` in one transaction (SQLite's
-    backup), then fold the WAL back into the file when no reader holds it. It costs ~6% of a
-    forced rebuild (34 MB index: 0.40 s of 5.8 s; a rename took 0.05 s)."""
-    src = connect(str(tmp), isolation_level=None)
-    dst = connect(str(target), isolation_level=None, timeout=busy_timeout_ms / 1000)
-    try:
-        dst.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-        if str(dst.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
-            dst.execute("PRAGMA journal_mode = WAL")
-        src.backup(dst)
-        # the WAL now holds every page: fold it in and shrink it to nothing, unless readers
-        # still hold old pages (then a later checkpoint does it; never wait long for them)
-        dst.execute("PRAGMA busy_timeout = 200")
-        with contextlib.suppress(DatabaseError):
-            dst.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-    finally:
-        src.close()
-        dst.close()
-
-
-def _remove_db_sidecars(path: Path) -> None:
-    for p in IndexFiles(path).journal:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(p)
 
 
 def cleanup_stale_temp(target: Path, max_age_s: float = 3600) -> int:

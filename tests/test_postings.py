@@ -178,11 +178,15 @@ def test_the_full_read_equals_one_row_per_instance(kw_index: MemoryIndex, parse_
     """``group_concat`` per term, parsed in pieces of any size, gives exactly the instances a
     row-per-instance read gives; the postings built from them equal FTS5's answers above."""
     store = kw_index.store
+    whole = postings.build_full(store.db)  # the default piece: the whole table at once here
     monkeypatch.setattr(postings, "_PARSE_CHARS", parse_chars)
-    full = postings.build_full(store.db)
+    full = postings.build_full(store.db)  # postings built a piece of terms at a time
     terms, counts, docs = postings._instance_docs(store.db, TABLE, np.int32)
     want_terms, want_counts, want_docs = _instances_one_row_each(store.db, TABLE)
-    assert terms == want_terms == full[0]
+    assert terms == want_terms == full[0] == whole[0]
+    for a, b in ((full[1], whole[1]), (full[2], whole[2]), (full[3], whole[3]),
+                 (full[5], whole[5]), (full[4].rowids, whole[4].rowids)):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
     assert np.array_equal(counts, want_counts) and np.array_equal(docs, want_docs)
     assert docs.size > 10 * len(terms)  # many instances per term: the parse was exercised
 

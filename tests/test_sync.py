@@ -345,3 +345,22 @@ def test_when_most_files_changed_the_sync_rebuilds_aside(tmp_path: Path) -> None
         untouched = idx.search("TOKEN_230 first", max_results=3, min_score=0).hits
         assert untouched and untouched[0].path == names[230]
         assert idx.status().files == 240
+
+
+def test_a_writers_page_cache_is_set_back_to_sqlites_default(tmp_path: Path) -> None:
+    # a sync's writer has a big cache for its inserts, then gives it back before the sidecars'
+    # listings scan the whole chunks table through the same connection
+    st = Store(tmp_path / "i.sqlite", cache_mib=64)
+    try:
+        assert st.db.execute("PRAGMA cache_size").fetchone()[0] == -64 * 1024
+        st.set_page_cache()
+        assert st.db.execute("PRAGMA cache_size").fetchone()[0] == -2000
+        st.set_page_cache(8)
+        assert st.db.execute("PRAGMA cache_size").fetchone()[0] == -8 * 1024
+    finally:
+        st.close()
+    fresh = Store(tmp_path / "i.sqlite")
+    try:  # what a connection opened without cache_mib has: the default set back above
+        assert fresh.db.execute("PRAGMA cache_size").fetchone()[0] == -2000
+    finally:
+        fresh.close()

@@ -427,8 +427,8 @@ class StreamWriter:
         os.replace(self.tmp, self.path)
 
 
-def write_file(path: Path, magic: bytes, header: dict[str, Any], parts: dict[str, bytes]
-               ) -> None:
+def write_file(path: Path, magic: bytes, header: dict[str, Any],
+               parts: dict[str, bytes | memoryview]) -> None:
     """Write a sidecar whose arrays are all in memory (``parts``) atomically: a
     :class:`StreamWriter` given each part whole."""
     with StreamWriter(path, magic, header, {k: len(v) for k, v in parts.items()}) as w:

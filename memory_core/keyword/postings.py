@@ -329,10 +329,11 @@ def write(db_path: Path, stamp: str, spec: str, terms: Sequence[str], ptr: np.nd
     """Write the sidecar atomically (temp file + rename); returns it loaded."""
     tf_type = _tf_type(int(tfs.max()) if tfs.size else 0)
     header, head, tail = _layout(stamp, spec, terms, ptr, tf_type, rowids, ids, sources, doclen)
+    # the postings' columns as views, not ``tobytes`` copies (8 B a posting: ~2 GB at 1M)
     write_file(sidecar_path(db_path), MAGIC, header, {
         **head,
-        "rows": np.ascontiguousarray(rows, "<i4").tobytes(),
-        "tfs": np.ascontiguousarray(tfs, tf_type).tobytes(),
+        "rows": np.ascontiguousarray(rows, "<i4").data.cast("B"),
+        "tfs": np.ascontiguousarray(tfs, tf_type).data.cast("B"),
         **tail,
     })
     return load(db_path, stamp)
@@ -382,9 +383,11 @@ def _runs(docs: np.ndarray, starts_of_terms: np.ndarray) -> tuple[np.ndarray, np
 _PARSE_CHARS = 64 << 20
 
 
-def _instance_docs(db: Any, table: str, dtype: Any) -> tuple[list[str], np.ndarray, np.ndarray]:
+def _instance_pieces(db: Any, table: str, dtype: Any
+                     ) -> Iterator[tuple[list[str], np.ndarray, np.ndarray]]:
     """Every term of ``table``'s vocabulary in FTS5's order, its instance count, and the doc
-    (rowid) of every instance, sorted by term then doc: ``(terms, counts, docs)``.
+    (rowid) of every instance, sorted by term then doc, a piece of whole terms at a time (about
+    :data:`_PARSE_CHARS` characters of text each): ``(terms, counts, docs)``.
 
     One row per *term*, its instances' docs joined by SQLite (``group_concat``) and parsed by
     numpy: fetching one Python row per instance (~33M at 133k chunks) was most of a first
@@ -394,7 +397,6 @@ def _instance_docs(db: Any, table: str, dtype: Any) -> tuple[list[str], np.ndarr
     """
     terms: list[str] = []
     counts: list[int] = []
-    parts: list[np.ndarray] = []
     pending: list[str] = []
     size = 0
     for term, n, joined in db.execute(
@@ -404,48 +406,89 @@ def _instance_docs(db: Any, table: str, dtype: Any) -> tuple[list[str], np.ndarr
         pending.append(joined)
         size += len(joined)
         if size >= _PARSE_CHARS:
-            parts.append(np.fromstring(",".join(pending), dtype=dtype, sep=","))
-            pending, size = [], 0
+            yield (terms, np.asarray(counts, np.int64),
+                   np.fromstring(",".join(pending), dtype=dtype, sep=","))
+            terms, counts, pending, size = [], [], [], 0
     if pending:
-        parts.append(np.fromstring(",".join(pending), dtype=dtype, sep=","))
-    docs = np.concatenate(parts) if parts else np.zeros(0, dtype)
-    return terms, np.asarray(counts, np.int64), docs
+        yield (terms, np.asarray(counts, np.int64),
+               np.fromstring(",".join(pending), dtype=dtype, sep=","))
+
+
+def _instance_docs(db: Any, table: str, dtype: Any) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """:func:`_instance_pieces` joined: every term, its instance count, every instance's doc."""
+    terms: list[str] = []
+    counts: list[np.ndarray] = []
+    docs: list[np.ndarray] = []
+    for t, c, d in _instance_pieces(db, table, dtype):
+        terms.extend(t)
+        counts.append(c)
+        docs.append(d)
+    return (terms, np.concatenate(counts) if counts else np.zeros(0, np.int64),
+            np.concatenate(docs) if docs else np.zeros(0, dtype))
+
+
+def _joined(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
+    """``parts`` concatenated, each part let go once copied (the peak: the result and one
+    part, not the result and every part)."""
+    out = np.empty(sum(p.size for p in parts), dtype)
+    at = 0
+    while parts:
+        p = parts.pop(0)
+        out[at:at + p.size] = p
+        at += p.size
+    return out
 
 
 def build_full(db: Any, table: str = TABLE) -> tuple[list[str], np.ndarray, np.ndarray,
                                                      np.ndarray, _Rows, np.ndarray]:
     """Read the whole table's postings from FTS5's vocabulary, in one read transaction:
-    ``(terms, ptr, rows, tfs, current rows, doclen)``."""
+    ``(terms, ptr, rows, tfs, current rows, doclen)``.
+
+    The instances are turned into postings a piece of whole terms at a time, so what is held
+    is the postings' own columns (``rows`` and ``tfs``, 8 B a posting) and one piece's
+    instances, not every instance and its temporaries (~6.9 GB at 1.33M chunks)."""
     db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_VOCAB}_inst "
                f"USING fts5vocab(main, {table}, instance)")
+    terms: list[str] = []
+    per_term: list[np.ndarray] = []  # postings of each term
+    rows_parts: list[np.ndarray] = []
+    tf_parts: list[np.ndarray] = []
     db.execute("BEGIN")
     try:
         cur = _current_rows(db, table)
-        wide = cur.rowids.size and int(cur.rowids[-1]) >= 2**31
-        terms, counts, docs = _instance_docs(db, table, np.int64 if wide else np.int32)
+        n = cur.rowids.size
+        wide = n and int(cur.rowids[-1]) >= 2**31
+        doclen = np.zeros(n, np.float64)
+        for t, counts, docs in _instance_pieces(db, table, np.int64 if wide else np.int32):
+            terms.extend(t)
+            inst_ptr = np.concatenate([[0], np.cumsum(counts)])
+            if inst_ptr[-1] != docs.size:
+                raise ValueError("FTS5 instances could not be read whole")
+            if docs.size > 1:  # within each term, docs ascending (group_concat kept the order)
+                down = np.flatnonzero(docs[1:] < docs[:-1]) + 1
+                if not np.isin(down, inst_ptr[1:-1]).all():
+                    raise ValueError("FTS5 instances are not in doc order within a term")
+            first, post_docs, tf = _runs(docs, inst_ptr[:-1])
+            del docs
+            per_term.append(np.diff(np.searchsorted(first, inst_ptr)))
+            del first
+            rows = np.searchsorted(cur.rowids, post_docs).astype(np.int32)
+            if rows.size and (rows.max() >= n or not np.array_equal(cur.rowids[rows],
+                                                                       post_docs)):
+                raise ValueError("FTS5 rows and vocabulary disagree")
+            del post_docs
+            tf = tf.astype(np.uint32)
+            doclen += np.bincount(rows, weights=tf, minlength=n)  # whole numbers: exact
+            rows_parts.append(rows)
+            tf_parts.append(tf)
     finally:
         db.execute("COMMIT")
     if any(a >= b for a, b in itertools.pairwise(terms)):
         # lookups bisect in Python's order, which is FTS5's (UTF-8 byte order) for valid text
         raise ValueError("FTS5's vocabulary is not in code point order")
-    inst_ptr = np.concatenate([[0], np.cumsum(counts)])
-    if inst_ptr[-1] != docs.size:
-        raise ValueError("FTS5 instances could not be read whole")
-    if docs.size > 1:  # within each term, docs ascending (group_concat kept the scan's order)
-        down = np.flatnonzero(docs[1:] < docs[:-1]) + 1
-        if not np.isin(down, inst_ptr[1:-1]).all():
-            raise ValueError("FTS5 instances are not in doc order within a term")
-    first, post_docs, tf = _runs(docs, inst_ptr[:-1])
-    del docs
-    ptr = np.searchsorted(first, inst_ptr)
-    del first
-    rows = np.searchsorted(cur.rowids, post_docs).astype(np.int32)
-    if rows.size and (rows.max() >= cur.rowids.size
-                      or not np.array_equal(cur.rowids[rows], post_docs)):
-        raise ValueError("FTS5 rows and vocabulary disagree")
-    tf = tf.astype(np.uint32)
-    doclen = np.bincount(rows, weights=tf, minlength=cur.rowids.size).astype(np.int32)
-    return terms, ptr, rows, tf, cur, doclen
+    ptr = np.concatenate([[0], np.cumsum(_joined(per_term, np.int64))]).astype(np.int64)
+    return (terms, ptr, _joined(rows_parts, np.int32), _joined(tf_parts, np.uint32), cur,
+            doclen.astype(np.int32))
 
 
 def _delta_postings(spec: str, texts: Sequence[str], positions: np.ndarray
