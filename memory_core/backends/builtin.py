@@ -63,6 +63,8 @@ class BuiltinBackend:
                     ) -> Iterator[BackendSearch]:
         """:meth:`search` of each of ``queries``, answered as a group
         (:meth:`MemoryIndex.search_many`)."""
+        from .protocol import BackendSearch
+
         for res in self.index.search_many(queries, max_results=max_results,
                                           min_score=min_score, sources=sources,
                                           on_hits=on_hits, **overrides):
