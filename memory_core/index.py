@@ -497,17 +497,9 @@ class MemoryIndex:
         any (promotion's ``recall_recorder(index)`` records recalls this way; nothing is
         recorded unless the caller asks).
         """
-        from .fusion import fuse, rows_needed
-
         s = checked_settings(settings or self.settings(**overrides), "search",
                              max_results=max_results, min_score=min_score)
-        # one fusion under ``s``: only the rows it reads
-        cands = self.candidates(query, sources, s, use_numpy=use_numpy,
-                                rows_for=rows_needed(query, s))
-        result = fuse(cands, s)
-        if on_hits is not None and result.hits:
-            on_hits(cands.query, result.hits)
-        return result
+        return self._answer(query, sources, s, on_hits, use_numpy=use_numpy)
 
     def search_many(self, queries: Sequence[str], *, max_results: int | None = None,
                     min_score: float | None = None, sources: Sequence[str] | None = None,
@@ -522,8 +514,6 @@ class MemoryIndex:
         time reads the whole matrix per query); each query's keyword leg, fusion and
         ``on_hits`` then run as :meth:`search` runs them.
         """
-        from .fusion import fuse, rows_needed
-
         s = checked_settings(settings or self.settings(**overrides), "search",
                              max_results=max_results, min_score=min_score)
         qs = list(queries)
@@ -532,12 +522,21 @@ class MemoryIndex:
             self.ensure_synced()
             legs = self._group_legs(qs, self._source_filter(sources))
         for query, leg in zip(qs, legs, strict=True):
-            cands = self.candidates(query, sources, s, rows_for=rows_needed(query, s),
-                                    vector_hits=leg)
-            result = fuse(cands, s)
-            if on_hits is not None and result.hits:
-                on_hits(cands.query, result.hits)
-            yield result
+            yield self._answer(query, sources, s, on_hits, vector_hits=leg)
+
+    def _answer(self, query: str, sources: Sequence[str] | None, s: SearchSettings,
+                on_hits: OnHits | None, *, use_numpy: bool = False,
+                vector_hits: VectorLeg | None = None) -> FusionResult:
+        """One query of :meth:`search` or :meth:`search_many`: its candidates (only the rows
+        one fusion under ``s`` reads), the fusion, then ``on_hits``."""
+        from .fusion import fuse, rows_needed
+
+        cands = self.candidates(query, sources, s, use_numpy=use_numpy,
+                                rows_for=rows_needed(query, s), vector_hits=vector_hits)
+        result = fuse(cands, s)
+        if on_hits is not None and result.hits:
+            on_hits(cands.query, result.hits)
+        return result
 
     def _group_legs(self, queries: list[str], src: list[str] | None
                     ) -> list[VectorLeg | None]:

@@ -10,6 +10,7 @@ for any slider position (200, the reference's cap), so fusion can cut each leg t
 from __future__ import annotations
 
 import contextvars
+import functools
 import queue
 import threading
 import time
@@ -143,19 +144,15 @@ def vector_legs(store: Store, provider: EmbeddingProvider, queries: Sequence[str
     t0 = time.perf_counter()
     texts = [q.strip() for q in queries]
     vecs: list[np.ndarray] = []
-    if getattr(provider, "waits_on_network", False):
-        pending = [_Soon(provider.embed_query, q) for q in texts if q]
-        for soon in pending:
-            try:
-                vecs.append(soon.result())
-            except Exception:  # raised again by the query's own embedding
-                break
-    else:
-        for q in (q for q in texts if q):
-            try:
-                vecs.append(provider.embed_query(q))
-            except Exception:
-                break
+    # all in flight at once when they wait on the network, else each when its turn comes
+    waits = getattr(provider, "waits_on_network", False)
+    pending = [_Soon(provider.embed_query, q).result if waits
+               else functools.partial(provider.embed_query, q) for q in texts if q]
+    for embed in pending:
+        try:
+            vecs.append(embed())
+        except Exception:  # raised again by the query's own embedding
+            break
     t1 = time.perf_counter()
     usable = [v for v in vecs if np.any(v)]
     found = iter(store.vector_search_many(usable, pool, sources))
