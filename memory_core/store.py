@@ -676,14 +676,9 @@ class Store:
         if use_numpy:
             engine = "numpy"
         if engine in ("auto", "numpy", "exact"):
-            vm = self.vector_matrix()
-            if vm is not None and vm.rows and vm.dims != q.size:
-                raise StoreError(f"query has {q.size} dims, the index {vm.dims}")
-            if vm is not None and vm.rows:
-                try:
-                    return vm.search(q, limit, sources, exact=engine != "auto")
-                except vectors.SidecarDamaged:  # never a wrong hit: the index itself answers below
-                    self._sidecar = None
+            found = self._sidecar_search([q], limit, sources, exact=engine != "auto")
+            if found is not None:
+                return found[0]
         if engine in ("auto", "sqlite-vec") and self.vec_available and self._vec_dims:
             hits = self._vec0_search(q, limit, sources)
             if hits is not None:
@@ -704,17 +699,29 @@ class Store:
         """:meth:`vector_search` (``engine="auto"``) of each of ``queries``: the same answers,
         from one pass over the sidecar's matrix for the group when it is fresh
         (:meth:`~memory_core.vectors.VectorMatrix.search_many`), else one query at a time."""
-        vm = self.vector_matrix() if limit > 0 and queries else None
-        if vm is not None and vm.rows:
-            qs = [np.asarray(q, dtype=np.float32) for q in queries]
-            for q in qs:
-                if vm.dims != q.size:
-                    raise StoreError(f"query has {q.size} dims, the index {vm.dims}")
-            try:
-                return vm.search_many(qs, limit, sources)
-            except vectors.SidecarDamaged:  # never a wrong hit: the index itself answers below
-                self._sidecar = None
+        found = (self._sidecar_search([np.asarray(q, dtype=np.float32) for q in queries],
+                                      limit, sources, exact=False)
+                 if limit > 0 and queries else None)
+        if found is not None:
+            return found
         return [self.vector_search(q, limit, sources) for q in queries]
+
+    def _sidecar_search(self, queries: list[np.ndarray], limit: int,
+                        sources: Sequence[str] | None, *, exact: bool
+                        ) -> list[list[tuple[str, float]]] | None:
+        """The vector sidecar's answers to ``queries`` (float32), or ``None`` when there is no
+        fresh one or it fails its checksums (the caller then asks the index itself)."""
+        vm = self.vector_matrix()
+        if vm is None or not vm.rows:
+            return None
+        for q in queries:
+            if vm.dims != q.size:
+                raise StoreError(f"query has {q.size} dims, the index {vm.dims}")
+        try:
+            return vm.search_many(queries, limit, sources, exact=exact)
+        except vectors.SidecarDamaged:  # never a wrong hit: the index itself answers
+            self._sidecar = None
+            return None
 
     def _vec0_search(self, q: np.ndarray, limit: int, sources: Sequence[str] | None
                      ) -> list[tuple[str, float]] | None:
