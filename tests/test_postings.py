@@ -1,5 +1,6 @@
-"""The keyword postings sidecar (issue #10 item 2): the default profile's OR query answered in
-numpy must be FTS5's own ``ORDER BY bm25 LIMIT pool``, row for row and float for float.
+"""The keyword leg's conformance test: its fast path, the postings sidecar (issue #10 item 2),
+answers the default profile's OR query in numpy and must give FTS5's own ``ORDER BY bm25 LIMIT
+pool`` (the reference path), row for row and float for float.
 
 The corpus is built to make that hard: words in most chunks (IDF clamped to 1e-6), duplicate
 chunks (exact ties, rowid order), stems (``camping`` / ``camp``), accents, identifiers that FTS5
@@ -11,6 +12,7 @@ index; the threshold is lowered so this small index gets a sidecar.
 from __future__ import annotations
 
 import json
+import math
 import random
 import shutil
 from collections.abc import Iterator
@@ -22,6 +24,7 @@ import pytest
 from memory_core import MemoryIndex
 from memory_core.config import profile_settings
 from memory_core.keyword import postings, reads
+from memory_core.keyword.fts import phrase_bound
 from memory_core.keyword.plans import keyword_leg, or_query_topk
 from memory_core.query import or_fts_query
 
@@ -89,6 +92,13 @@ def test_tokenize_is_fts5s() -> None:
     spec = "porter unicode61"
     assert postings.tokenize(spec, ["camping", "deploy_script", "Café", "熔断 断器", "", "_"]) == [
         ["camp"], ["deploi", "script"], ["cafe"], ["熔断", "断器"], [], []]
+
+
+def test_phrase_bound_is_fts5s_clamped_idf() -> None:
+    """The calibration's bound on one phrase's bm25 (``calibration.keyword_bound``)."""
+    assert phrase_bound(100, 0) == 0.0
+    assert phrase_bound(100, 50) == pytest.approx(2.2e-6)
+    assert phrase_bound(100, 1) == pytest.approx(2.2 * math.log(99.5 / 1.5))
 
 
 def test_sync_writes_a_fresh_sidecar(kw_index: MemoryIndex) -> None:

@@ -6,7 +6,7 @@ plans and the postings sidecar that answers the default profile's OR query.
 * :mod:`.reads`: every FTS5 read of a search, as SQL text run through the store's read
   primitives (the store keeps the connection, the schema and the writes);
 * :mod:`.plans`: a query → MATCH string, table and ranked rows (the reference's AND query; the
-  OR query by postings, a MaxScore split, or FTS5's full query, all with the same answer);
+  OR query by the postings sidecar where one is fresh, else FTS5's full query: one answer);
 * :mod:`.postings`: the sidecar, its reads and its build from FTS5's vocabulary.
 
 The MATCH strings themselves come from :mod:`memory_core.query` (``reference_fts_query``,

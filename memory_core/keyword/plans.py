@@ -3,8 +3,8 @@
 
 The reference profile runs the reference's AND query on ``chunks_fts`` as FTS5 orders it (spec
 §4.4). The default profile's OR query over ``chunks_fts_bigram`` tries, in order: the postings
-sidecar (:mod:`.postings`), a MaxScore split (:func:`or_query_topk`), then FTS5's full query;
-each gives the same rows, order and floats as the last.
+sidecar (:mod:`.postings`, the fast path), then FTS5's full query (the reference); both give
+the same rows, order and floats (:func:`or_query_topk`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from ..config import SearchSettings
 from ..query import or_fts_query, reference_fts_query
 from ..store import OperationalError, Store
 from . import postings, reads
-from .fts import BIGRAM_TABLE, REFERENCE_TABLE, phrase_bound, rank_to_score
+from .fts import BIGRAM_TABLE, REFERENCE_TABLE, rank_to_score
 
 
 def keyword_leg(store: Store, query: str, settings: SearchSettings, pool: int,
@@ -41,25 +41,17 @@ def keyword_leg(store: Store, query: str, settings: SearchSettings, pool: int,
 
 def or_query_topk(store: Store, table: str, phrases: Sequence[str], pool: int,
                   sources: Sequence[str] | None) -> tuple[list[tuple[str, float]], str]:
-    """The top ``pool`` rows of the OR query over ``phrases``: the same rows, order and bm25 as
-    FTS5's own ``ORDER BY bm25 LIMIT pool``, without computing bm25 for every matching row.
+    """The top ``pool`` rows of the OR query over ``phrases``: FTS5's own ``ORDER BY bm25
+    LIMIT pool``, rows, order and floats.
 
-    FTS5 has no top-k pruning: an OR query computes bm25 (positions, a docsize lookup) for every
-    row matching any phrase, and a phrase found in most chunks ("server", "py") makes that the
-    whole corpus (300 ms at 133k chunks). Instead, the MaxScore argument: split the phrases into
-    the rarest ("essential") ones and the rest, whose whole contribution to any row is below
-    ``delta`` (:func:`.fts.phrase_bound` summed). Rank the rows matching an essential phrase
-    (cheap: rare phrases match few rows) and keep the best ``8 · pool``. A row left out scores at
-    most the best left-out essential score plus ``delta``; when that is below the ``pool``-th
-    full score of the kept rows, no row left out can enter the top ``pool``, and FTS5 scoring the
-    kept rows with the full query (one scan, bm25 only for them) gives the exact answer.
-    Otherwise, or when no split can work (every phrase is needed, too few rows), the full query
-    runs as before. Before any of that, a fresh keyword postings sidecar (:mod:`.postings`, on
-    indexes of 5k rows and more) answers the same query in numpy with the same floats.
-    Returns the ``(id, rank)`` rows and which plan answered (``postings``, ``full``,
-    ``split-<k>``).
+    Two plans, chosen by what the index has: the fast one, a fresh keyword postings sidecar
+    (:mod:`.postings`, on indexes of 5k rows and more), computes that answer in numpy without
+    FTS5 scoring every matching row (FTS5 has no top-k pruning: a phrase in most chunks makes
+    an OR query score the whole corpus, 80-300 ms at 133k chunks); the reference, FTS5's full
+    query, answers everywhere else (small indexes, where it takes a few milliseconds, and a
+    stale or damaged sidecar). ``tests/test_postings.py`` holds the one to the other.
+    Returns the ``(id, rank)`` rows and which plan answered (``postings`` or ``full``).
     """
-    match = " OR ".join(phrases)
     if table == postings.TABLE:
         try:
             side = postings.for_store(store)
@@ -68,56 +60,8 @@ def or_query_topk(store: Store, table: str, phrases: Sequence[str], pool: int,
             got = None  # a damaged sidecar only costs speed: FTS5 answers below
         if got is not None:
             return got, "postings"
-    if len(phrases) >= 2:
-        try:
-            split = _split_topk(store, table, phrases, pool, sources)
-        except OperationalError:
-            split = None  # whatever FTS5 refuses, the full query handles as it always has
-        if split is not None:
-            return split
-    return reads.match_rows(store, match, [], pool, table=table, sources=sources), "full"
-
-
-def _split_topk(store: Store, table: str, phrases: Sequence[str], pool: int,
-                sources: Sequence[str] | None) -> tuple[list[tuple[str, float]], str] | None:
-    """:func:`or_query_topk`'s split plans; ``None`` when none of them can answer exactly."""
     match = " OR ".join(phrases)
-    n_rows = reads.row_count(store, table)
-    dfs = reads.doc_counts(store, table, phrases)
-    bounds = [phrase_bound(n_rows, d) for d in dfs]
-    present = sorted((i for i in range(len(phrases)) if dfs[i] > 0), key=lambda i: (dfs[i], i))
-    if not present or bounds[present[0]] < 1e-3:
-        return None  # every phrase is in half the rows or more: scores ~1e-6, nothing to split
-    limit = 8 * pool
-    # What is left out after the first k phrases: at most two splits are tried, the first that
-    # leaves out less than 1.0 of bm25, then the one that leaves out only the phrases in half the
-    # rows or more (their IDF is clamped to 1e-6: they can only break near-ties).
-    rest = [sum(bounds[i] for i in present[k:]) for k in range(len(present) + 1)]
-    tries = sorted({k for k in (next((k for k in range(1, len(present)) if rest[k] < 1.0), 0),
-                                next((k for k in range(1, len(present)) if rest[k] < 1e-3), 0))
-                    if k})
-    for k in tries:
-        essential = sorted(present[:k])
-        ess_rows = sum(dfs[i] for i in essential)
-        if ess_rows < pool:
-            continue  # too few rows can match them: the others would fill the pool
-        if ess_rows > 0.4 * sum(dfs[i] for i in present):
-            break  # about as costly as the full query, which a failed split would add to
-        # a 1e-6 relative margin covers the rounding of bm25's sums and of our IDF
-        delta = rest[k] * (1 + 1e-6) + 1e-12
-        ess = reads.ranked_rows(store, table, " OR ".join(phrases[i] for i in essential), limit,
-                                sources=sources)
-        if len(ess) < pool:
-            continue
-        ceiling = 0.0 if len(ess) < limit else -ess[-1][2]  # best essential score left out
-        floor = -ess[pool - 1][2]  # the pool-th full score lies in [floor, floor + delta]
-        if ceiling >= floor:
-            continue
-        full = reads.ranked_rows(store, table, match, pool, sources=sources,
-                                 rowids=[r[0] for r in ess])
-        if len(full) == pool and ceiling + delta < -full[-1][2] * (1 - 1e-9):
-            return [(cid, rank) for _, cid, rank in full], f"split-{k}"
-    return None
+    return reads.match_rows(store, match, [], pool, table=table, sources=sources), "full"
 
 
 def phrase_counts(store: Store, match: str | None, table: str, settings: SearchSettings

@@ -13,9 +13,7 @@ only through these functions, and a change to the SQL is one file.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from typing import Any
 
 from ..store import OperationalError, Store, in_clause
 from .fts import REFERENCE_TABLE, checked_table
@@ -65,30 +63,6 @@ def doc_counts(store: Store, table: str, phrases: Sequence[str]) -> list[int]:
     got = store.read_memo(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?",
                           [(ph,) for ph in phrases])
     return [int(rows[0][0]) for rows in got]
-
-
-def ranked_rows(store: Store, table: str, match: str, limit: int, *,
-                sources: Sequence[str] | None = None,
-                rowids: Sequence[int] | None = None) -> list[tuple[int, str, float]]:
-    """``(rowid, id, bm25)`` of the rows matching ``match``, best first (``ORDER BY rank``
-    exactly as :func:`match_rows`), optionally only among ``rowids``.
-
-    The rowid filter is written ``+rowid IN (...)`` so that SQLite checks it on each row of
-    ONE scan of the MATCH: as a pushed-down constraint FTS5 would run the query once per
-    rowid and recompute bm25's per-phrase row counts each time (10 ms a row at 133k).
-    bm25 is computed only for the rows that pass, in the same rowid order as the unfiltered
-    query, so ties come out in the same order.
-    """
-    table = checked_table(table)
-    clause, params = in_clause("source", sources)
-    extra: list[Any] = []
-    if rowids is not None:
-        clause += " AND +rowid IN (SELECT value FROM json_each(?))"
-        extra.append(json.dumps(list(rowids)))
-    rows = store.read(
-        f"SELECT rowid, id, bm25({table}) AS rank FROM {table} WHERE {table} MATCH ?"
-        f"{clause} ORDER BY rank ASC LIMIT ?", [match, *params, *extra, limit])
-    return [(int(r[0]), r[1], float(r[2])) for r in rows]
 
 
 def phrase_scores(store: Store, table: str, phrase: str) -> list[tuple[int, float]]:
