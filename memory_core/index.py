@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import browse, vectors
+from . import browse
 from .common.synclock import DEFAULT_WAIT_S, SyncLockTimeout, sync_lock
 from .config import (
     MemoryConfig,
@@ -381,7 +381,7 @@ class MemoryIndex:
         return profile_settings(profile or self.config.profile, self.choice.id)
 
     def candidates(self, query: str, sources: Sequence[str] | None = None,
-                   settings: SearchSettings | None = None, *, use_numpy: bool = False,
+                   settings: SearchSettings | None = None, *,
                    auto_sync: bool = True, query_vector: np.ndarray | None = None,
                    rows_for: int | None = None, vector_hits: VectorLeg | None = None
                    ) -> Candidates:
@@ -398,7 +398,7 @@ class MemoryIndex:
         s = settings or self.settings()
         src = self._source_filter(sources)
         try:
-            return self._expand(self._fetch(query, s, src, use_numpy, query_vector, rows_for,
+            return self._expand(self._fetch(query, s, src, query_vector, rows_for,
                                             vector_hits=vector_hits), s, src)
         except IndexUnavailable:
             if not (auto_sync and self.auto_sync):
@@ -410,7 +410,7 @@ class MemoryIndex:
         except SyncBusy as e:
             raise IndexUnavailable(f"index {self.store_path} is damaged and another process "
                                    f"is syncing it; try again shortly ({e})") from e
-        return self._expand(self._fetch(query, s, src, use_numpy, query_vector, rows_for),
+        return self._expand(self._fetch(query, s, src, query_vector, rows_for),
                             s, src)
 
     def _expand(self, cands: Candidates, s: SearchSettings, src: list[str] | None
@@ -423,7 +423,7 @@ class MemoryIndex:
             return cands
 
         def keyword_only(text: str) -> Candidates:
-            return self._fetch(text, s, src, False, None, keyword_only=True)
+            return self._fetch(text, s, src, None, keyword_only=True)
 
         from .expansion import with_decomposition, with_feedback
 
@@ -433,7 +433,7 @@ class MemoryIndex:
             cands = with_feedback(cands, keyword_only, s.prf_terms, s.prf_docs, s.prf_weight)
         return cands
 
-    def _fetch(self, query: str, s: SearchSettings, src: list[str] | None, use_numpy: bool,
+    def _fetch(self, query: str, s: SearchSettings, src: list[str] | None,
                query_vector: np.ndarray | None, rows_for: int | None = None, *,
                keyword_only: bool = False, vector_hits: VectorLeg | None = None) -> Candidates:
         """Both legs (or the keyword leg alone), or an error: never an empty success.
@@ -457,7 +457,7 @@ class MemoryIndex:
                     from .search import fetch_candidates
 
                     return fetch_candidates(store, provider, query, s, src,
-                                            use_numpy=use_numpy, query_vector=query_vector,
+                                            query_vector=query_vector,
                                             rows_for=rows_for,
                                             vector_hits=None if attempt else vector_hits)
                 except IndexPathRefused:
@@ -489,7 +489,7 @@ class MemoryIndex:
 
     def search(self, query: str, *, max_results: int | None = None,
                min_score: float | None = None, sources: Sequence[str] | None = None,
-               settings: SearchSettings | None = None, use_numpy: bool = False,
+               settings: SearchSettings | None = None,
                on_hits: OnHits | None = None, **overrides: Any) -> FusionResult:
         """``memory_search``: candidates, then fusion under the profile's settings.
 
@@ -499,7 +499,7 @@ class MemoryIndex:
         """
         s = checked_settings(settings or self.settings(**overrides), "search",
                              max_results=max_results, min_score=min_score)
-        return self._answer(query, sources, s, on_hits, use_numpy=use_numpy)
+        return self._answer(query, sources, s, on_hits)
 
     def search_many(self, queries: Sequence[str], *, max_results: int | None = None,
                     min_score: float | None = None, sources: Sequence[str] | None = None,
@@ -525,13 +525,13 @@ class MemoryIndex:
             yield self._answer(query, sources, s, on_hits, vector_hits=leg)
 
     def _answer(self, query: str, sources: Sequence[str] | None, s: SearchSettings,
-                on_hits: OnHits | None, *, use_numpy: bool = False,
+                on_hits: OnHits | None, *,
                 vector_hits: VectorLeg | None = None) -> FusionResult:
         """One query of :meth:`search` or :meth:`search_many`: its candidates (only the rows
         one fusion under ``s`` reads), the fusion, then ``on_hits``."""
         from .fusion import fuse, rows_needed
 
-        cands = self.candidates(query, sources, s, use_numpy=use_numpy,
+        cands = self.candidates(query, sources, s,
                                 rows_for=rows_needed(query, s), vector_hits=vector_hits)
         result = fuse(cands, s)
         if on_hits is not None and result.hits:
@@ -748,8 +748,6 @@ class MemoryIndex:
                               meta.get("vectorDims"),
                               "sidecar" if (vm := st.vector_matrix(verify=True)) is not None
                               else "sqlite-vec" if st.vec_available else "numpy",
-                              approximate=vm is not None and vm.ann is not None,
-                              ann_min_rows=vectors.ann_min_rows(),
                               rows=vm.rows if vm is not None else None),
             fallback=FallbackInfo.from_dict(meta.get("fallback") or self.fallback),
             batch=batch_status(cfg.provider.batch, self._batch_state(meta)),

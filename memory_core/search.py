@@ -36,20 +36,19 @@ POOL = 200
 
 
 def vector_leg(store: Store, qvec: np.ndarray | None, pool: int,
-               sources: Sequence[str] | None, *, use_numpy: bool = False,
-               engine: str = "auto") -> list[LegHit]:
-    """The ``pool`` nearest chunks (``engine``: see :meth:`Store.vector_search`)."""
+               sources: Sequence[str] | None) -> list[LegHit]:
+    """The ``pool`` nearest chunks (:meth:`Store.vector_search`)."""
     if qvec is None or not np.any(qvec):
         return []
-    rows = store.vector_search(qvec, pool, sources, use_numpy=use_numpy, engine=engine)
+    rows = store.vector_search(qvec, pool, sources)
     return [LegHit(cid, score, i + 1, score) for i, (cid, score) in enumerate(rows)]
 
 
 def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: str,
                      settings: SearchSettings, sources: Sequence[str] | None = None,
-                     *, pool: int = POOL, use_numpy: bool = False,
+                     *, pool: int = POOL,
                      query_vector: np.ndarray | None = None,
-                     engine: str = "auto", rows_for: int | None = None,
+                     rows_for: int | None = None,
                      vector_hits: VectorLeg | None = None) -> Candidates:
     """Fetch both legs for ``query`` once. Empty query → empty candidates.
 
@@ -100,7 +99,7 @@ def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: st
                 soon.result() if soon is not None else provider.embed_query(q))
         timings["embed_ms"] = (time.perf_counter() - t1) * 1000  # with ``soon``: the wait left
         t2 = time.perf_counter()
-        vector = vector_leg(store, qvec, pool, sources, use_numpy=use_numpy, engine=engine)
+        vector = vector_leg(store, qvec, pool, sources)
         timings["vector_ms"] = (time.perf_counter() - t2) * 1000
     # every hit of every list (the fallback lists run when the keyword leg found nothing)
     cut = max(len(vector), len(keyword), *map(len, fallback), 0) if rows_for is None else max(

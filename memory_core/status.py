@@ -139,28 +139,18 @@ class VectorInfo:
     load_error: str | None
     dims: int | None
     search: str  # "sidecar" (the mapped matrix), "sqlite-vec" or "numpy"
-    #: Whether the sidecar's searches are approximate (an HNSW graph is loaded), and from how
-    #: many rows one is built (0: never, the default: exact search stays within its budget up
-    #: to a million chunks here, docs/performance.md). Rows in the sidecar, for the comparison.
-    approximate: bool = False
-    ann_min_rows: int = 0
-    rows: int | None = None
+    rows: int | None = None  # rows in the sidecar
 
     def to_json(self) -> dict[str, Any]:
         return {"enabled": self.enabled, "storeAvailable": self.store_available,
                 "loadError": self.load_error, "dims": self.dims, "search": self.search,
-                "approximate": self.approximate, "annMinRows": self.ann_min_rows,
                 "rows": self.rows}
 
     def describe_search(self) -> str:
         """How a query's vector leg is answered, in words (``status``)."""
         if self.search != "sidecar":
             return f"{self.search} search"
-        if self.approximate:
-            return f"approximate (HNSW) search over {self.rows:,} rows"
-        why = ("approximate index off" if self.ann_min_rows <= 0
-               else f"approximate from {self.ann_min_rows:,} rows")
-        return f"exact sidecar search ({why})"
+        return f"exact sidecar search over {self.rows or 0:,} rows"
 
 
 @dataclass(frozen=True)

@@ -661,28 +661,33 @@ class Store:
     # ------------------------------------------------------------------ vector leg
 
     def vector_search(self, query: np.ndarray, limit: int,
-                      sources: Sequence[str] | None = None, *, use_numpy: bool = False,
-                      engine: str = "auto") -> list[tuple[str, float]]:
+                      sources: Sequence[str] | None = None) -> list[tuple[str, float]]:
         """The ``limit`` chunks closest to ``query`` by cosine, as ``(id, cosine)``.
 
-        ``engine``: ``auto`` (the sidecar when fresh: exact, or approximate above
-        :data:`memory_core.vectors.ANN_MIN_ROWS`; else sqlite-vec; else numpy), ``sqlite-vec``,
-        ``numpy`` (exact; ``use_numpy=True`` means the same) or ``exact`` (the sidecar, never
-        approximate). All exact paths rank identically.
+        One path is chosen by what the index has: the fast path, the mapped sidecar matrix
+        (:mod:`memory_core.vectors`), whenever it is fresh and intact; else the reference,
+        sqlite-vec's KNN (:meth:`_vec0_search`); else, when the extension could not load or a
+        source filter needs more rows than vec0 gives, the same exact product over the
+        index's own blobs (:meth:`_blob_search`). All three rank identically
+        (``tests/test_vectors_sidecar.py``, the leg's conformance test).
         """
         if limit <= 0:
             return []
         q = np.asarray(query, dtype=np.float32)
-        if use_numpy:
-            engine = "numpy"
-        if engine in ("auto", "numpy", "exact"):
-            found = self._sidecar_search([q], limit, sources, exact=engine != "auto")
-            if found is not None:
-                return found[0]
-        if engine in ("auto", "sqlite-vec") and self.vec_available and self._vec_dims:
+        found = self._sidecar_search([q], limit, sources)
+        if found is not None:
+            return found[0]
+        if self.vec_available and self._vec_dims:
             hits = self._vec0_search(q, limit, sources)
             if hits is not None:
                 return hits
+        return self._blob_search(q, limit, sources)
+
+    def _blob_search(self, q: np.ndarray, limit: int, sources: Sequence[str] | None
+                     ) -> list[tuple[str, float]]:
+        """Exact cosine over the ``embedding`` blobs, read into one matrix: the reference's
+        fallback where sqlite-vec cannot answer (the extension did not load, vectors of mixed
+        widths, a source filter past vec0's ``k`` cap)."""
         ids, mat = self.embeddings(sources)
         if not ids:
             return []
@@ -696,19 +701,18 @@ class Store:
 
     def vector_search_many(self, queries: Sequence[np.ndarray], limit: int,
                            sources: Sequence[str] | None = None) -> list[list[tuple[str, float]]]:
-        """:meth:`vector_search` (``engine="auto"``) of each of ``queries``: the same answers,
-        from one pass over the sidecar's matrix for the group when it is fresh
+        """:meth:`vector_search` of each of ``queries``: the same answers, from one pass over
+        the sidecar's matrix for the group when it is fresh
         (:meth:`~memory_core.vectors.VectorMatrix.search_many`), else one query at a time."""
         found = (self._sidecar_search([np.asarray(q, dtype=np.float32) for q in queries],
-                                      limit, sources, exact=False)
+                                      limit, sources)
                  if limit > 0 and queries else None)
         if found is not None:
             return found
         return [self.vector_search(q, limit, sources) for q in queries]
 
     def _sidecar_search(self, queries: list[np.ndarray], limit: int,
-                        sources: Sequence[str] | None, *, exact: bool
-                        ) -> list[list[tuple[str, float]]] | None:
+                        sources: Sequence[str] | None) -> list[list[tuple[str, float]]] | None:
         """The vector sidecar's answers to ``queries`` (float32), or ``None`` when there is no
         fresh one or it fails its checksums (the caller then asks the index itself)."""
         vm = self.vector_matrix()
@@ -718,7 +722,7 @@ class Store:
             if vm.dims != q.size:
                 raise StoreError(f"query has {q.size} dims, the index {vm.dims}")
         try:
-            return vm.search_many(queries, limit, sources, exact=exact)
+            return vm.search_many(queries, limit, sources)
         except vectors.SidecarDamaged:  # never a wrong hit: the index itself answers
             self._sidecar = None
             return None

@@ -14,28 +14,23 @@ previous sidecar holds from it (their checksums checked) and reading only the ot
 vectors from the index, then renames it over the old one, which readers keep until then.
 
 Search is exact (``argpartition`` + a stable sort of the top ``k``: the same order as a full
-stable ``argsort``) by default. With :data:`ANN_MIN_ROWS` set (off by default: see there), from
-that many rows on and when ``usearch`` is installed, an HNSW graph (``<index>.vectors.usearch``,
-keyed by chunk rowid and updated incrementally at each sync) picks the candidates, whose scores
-are then computed exactly from the matrix; ``benchmarks/bench_scale.py`` measures its recall@24
-against exact search.
-A source filter always uses the exact path.
+stable ``argsort``). There is no approximate index: exact search over the mapped matrix was
+1.49x a bare numpy product at a million chunks and an HNSW graph measured no faster up to there
+(docs/performance.md); past one machine the answer is a distributed engine, not a second one
+in this process.
 """
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
-import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .common.indexfiles import IndexFiles, temp_beside
-from .common.locations import env_int
+from .common.indexfiles import IndexFiles
 from .common.sidecar import (
     BlockReader,
     Checks,
@@ -55,16 +50,6 @@ else:
     from .common.lazy import numpy as np
 
 MAGIC = b"MWVECS01"
-#: Rows from which the approximate index is used; 0 = never (the default). Measured on the
-#: benchmark's 133k-row index (docs/performance.md), HNSW reached recall@24 of 0.50 (ef 256) and
-#: 0.75 (ef 1024, slower than exact search), while exact search costs about one pass over the
-#: matrix (~0.9× the bare numpy baseline): exact stays the default. ``MEMORY_CORE_ANN_MIN_ROWS``
-#: turns it on for collections whose embeddings an HNSW graph serves well.
-ANN_MIN_ROWS = 0
-#: HNSW parameters (usearch defaults raised for recall).
-ANN_CONNECTIVITY = 16
-ANN_EXPANSION_ADD = 128
-ANN_EXPANSION_SEARCH = 256
 #: A query's candidates are the rows scoring within ``SCORE_SLACK × dims`` of its ``limit``-th
 #: score, by the kernel that picked them; the answer's scores then come from one kernel over
 #: those rows (:meth:`VectorMatrix._ranked`). Two float32 dot products of unit vectors summed in
@@ -75,19 +60,9 @@ SCORE_SLACK = 16 * 2.0 ** -24
 GROUP_SCORES_BYTES = 64 << 20
 
 
-def ann_min_rows() -> int:
-    """The configured threshold (environment override, else :data:`ANN_MIN_ROWS`)."""
-    return env_int("MEMORY_CORE_ANN_MIN_ROWS", ANN_MIN_ROWS)
-
-
 def sidecar_path(db_path: Path) -> Path:
     """``<index>.vectors`` beside the index file."""
     return IndexFiles(db_path).vectors
-
-
-def ann_path(db_path: Path) -> Path:
-    """``<index>.vectors.usearch``: the approximate index, when one is built."""
-    return IndexFiles(db_path).ann
 
 
 def stamp_of(meta: dict[str, Any] | None) -> str:
@@ -95,14 +70,6 @@ def stamp_of(meta: dict[str, Any] | None) -> str:
     m = meta or {}
     return json.dumps([m.get("builtAt"), m.get("generation"), m.get("providerKey"),
                        m.get("vectorDims")])
-
-
-def _usearch() -> Any | None:
-    try:
-        from usearch.index import Index
-    except ImportError:
-        return None
-    return Index
 
 
 @dataclass
@@ -115,7 +82,6 @@ class VectorMatrix:
     ids: np.ndarray  # (n,) bytes
     codes: np.ndarray  # (n,) uint8 index into ``sources``
     sources: list[str]
-    ann: Any | None = None
     checks: Checks | None = None
 
     @property
@@ -130,19 +96,18 @@ class VectorMatrix:
         """Whether the file is good (:meth:`~.common.sidecar.Checks.intact`)."""
         return self.checks is None or self.checks.intact()
 
-    def search(self, query: np.ndarray, limit: int, sources: Sequence[str] | None = None,
-               *, exact: bool = False) -> list[tuple[str, float]]:
+    def search(self, query: np.ndarray, limit: int, sources: Sequence[str] | None = None
+               ) -> list[tuple[str, float]]:
         """The ``limit`` rows closest to ``query`` by cosine, best first, as ``(id, cosine)``.
 
-        Ties keep row (rowid) order, like a stable sort. ``exact`` bypasses the ANN index.
+        Ties keep row (rowid) order, like a stable sort.
         Raises :class:`~.common.sidecar.SidecarDamaged` when the rows it reads fail their
         checksums (the caller answers from the index instead).
         """
-        return self.search_many([query], limit, sources, exact=exact)[0]
+        return self.search_many([query], limit, sources)[0]
 
     def search_many(self, queries: Sequence[np.ndarray], limit: int,
-                    sources: Sequence[str] | None = None, *, exact: bool = False
-                    ) -> list[list[tuple[str, float]]]:
+                    sources: Sequence[str] | None = None) -> list[list[tuple[str, float]]]:
         """:meth:`search` of each of ``queries``, the same answers, the matrix read once per
         :data:`GROUP_SCORES_BYTES` of scores instead of once per query (one matrix-matrix
         product: at 133k rows a pass over the 200 MB matrix is most of a query's vector leg).
@@ -168,17 +133,6 @@ class VectorMatrix:
             wanted = [i for i, s in enumerate(self.sources) if s in sources]
             if len(wanted) < len(self.sources):
                 mask = np.isin(self.codes, np.asarray(wanted, dtype=np.uint8))
-        if self.ann is not None and mask is None and not exact:
-            rest = []
-            for j, q in unit:
-                rows = self._ann_rows(q, limit)
-                if rows is None:
-                    rest.append((j, q))
-                    continue
-                if self.checks is not None:
-                    self.checks.verify_items("matrix", rows, 4 * self.dims)
-                out[j] = self._ranked(rows, q, limit)
-            unit = rest
         if not unit:
             return out
         if self.checks is not None:
@@ -215,23 +169,6 @@ class VectorMatrix:
         order = np.lexsort((rows, -sims))[:k]
         return list(zip(ids_at(self.ids, rows[order]), sims[order].tolist(), strict=True))
 
-    def _ann_rows(self, q: np.ndarray, limit: int) -> np.ndarray | None:
-        if self.ann is None:
-            return None
-        k = min(limit, self.rows)
-        try:
-            res = self.ann.search(q, k)
-        except Exception:  # a damaged graph: exact search is always right
-            return None
-        keys = np.asarray(res.keys, dtype=np.int64).reshape(-1)
-        pos = np.searchsorted(self.rowids, keys)
-        pos = np.clip(pos, 0, self.rows - 1)
-        ok = self.rowids[pos] == keys
-        rows = np.unique(pos[ok])
-        if rows.size < k:  # the graph lost rows (a concurrent rewrite): be exact
-            return None
-        return rows
-
 
 def _candidates(sims: np.ndarray, k: int, dims: int) -> np.ndarray:
     """The rows whose score is within :data:`SCORE_SLACK` ``× dims`` of the ``k``-th best of
@@ -252,7 +189,7 @@ def is_sealed(db_path: Path, stamp: str) -> bool:
 
 
 def load(db_path: Path, stamp: str | None = None) -> VectorMatrix | None:
-    """Map ``<index>.vectors`` (and its ANN index); ``None`` if absent, damaged or stale.
+    """Map ``<index>.vectors``; ``None`` if absent, damaged or stale.
 
     ``stamp``: the index's current :func:`stamp_of`; a sidecar with another stamp is stale.
     The rowids, ids and source codes are verified here (a few MB); the matrix at its first
@@ -275,26 +212,8 @@ def load(db_path: Path, stamp: str | None = None) -> VectorMatrix | None:
         ids = buf[o["ids"] : o["ids"] + n * w].view(f"S{w}") if w else np.zeros(n, "S1")
     except (OSError, ValueError, KeyError, TypeError):  # SidecarDamaged is a ValueError
         return None
-    vm = VectorMatrix(header["stamp"], mat, rowids, ids, codes, list(header["sources"]),
-                      checks=checks)
-    if header.get("annRows") and 0 < ann_min_rows() <= n:
-        vm.ann = _load_ann(db_path, int(header["annRows"]), d)
-    return vm
-
-
-def _load_ann(db_path: Path, rows: int, dims: int) -> Any | None:
-    index_cls = _usearch()
-    p = ann_path(db_path)
-    if index_cls is None or not p.is_file():
-        return None
-    try:
-        ann = index_cls.restore(str(p), view=True)
-    except Exception:  # unreadable: exact search instead
-        return None
-    if ann is None or len(ann) != rows or ann.ndim != dims:
-        return None
-    ann.expansion_search = ANN_EXPANSION_SEARCH
-    return ann
+    return VectorMatrix(header["stamp"], mat, rowids, ids, codes, list(header["sources"]),
+                        checks=checks)
 
 
 #: Matrix bytes handled at a time when a sidecar is written: a write's working set (16 blocks).
@@ -356,7 +275,7 @@ def _normalised(mat: np.ndarray) -> np.ndarray:
 
 def write(db_path: Path, stamp: str, rowids: np.ndarray, ids: Sequence[str],
           sources: Sequence[str], matrix: np.ndarray) -> VectorMatrix | None:
-    """Write the sidecar of an in-memory matrix (and update the ANN index) atomically; returns
+    """Write the sidecar of an in-memory matrix atomically; returns
     the loaded result. ``matrix`` rows are normalised here (zero rows stay zero), a few MB at a
     time (:data:`STREAM_BYTES`), beside the caller's matrix."""
     n = len(ids)
@@ -463,12 +382,11 @@ def _write_rows(db_path: Path, stamp: str, rows: Rows,
                 old: tuple[np.ndarray, BlockReader] | None) -> VectorMatrix | None:
     """Stream the sidecar of ``rows`` to a temp file (the matrix :data:`STREAM_BYTES` at a
     time: from ``old`` where it has them, else ``fresh(lo, hi)``'s raw vectors, normalised),
-    update the ANN index from it, then rename it over the sidecar."""
+    then rename it over the sidecar."""
     n, d = int(rows.rowids.size), rows.dims
     w = rows.ids.dtype.itemsize if n else 0
-    ann_on = n > 0 and 0 < ann_min_rows() <= n and _usearch() is not None
     header: dict[str, Any] = {"stamp": stamp, "rows": n, "dims": d, "idWidth": w,
-                              "sources": rows.sources, "annRows": n if ann_on else 0}
+                              "sources": rows.sources}
     sizes = {"matrix": n * d * 4, "rowids": n * 8, "codes": n, "ids": n * w}
     path = sidecar_path(db_path)
     with StreamWriter(path, MAGIC, header, sizes, seal) as out:
@@ -484,56 +402,9 @@ def _write_rows(db_path: Path, stamp: str, rows: Rows,
         out.put("rowids", rows.rowids.astype("<i8").tobytes())
         out.put("codes", rows.codes.astype(np.uint8).tobytes())
         out.put("ids", rows.ids.tobytes() if w else b"")
-        tmp = out.finish()
-        if ann_on:
-            mat = np.memmap(tmp, np.float32, "r", offset=out.offsets["matrix"], shape=(n, d))
-            _write_ann(db_path, rows.rowids, rows.ids, mat)
-            del mat
-        else:
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(ann_path(db_path))
+        out.finish()
         out.commit()
     vm = load(db_path, stamp)
     if vm is not None and vm.checks is not None:
         vm.checks.written_here()  # a live index's next search needs no pass over the matrix
     return vm
-
-
-def _write_ann(db_path: Path, rowids: np.ndarray, ids: np.ndarray, mat: np.ndarray) -> int:
-    """Build or update the HNSW graph; returns its row count (0 when usearch is missing)."""
-    index_cls = _usearch()
-    if index_cls is None:
-        return 0
-    p = ann_path(db_path)
-    old = load(db_path) if p.is_file() else None
-    ann = None
-    if old is not None and old.dims == mat.shape[1] and old.rows:
-        with contextlib.suppress(Exception):
-            ann = index_cls.restore(str(p), view=False)
-        if ann is not None and len(ann) != old.rows:
-            ann = None
-    if ann is not None and old is not None:
-        old_pairs = dict(zip(old.rowids.tolist(), (bytes(x) for x in old.ids), strict=True))
-        new_ids = ids.tolist()
-        keep = np.fromiter((old_pairs.get(r) == i for r, i in zip(rowids.tolist(), new_ids,
-                                                                   strict=True)),
-                           dtype=bool, count=len(ids))
-        kept = set(rowids[keep].tolist())
-        gone = np.asarray([r for r in old_pairs if r not in kept], dtype=np.uint64)
-        add = np.flatnonzero(~keep)
-        if gone.size + add.size > len(ids) // 2:
-            ann = None  # mostly new: a fresh build is as fast and packs better
-        else:
-            if gone.size:
-                ann.remove(gone)
-            if add.size:
-                ann.add(rowids[add].astype(np.uint64), mat[add], threads=0)
-    if ann is None:
-        ann = index_cls(ndim=mat.shape[1], metric="ip", dtype="f32",
-                        connectivity=ANN_CONNECTIVITY, expansion_add=ANN_EXPANSION_ADD,
-                        expansion_search=ANN_EXPANSION_SEARCH)
-        ann.add(rowids.astype(np.uint64), mat, threads=0)
-    tmp = temp_beside(p, os.getpid())
-    ann.save(str(tmp))
-    os.replace(tmp, p)
-    return len(ann)

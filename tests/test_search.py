@@ -145,17 +145,6 @@ def test_paraphrase_found_by_vector_leg_only(indexed_demo: Path) -> None:
             assert "best cosine" in res.abstention
 
 
-def test_sqlite_vec_and_numpy_rank_identically(indexed_demo: Path) -> None:
-    with MemoryIndex.open(indexed_demo) as idx:
-        assert idx.store.vec_available
-        for q in ["why did hosting costs go up", "Postgres upgrade plan", "数据库连接池"]:
-            a = idx.candidates(q)
-            b = idx.candidates(q, use_numpy=True)
-            assert [h.id for h in a.vector] == [h.id for h in b.vector]
-            for x, y in zip(a.vector, b.vector, strict=True):
-                assert x.score == pytest.approx(y.score, abs=1e-5)
-
-
 def test_numpy_path_when_sqlite_vec_cannot_load(indexed_demo: Path, monkeypatch) -> None:
     monkeypatch.setenv("MEMORY_CORE_DISABLE_SQLITE_VEC", "1")
     with MemoryIndex.open(indexed_demo) as idx:

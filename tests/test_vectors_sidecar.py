@@ -1,12 +1,14 @@
-"""The vector sidecar (``<index>.vectors``): written by sync, fresh or ignored, same ranking.
+"""The vector leg's conformance test, and its sidecar (``<index>.vectors``): written by sync,
+fresh or ignored.
 
-Real SQLite, the real local model; the approximate index is real usearch (forced on small data
-with ``MEMORY_CORE_ANN_MIN_ROWS=1``).
+The leg has one fast path (the mapped sidecar matrix) and one reference path (sqlite-vec's KNN),
+with the reference's fallback when the extension cannot answer (an exact product over the
+index's blobs); each must give the reference's ids in the reference's order, scores within
+1e-5 (float32 sums in different orders). Real SQLite and sqlite-vec, the real local model.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -18,12 +20,16 @@ QUERIES = ["why did hosting costs go up", "Postgres upgrade plan", "数据库连
            "computer overheating", "cookie expiry"]
 
 
-def _engines(idx: MemoryIndex, q: str, sources: list[str] | None = None
-             ) -> dict[str, list[tuple[str, float]]]:
-    qv = idx.embed_query(q)
+def _paths(idx: MemoryIndex, q: str, sources: list[str] | None = None
+           ) -> dict[str, list[tuple[str, float]]]:
+    """Every implementation of the leg, each asked directly, and the one a search takes."""
+    qv = idx.embed_query(q).astype("float32")
     st = idx.store
-    return {e: st.vector_search(qv, 40, sources, engine=e)
-            for e in ("auto", "exact", "numpy", "sqlite-vec")}
+    side = st._sidecar_search([qv], 40, sources)
+    vec0 = st._vec0_search(qv, 40, sources)
+    assert side is not None and vec0 is not None
+    return {"search": st.vector_search(qv, 40, sources), "sidecar": side[0],
+            "sqlite-vec": vec0, "blobs": st._blob_search(qv, 40, sources)}
 
 
 def _same(a: list[tuple[str, float]], b: list[tuple[str, float]]) -> None:
@@ -32,7 +38,8 @@ def _same(a: list[tuple[str, float]], b: list[tuple[str, float]]) -> None:
         assert s == pytest.approx(t, abs=1e-5)
 
 
-def test_sync_writes_a_fresh_sidecar_and_every_engine_ranks_alike(indexed_demo: Path) -> None:
+def test_sync_writes_a_fresh_sidecar_and_every_path_ranks_as_the_reference(
+        indexed_demo: Path) -> None:
     with MemoryIndex.open(indexed_demo) as idx:
         idx.sync()
         assert vec.sidecar_path(idx.store_path).is_file()
@@ -40,12 +47,13 @@ def test_sync_writes_a_fresh_sidecar_and_every_engine_ranks_alike(indexed_demo: 
         assert vm is not None and vm.rows == idx.status().chunks
         for q in QUERIES:
             for sources in (None, ["sessions"], ["memory"]):
-                got = _engines(idx, q, sources)
-                for e in ("exact", "numpy", "sqlite-vec"):
-                    _same(got["auto"], got[e])
+                got = _paths(idx, q, sources)
+                assert got["search"] == got["sidecar"]  # the fast path is the one taken
+                for e in ("sidecar", "blobs"):
+                    _same(got[e], got["sqlite-vec"])
                 if sources:
                     assert all(idx.store.chunk_rows([i])[i].source in sources
-                               for i, _ in got["auto"])
+                               for i, _ in got["search"])
 
 
 def _small_workspace(root: Path) -> Path:
@@ -82,41 +90,12 @@ def test_stale_or_damaged_sidecar_is_ignored_then_rewritten(tmp_path: Path) -> N
         assert idx.store.vector_matrix() is not None
 
 
-def test_approximate_index_is_kept_in_step_with_the_sidecar(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("usearch")
-    monkeypatch.setenv("MEMORY_CORE_ANN_MIN_ROWS", "1")
+def test_status_says_the_vector_leg_is_exact(tmp_path: Path) -> None:
     ws = _small_workspace(tmp_path / "ws")
     with MemoryIndex.open(ws) as idx:
         idx.sync()
-        ann = vec.ann_path(idx.store_path)
-        assert ann.is_file()
-        vm = idx.store.vector_matrix()
-        assert vm is not None and vm.ann is not None and len(vm.ann) == vm.rows
-        for q in QUERIES:
-            qv = idx.embed_query(q)
-            # tiny graphs are searched exhaustively: the approximate answer is the exact one
-            _same(idx.store.vector_search(qv, 5), idx.store.vector_search(qv, 5, engine="exact"))
-        os.remove(ws / "memory" / "2026-11-02.md")
-        (ws / "memory" / "2026-11-09.md").write_text("# New\n\n- the espresso machine broke\n")
-        idx.sync()
-        vm2 = idx.store.vector_matrix()
-        assert vm2 is not None and vm2.ann is not None and len(vm2.ann) == vm2.rows
-        assert vm2.stamp != vm.stamp and set(vm2.ids.tolist()) != set(vm.ids.tolist())
-        top = idx.store.vector_search(idx.embed_query("espresso machine"), 1)[0][0]
-        assert idx.store.chunk_rows([top])[top].path == "memory/2026-11-09.md"
-        v = idx.status().vector  # status says the leg is approximate, and from what size
-        assert v is not None and v.approximate and v.ann_min_rows == 1 and v.rows == vm2.rows
-        assert v.describe_search().startswith("approximate (HNSW) search")
-
-
-def test_status_says_the_vector_leg_is_exact_by_default(tmp_path: Path) -> None:
-    ws = _small_workspace(tmp_path / "ws")
-    with MemoryIndex.open(ws) as idx:
-        idx.sync()
-        assert not vec.ann_path(idx.store_path).exists()
         v = idx.status().vector
-        assert v is not None and v.search == "sidecar" and not v.approximate
-        assert v.ann_min_rows == 0 and v.rows == idx.store.vector_matrix().rows
-        assert v.to_json()["approximate"] is False
-        assert v.describe_search() == "exact sidecar search (approximate index off)"
+        rows = idx.store.vector_matrix().rows
+        assert v is not None and v.search == "sidecar" and v.rows == rows
+        assert v.to_json()["rows"] == rows and "approximate" not in v.to_json()
+        assert v.describe_search() == f"exact sidecar search over {rows:,} rows"

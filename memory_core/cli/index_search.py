@@ -225,7 +225,7 @@ def cmd_search(args: argparse.Namespace) -> int:
                                 overrides=settings_overrides(args))
         query, note = _capped_query(args)
         res = idx.search(query, max_results=args.max_results, min_score=args.min_score,
-                         sources=sources, use_numpy=args.numpy, on_hits=on_hits,
+                         sources=sources, on_hits=on_hits,
                          **settings_overrides(args))
         if args.json:
             out = _result_json(idx, res, args.explain)
@@ -353,7 +353,6 @@ def register(sub: Any) -> None:
     add_setting_flags(p, SEARCH_FLAGS)
     p.add_argument("--sources", help="comma-separated: memory,sessions")
     p.add_argument("--explain", action="store_true", help="show each leg's score and rank")
-    p.add_argument("--numpy", action="store_true", help="vector search in numpy (not sqlite-vec)")
     p.add_argument("--no-record", action="store_true",
                    help="do not record diary hits as recalls for promotion")
     p.set_defaults(func=cmd_search)

@@ -3,7 +3,7 @@
 For an index ``<db>`` (e.g. ``.memory/bounded-local.sqlite``):
 
 - ``<db>-wal``, ``<db>-shm``: SQLite's own, while connections use the file in WAL mode;
-- ``<db>.vectors`` (and ``<db>.vectors.usearch``, the approximate index) and ``<db>.postings``:
+- ``<db>.vectors`` and ``<db>.postings``:
   the two search sidecars (:mod:`memory_core.vectors`, :mod:`memory_core.postings`);
 - ``<db>.lock``: the sync lock (:mod:`memory_core.common.synclock`), never deleted;
 - ``<db>.watch.json``: a live process's heartbeat (:mod:`memory_core.live.heartbeat`);
@@ -57,10 +57,6 @@ class IndexFiles:
         return self._beside(".vectors")
 
     @property
-    def ann(self) -> Path:
-        return self._beside(".vectors.usearch")
-
-    @property
     def postings(self) -> Path:
         return self._beside(".postings")
 
@@ -92,5 +88,5 @@ class IndexFiles:
         """Every file of the family but the database itself, present or not (temp files, the
         rebuilds' and the sidecars': those present now), for listing or cleaning up an index."""
         sidecar_temps = self.db.parent.glob(f"{self.db.name}.*{_TMP}*")
-        return [*self.journal, self.vectors, self.ann, self.postings, self.lock, self.watch,
+        return [*self.journal, self.vectors, self.postings, self.lock, self.watch,
                 self.owner, self.damaged, *self.temps(), *sorted(sidecar_temps)]
