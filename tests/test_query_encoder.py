@@ -60,8 +60,8 @@ def test_provider_uses_it_and_rankings_are_identical(indexed_demo: Path,
             mine = prov.embed_query(q)
             theirs = st_model.encode([q], convert_to_numpy=True,  # type: ignore[attr-defined]
                                      normalize_embeddings=True, show_progress_bar=False)[0]
-            a = idx.store.vector_search(mine, 40, engine="exact")
-            b = idx.store.vector_search(theirs, 40, engine="exact")
+            a = idx.store.vector_search(mine, 40)
+            b = idx.store.vector_search(theirs, 40)
             assert [i for i, _ in a] == [i for i, _ in b], q
 
 

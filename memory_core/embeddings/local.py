@@ -160,8 +160,6 @@ class LocalEmbeddingProvider:
     def _numpy_encoder(self) -> MiniLMQueryEncoder | None:
         if not self._is_default_model():
             return None
-        if os.environ.get("MEMORY_CORE_QUERY_ENCODER") == "sentence-transformers":
-            return None  # to compare the two (docs/performance.md)
         if self._query_encoder is None:
             try:
                 from .minilm_numpy import query_encoder
