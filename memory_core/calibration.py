@@ -17,8 +17,9 @@ query's **absolute** evidence:
 * ``top_both``: whether both legs found the top hit (the legs agree).
 
 A logistic model on these, then an increasing (isotonic) correction of its output, fitted on
-the dev data's folds by ``scripts/fit_calibration.py`` (constants in
-:mod:`memory_core.calibration_fitted`). The hit-level features enter with positive weights, so
+the dev data's folds by ``scripts/fit_calibration.py`` (constants in the package data file
+``calibration_fitted.json``, read once by :func:`load_fitted`: :data:`CALIBRATIONS`,
+:data:`GATES`). The hit-level features enter with positive weights, so
 the probability falls along the fused order and the order is the fusion's. ``minScore 0.5``
 then means "at least even odds", and ``abstain_below`` returns nothing when even the best hit
 is unlikely to be relevant. Pure: numbers in, numbers out.
@@ -26,10 +27,12 @@ is unlikely to be relevant. Pure: numbers in, numbers out.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .keyword.fts import phrase_bound
 
@@ -75,6 +78,34 @@ class Calibration:
         if not self.iso_x:
             return p
         return interp(p, self.iso_x, self.iso_y)
+
+
+#: The fitted models and their abstention gates, as ``scripts/fit_calibration.py --write``
+#: saves them (data, not code: the script writes the file, nobody edits it by hand).
+FITTED_FILE = Path(__file__).with_name("calibration_fitted.json")
+
+
+def load_fitted(path: Path = FITTED_FILE) -> tuple[dict[str, Calibration], dict[str, float]]:
+    """The fitted calibrations by name, and each one's gate (the default profile's
+    ``abstain_below``, chosen with the model)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    models = {}
+    for name, d in data["calibrations"].items():
+        fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v
+                                  for k, v in d.items()}
+        models[name] = Calibration(**fields)
+    return models, {k: float(v) for k, v in data["gates"].items()}
+
+
+def save_fitted(models: Mapping[str, Calibration], gates: Mapping[str, float],
+                path: Path = FITTED_FILE) -> None:
+    """Write what :func:`load_fitted` reads (floats as Python writes them: exact)."""
+    data: dict[str, Any] = {"gates": dict(gates),
+                            "calibrations": {k: asdict(m) for k, m in models.items()}}
+    path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+CALIBRATIONS, GATES = load_fitted()
 
 
 def sigmoid(z: float) -> float:

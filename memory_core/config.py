@@ -22,7 +22,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass,
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
-from .calibration_fitted import GATES as CALIBRATED_GATES
+from .calibration import GATES as CALIBRATED_GATES
 from .config_check import quick_check, type_hints
 from .text import mostly_cjk
 
@@ -90,7 +90,7 @@ def setting(default: Any = MISSING, *, factory: Callable[[], Any] | None = None,
 
 
 def _known_calibration(value: str) -> str:
-    """A calibration is one of the fitted models (:mod:`memory_core.calibration_fitted`)."""
+    """A calibration is one of the fitted models (:data:`memory_core.calibration.CALIBRATIONS`)."""
     if value and value not in CALIBRATED_GATES:
         known = ", ".join(repr(k) for k in CALIBRATED_GATES) or "none fitted"
         raise ValueError(f"unknown calibration {value!r} (\"\" for none, or {known})")

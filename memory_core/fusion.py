@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from . import calibration
-from .calibration_fitted import CALIBRATIONS
+from .calibration import CALIBRATIONS
 from .candidates import Candidates, ChunkInfo, LegHit
 from .common.dates import DAY_MS, day_start_ms, diary_date, now_ms, path_date
 from .config import FusionMode, SearchSettings

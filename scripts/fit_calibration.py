@@ -10,7 +10,7 @@
    and a gate fitted on the other four conversations and four fifths of the probes, scored on
    the held-out conversation and fifth; the demo is never fitted on.
 3. Fits the final model and gate on all of it and, with ``--write``, writes them to
-   ``memory_core/calibration_fitted.py`` (the data the default profile reads).
+   ``memory_core/calibration_fitted.json`` (the data the default profile reads).
 
 Run it again after anything that moves the candidates (chunking, the embedding): the fit is
 one command.
@@ -31,7 +31,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from memory_core.calibration import Calibration  # noqa: E402
+from memory_core.calibration import Calibration, save_fitted  # noqa: E402
 from memory_core.config import DEFAULT_CALIBRATION, profile_settings  # noqa: E402
 from memory_core.evaluation import calibrate as cal  # noqa: E402
 from memory_core.evaluation.datasets import available_query_sets, load_query_set  # noqa: E402
@@ -146,7 +146,7 @@ def cross_validate(loc: Sequence[cal.QueryRows], loc_probes: Sequence[cal.QueryR
 def _check_fusion(model: Calibration, gate: float, rows: Sequence[cal.QueryRows]) -> int:
     """How many queries :func:`memory_core.fusion.fuse` answers differently from the fit's
     own scoring, with the model registered under its name (0 expected)."""
-    from memory_core.calibration_fitted import CALIBRATIONS
+    from memory_core.calibration import CALIBRATIONS
     from memory_core.fusion import fuse
 
     CALIBRATIONS[model.name] = model
@@ -164,52 +164,10 @@ def _check_fusion(model: Calibration, gate: float, rows: Sequence[cal.QueryRows]
     return bad
 
 
-def _field(name: str, value: Any) -> list[str]:
-    """``name=value,`` wrapped under 100 columns (tuples by item, strings by pieces)."""
-    head = f"        {name}="
-    if isinstance(value, tuple) and value:
-        items = [repr(v) for v in value]
-        if isinstance(value[0], str):
-            items = [repr(v) for v in value]
-        lines, cur = [], head + "("
-        for i, it in enumerate(items):
-            piece = it + (", " if i < len(items) - 1 else "")
-            if len(cur) + len(piece.rstrip()) > 99:
-                lines.append(cur.rstrip())
-                cur = "            "
-            cur += piece
-        lines.append(cur + ("," if len(items) == 1 else "") + "),")
-        return lines
-    if isinstance(value, str) and len(head) + len(repr(value)) > 98:
-        words, parts, cur = value.split(" "), [], ""
-        for w in words:
-            if len(cur) + len(w) + 1 > 70:
-                parts.append(cur)
-                cur = ""
-            cur += w + " "
-        parts.append(cur.rstrip())
-        return [head + "("] + [f"            {p!r}" for p in parts] + ["        ),"]
-    return [f"{head}{value!r},"]
-
-
-def write_fitted(model: Calibration, gate: float, path: Path) -> None:
-    lines = ['"""Fitted calibrations (data): written by ``scripts/fit_calibration.py --write``, '
-             'not by hand."""', "", "from __future__ import annotations", "",
-             "from .calibration import Calibration", "",
-             "#: The default profile's abstention gate (``abstain_below``), chosen with the model.",
-             f"GATES: dict[str, float] = {{{model.name!r}: {gate!r}}}", "",
-             "CALIBRATIONS: dict[str, Calibration] = {", f"    {model.name!r}: Calibration("]
-    for name in ("name", "features", "mean", "scale", "weights", "intercept", "iso_x",
-                 "iso_y", "note"):
-        lines += _field(name, getattr(model, name))
-    lines += ["    ),", "}", ""]
-    path.write_text("\n".join(lines), encoding="utf-8")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true",
-                    help="write the final model to memory_core/calibration_fitted.py")
+                    help="write the final model to memory_core/calibration_fitted.json")
     ap.add_argument("--out", help="write every figure as JSON here")
     ap.add_argument("--no-isotonic", action="store_true", help="the logistic model alone")
     args = ap.parse_args(argv)
@@ -259,8 +217,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                                       model.weights,
                                                                       strict=True))})
     if args.write:
-        write_fitted(model, gate, ROOT / "memory_core" / "calibration_fitted.py")
-        print("wrote memory_core/calibration_fitted.py")
+        save_fitted({model.name: model}, {model.name: gate})
+        print("wrote memory_core/calibration_fitted.json")
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")
     return 0

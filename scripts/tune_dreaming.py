@@ -9,7 +9,7 @@ replayed once. Leave one conversation out: among the settings saving more search
 the reference on the other four, the one with the most saved searches and junk ≤ 5 % (else
 the least junk) is scored on the held-out one. Prints the held-out table for
 docs/promotion.md and, with ``--write``, saves its figures (no dataset text) to
-``memory_core/evaluation/dreaming_saved.py``, the evaluation the Promotion page and the
+``memory_core/evaluation/dreaming_saved.json``, the evaluation the Promotion page and the
 notebook show without the dataset.
 """
 
@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import pprint
 import sys
 from pathlib import Path
 
@@ -55,13 +54,9 @@ def _write(reference: dr.DreamingRun, cv: dr.DreamingCV, settings: list[dict[str
                        "other four",
             "grid": dr.CV_GRID, "chosen": {c: settings[i] for c, i in cv.chosen.items()},
             "final": settings[cv.final]}
-    body = ('"""The dreaming evaluation\'s held-out figures.\n\nWritten by '
-            '``scripts/tune_dreaming.py --write``; do not edit.\n"""\n\n'
-            "from typing import Any\n\n"
-            f"META: dict[str, Any] = {pprint.pformat(meta, width=76, compact=True)}\n\n"
-            f"RUNS: list[dict[str, Any]] = {pprint.pformat(runs, width=99, compact=True)}\n")
-    out = ROOT / "memory_core" / "evaluation" / "dreaming_saved.py"
-    out.write_text(body, encoding="utf-8")
+    out = dr.SAVED_FILE
+    out.write_text(json.dumps({"meta": meta, "runs": runs}, indent=1, ensure_ascii=False) + "\n",
+                   encoding="utf-8")
     print("wrote", out.relative_to(ROOT), file=sys.stderr)
 
 
@@ -69,7 +64,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cache", type=Path, default=Path("/tmp/dreaming-cv"))
     ap.add_argument("--write", action="store_true",
-                    help="save the held-out figures to memory_core/evaluation/dreaming_saved.py")
+                    help="save the held-out figures to memory_core/evaluation/dreaming_saved.json")
     args = ap.parse_args()
     root = dr.locomo_root()
     if root is None:

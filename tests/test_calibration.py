@@ -14,13 +14,37 @@ import numpy as np
 import pytest
 
 from memory_core import MemoryIndex
-from memory_core.calibration import Calibration, interp, query_bound
-from memory_core.calibration_fitted import CALIBRATIONS, GATES
+from memory_core.calibration import (
+    CALIBRATIONS,
+    FITTED_FILE,
+    GATES,
+    Calibration,
+    interp,
+    load_fitted,
+    query_bound,
+    save_fitted,
+)
 from memory_core.candidates import Candidates
 from memory_core.config import DEFAULT_CALIBRATION, profile_settings
 from memory_core.evaluation.calibrate import ece, fit_isotonic, fit_logistic, predict
 from memory_core.evaluation.offtopic import OWN_KINDS, load_probes
 from memory_core.tools import memory_search
+
+
+def test_the_fitted_data_file_holds_the_values_the_module_held(tmp_path: Path) -> None:
+    """``calibration_fitted.json`` replaced a generated module (session 8): the same floats,
+    exactly, and what ``save_fitted`` writes ``load_fitted`` reads back unchanged."""
+    assert GATES == {"local-v1": 0.35}
+    m = CALIBRATIONS["local-v1"]
+    assert m.intercept == -6.166926
+    assert m.weights == (1.515209, 0.485146, 0.330363, 0.205723, 0.72837, 0.294114, -1.950027)
+    assert m.mean[0] == 0.131177 and m.scale[-1] == 0.243358
+    assert len(m.iso_x) == len(m.iso_y) == 39 and m.iso_x[-1] == 0.909556
+    assert m.iso_y[-1] == 0.914373 and m.note.startswith("LoCoMo dev Markdown (997 q)")
+    assert all(isinstance(v, tuple) for v in (m.features, m.mean, m.iso_x))
+    save_fitted(CALIBRATIONS, GATES, tmp_path / "c.json")
+    assert load_fitted(tmp_path / "c.json") == (CALIBRATIONS, GATES)
+    assert (tmp_path / "c.json").read_bytes() == FITTED_FILE.read_bytes()
 
 
 def test_the_default_profile_reads_the_fitted_calibration() -> None:

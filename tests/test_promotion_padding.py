@@ -118,6 +118,8 @@ def test_the_saved_evaluation_is_what_the_docs_report() -> None:
     assert (ref.profile, dflt.profile) == ("reference", "default")
     assert sorted(dflt.conversations) == sorted(ref.conversations)
     assert len(dflt.conversations) == 5 and dflt.asks == ref.asks
+    # the figures the generated module held, now the package data file's (session 8)
+    assert (ref.asks, meta["dataset"]) == (2079, "LoCoMo dev (Markdown), 5 conversations")
     # held out, the default saves more later searches than the reference with junk <= 5 %
     # of its bullets (issue 25's acceptance, docs/promotion.md section 6)
     assert dflt.saved_share > ref.saved_share

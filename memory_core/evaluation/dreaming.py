@@ -17,6 +17,7 @@ store's size and the share of it the agent's own searches fed.
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
@@ -30,6 +31,8 @@ from ..common.locations import datasets_dir
 from ..text import utf16_len
 
 ASKS_PER_QUESTION = 3
+#: The held-out evaluation ``scripts/tune_dreaming.py --write`` saves (package data).
+SAVED_FILE = Path(__file__).with_name("dreaming_saved.json")
 
 
 @dataclass
@@ -303,7 +306,7 @@ def cross_validate(per_setting: Sequence[dict[str, DreamingRun]],
 
 def saved_evaluation() -> tuple[list[DreamingRun], dict[str, Any]]:
     """The held-out evaluation docs/promotion.md reports, as ``scripts/tune_dreaming.py
-    --write`` saved it (figures only, no dataset text): the runs and how they were made."""
-    from .dreaming_saved import META, RUNS
-
-    return [run_from_dict(r) for r in RUNS], dict(META)
+    --write`` saved it (figures only, no dataset text) to the package data file
+    ``dreaming_saved.json``: the runs and how they were made."""
+    data = json.loads(SAVED_FILE.read_text(encoding="utf-8"))
+    return [run_from_dict(r) for r in data["runs"]], dict(data["meta"])
