@@ -47,7 +47,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from workbench.testing import APP, copy_demo, streamlit_server, workbench_env  # noqa: E402
+from tests.apptesting import APP, copy_demo, streamlit_server, workbench_env  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -1,5 +1,6 @@
-"""Helpers for the workbench's tests and notebooks: a private copy of the demo workspace and an
-AppTest of the app wired to it (never writing into the repository's examples)."""
+"""Helpers for the workbench's tests (kept out of the shipped package): a private copy of the
+demo workspace and an AppTest of the app wired to it (never writing into the repository's
+examples)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from .state import DEMO, ROOT
+from workbench.state import DEMO, ROOT
 
 if TYPE_CHECKING:
     from streamlit.testing.v1 import AppTest

@@ -13,7 +13,7 @@ import pytest
 if TYPE_CHECKING:  # Streamlit is imported only by the tests that open the app
     from streamlit.testing.v1 import AppTest
 
-    from workbench.testing import OpenApp
+    from tests.apptesting import OpenApp
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -101,7 +101,7 @@ def open_app(monkeypatch: pytest.MonkeyPatch) -> OpenApp:
     """
     from streamlit.testing.v1 import AppTest
 
-    from workbench.testing import APP, workbench_env
+    from tests.apptesting import APP, workbench_env
 
     def _open(workspace: Path, page: str | None = None, *, provider: str = "none",
               datasets: Path | None = None, timeout: float = 180) -> AppTest:

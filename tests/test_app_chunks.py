@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from memory_core import MemoryIndex
-from workbench.testing import OpenApp
+from tests.apptesting import OpenApp
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from workbench.testing import OpenApp
+from tests.apptesting import OpenApp
 
 
 @pytest.fixture

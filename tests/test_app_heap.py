@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.testing import copy_demo, workbench_env
+from tests.apptesting import copy_demo, workbench_env
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = """
 import gc, json, sys
 from streamlit.testing.v1 import AppTest
-from workbench.testing import APP
+from tests.apptesting import APP
 at = AppTest.from_file(str(APP), default_timeout=600).run()
 at.switch_page("pages/chunks.py").run()
 assert not at.exception, at.exception

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
+from tests.apptesting import OpenApp
 from workbench import state
-from workbench.testing import OpenApp
 
 
 def _home(open_app: OpenApp, ws: Path, datasets: Path | None = None) -> AppTest:

@@ -22,8 +22,8 @@ from memory_core import MemoryIndex
 from memory_core.common.synclock import sync_lock
 from memory_core.live import heartbeat_path, live_watcher, read_heartbeat
 from memory_core.live.heartbeat import STALE_BEATS
+from tests.apptesting import OpenApp
 from workbench import live, state
-from workbench.testing import OpenApp
 
 CLI = Path(sys.executable).with_name("memory-core")
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}

@@ -12,8 +12,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from memory_core import MemoryIndex
+from tests.apptesting import OpenApp
 from workbench import mapdata, projection
-from workbench.testing import OpenApp
 
 PAGE = "pages/embedding_map.py"
 

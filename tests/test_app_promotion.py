@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from workbench.testing import OpenApp
+from tests.apptesting import OpenApp
 
 from .test_eval_dreaming import locomo_like_dataset
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from workbench.testing import OpenApp
+from tests.apptesting import OpenApp
 
 
 def _table(at: AppTest, column: str):  # the first table with that column (a DataFrame)

@@ -13,8 +13,8 @@ from streamlit.testing.v1 import AppTest
 from memory_core import profile_settings
 from memory_core.candidates import Candidates, ChunkInfo, LegHit
 from memory_core.common.dates import DAY_MS, day_start_ms
+from tests.apptesting import OpenApp
 from workbench import tuning
-from workbench.testing import OpenApp
 
 PAGE = "pages/search.py"
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from workbench.testing import APP, copy_demo, streamlit_server, workbench_env
+from tests.apptesting import APP, copy_demo, streamlit_server, workbench_env
 
 pytestmark = pytest.mark.browser
 

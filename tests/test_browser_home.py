@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.testing import APP, streamlit_server, workbench_env
+from tests.apptesting import APP, streamlit_server, workbench_env
 
 from .test_browser import _choose, _go, _no_exception, _page, _settle, _shot
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from workbench.testing import APP, workbench_env
+from tests.apptesting import APP, workbench_env
 
 from .openclaw_fixture import MAIN_CALLS, build_home
 

@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from memory_core.backends import clear_open_failures, resolve_command
-from workbench.testing import OpenApp, copy_demo
+from tests.apptesting import OpenApp, copy_demo
 
 pytestmark = pytest.mark.skipif(
     resolve_command("qmd") is None,

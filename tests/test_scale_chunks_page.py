@@ -17,7 +17,7 @@ import pytest
 
 from memory_core import MemoryIndex, browse
 from memory_core.store import StoreError
-from workbench.testing import OpenApp
+from tests.apptesting import OpenApp
 
 
 def _workspace(root: Path, n: int = 450) -> Path:

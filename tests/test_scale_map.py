@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from memory_core import MemoryIndex
+from tests.apptesting import OpenApp
 from workbench import mapdata
-from workbench.testing import OpenApp
 
 
 def test_sample_is_fixed_and_every_vector_stays_reachable(indexed_demo: Path) -> None:
