@@ -14,8 +14,10 @@ export TOKENIZERS_PARALLELISM := false
 FAST_MARKERS := not browser and not umap and not notebook and not longeval
 # `make check`'s tests: chunking (with its goldens), fusion (MMR, decay, date pool, tail order), query
 # building (the reference's keyword goldens), config and its doors, metrics, qmd's result
-# parsing, and the structure rules; none embeds with a model
-CHECK_TESTS := tests/test_architecture.py tests/test_chunking.py tests/test_config.py \
+# parsing, the structure rules, and one real index -> search -> get round trip on the small demo
+# with the keyword-only provider (the store, sync, keyword leg, fusion and reading); none embeds
+# with a model
+CHECK_TESTS := tests/test_round_trip.py tests/test_architecture.py tests/test_chunking.py tests/test_config.py \
 	tests/test_evaluation.py tests/test_fusion_date_pool.py tests/test_vectors_mmr.py \
 	tests/test_topk.py tests/test_qmd_results.py tests/test_fusion_tail.py \
 	tests/test_reference_goldens.py::test_fallback_keywords_are_the_engines
