@@ -129,37 +129,3 @@ def test_noop_index_reads_a_config_file_without_pydantic(tmp_path: Path) -> None
     assert bad.returncode == 2
     assert bad.stderr.strip() == (f"memory-core: error: {config}: chunking.tokens: expects an "
                                   'integer (got "300")')
-
-
-def test_cli_start_up_pauses_the_collector_and_resumes_it(tmp_path: Path) -> None:
-    """The first command's start-up runs without garbage collection and freezes what it
-    imported (:mod:`memory_core.cli.startup`); the collector is back on for the command itself
-    and after it, and one a caller had turned off stays off. ``index --json`` still reports
-    the status (imported on demand)."""
-    ws = tmp_path / "ws"
-    (ws / "memory").mkdir(parents=True)
-    (ws / "memory" / "2026-03-02.md").write_text("# 2026-03-02\n\n- The backup runs at 02:00.\n")
-    (ws / "memory-workbench.toml").write_text('[provider]\nprovider = "none"\n')
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-
-    def run(pre: str, args: list[str]) -> list[Any]:
-        code = (f"import gc, json, sys\n{pre}\nfrom memory_core.cli import main\n"
-                "import memory_core.sync as s\nseen = []\nlisted = s.list_files\n"
-                "def spy(*a):\n    seen.append(gc.isenabled())\n    return listed(*a)\n"
-                "s.list_files = spy\n"
-                f"code = main({args!r})\n"
-                "print(json.dumps([code, seen, gc.isenabled(), gc.get_freeze_count() > 0, "
-                "'memory_core.status' in sys.modules]))")
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                             env=env, timeout=600, check=True)
-        *lines, last = out.stdout.splitlines()
-        return [lines, *json.loads(last)]
-
-    index = ["index", "--workspace", str(ws), "--no-progress"]
-    lines, code, seen, enabled, frozen, status = run("", index)
-    assert (code, seen, enabled, frozen, status) == (0, [True], True, True, False)
-    assert "1 indexed" in "\n".join(lines)
-    lines, code, seen, enabled, frozen, status = run("gc.disable()", [*index, "--json"])
-    assert (code, seen, enabled, frozen, status) == (0, [False], False, True, True)
-    out = json.loads("\n".join(lines))
-    assert out["report"]["files_unchanged"] == 1 and out["status"]["files"] == 1

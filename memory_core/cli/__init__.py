@@ -35,9 +35,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"memory-core {__version__}")
         return 0
-    from . import startup
-
-    startup.begin()  # the collector resumes once the command's arguments are parsed
     return _cli().main(argv)
 
 

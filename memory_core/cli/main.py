@@ -22,7 +22,6 @@ from ..embeddings import EmbeddingError
 from ..index import WorkspaceError
 from ..reading import PathRefused
 from ..store import StoreError
-from . import startup
 from .common import EXIT_USAGE, CliError, DeferredParser
 
 #: Exit code after the reader of stdout went away (128 + SIGPIPE, as a shell reports it).
@@ -84,11 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; return its exit code (2 with one line on stderr for a user error)."""
     given = list(sys.argv[1:] if argv is None else argv)
     # the first word is the sub-command unless it is an option (--help, --version)
-    try:
-        parser = build_parser(given[0] if given and not given[0].startswith("-") else None)
-        args = parser.parse_args(given)
-    finally:
-        startup.done()  # see memory_core.cli.startup
+    parser = build_parser(given[0] if given and not given[0].startswith("-") else None)
+    args = parser.parse_args(given)
     try:
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
