@@ -13,6 +13,7 @@ import unicodedata
 from dataclasses import dataclass
 from datetime import date, timedelta
 
+from .common.lazy import lazy_pattern
 from .text import cjk_bigrams
 
 #: Whitespace-separated terms of a query that any face searches: the CLI cuts a longer query
@@ -123,10 +124,10 @@ _KO_PARTICLES = sorted(
 #: JavaScript's ``\s`` (Python's ``str.isspace`` differs on U+001C–U+001F and U+FEFF).
 _JS_SPACE = frozenset("\t\n\v\f\r \u00a0\u1680\u2028\u2029\u202f\u205f\u3000\ufeff"
                       + "".join(chr(c) for c in range(0x2000, 0x200B)))
-_KANA_RE = re.compile("[\u3040-\u30ff]")
-_HAN_RE = re.compile("[\u4e00-\u9fff]")  # the reference's "Chinese": the URO block only
-_HANGUL_RE = re.compile("[\uac00-\ud7af\u3131-\u3163]")
-_JA_PART_RE = re.compile("[a-z0-9_]+|[\u30a0-\u30ff]+|[\u4e00-\u9fff]+|[\u3040-\u309f]{2,}")
+_KANA_RE = lazy_pattern("[\u3040-\u30ff]")
+_HAN_RE = lazy_pattern("[\u4e00-\u9fff]")  # the reference's "Chinese": the URO block only
+_HANGUL_RE = lazy_pattern("[\uac00-\ud7af\u3131-\u3163]")
+_JA_PART_RE = lazy_pattern("[a-z0-9_]+|[\u30a0-\u30ff]+|[\u4e00-\u9fff]+|[\u3040-\u309f]{2,}")
 
 
 def _segments(text: str) -> list[str]:

@@ -19,6 +19,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from .common.lazy import lazy_pattern
 from .text import REFERENCE_MMR_CJK_CLASS
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ else:
     from .common.lazy import numpy as np
 
 _WORD = re.compile(r"[a-z0-9_]+")
-_CJK_RUN = re.compile(f"[{REFERENCE_MMR_CJK_CLASS}]+")
+_CJK_RUN = lazy_pattern(f"[{REFERENCE_MMR_CJK_CLASS}]+")
 
 
 def mmr_tokens(text: str) -> set[str]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from .common.lazy import lazy_pattern
+
 CHARS_PER_TOKEN = 4
 
 # Three character classes, each with one meaning; they differ on purpose, so never merge them.
@@ -31,15 +33,15 @@ CHARS_PER_TOKEN = 4
 REFERENCE_NON_LATIN_CLASS = (
     "\u2e80-\u9fff\ua000-\ua4ff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f")
 #: One character of :data:`REFERENCE_NON_LATIN_CLASS` (weighs 4 in the token estimate).
-REFERENCE_NON_LATIN_RE = re.compile(f"[{REFERENCE_NON_LATIN_CLASS}]")
+REFERENCE_NON_LATIN_RE = lazy_pattern(f"[{REFERENCE_NON_LATIN_CLASS}]")
 #: Scripts written without spaces (kana, Han, Hangul syllables): the bigram tokenisers' class.
 CJK_SCRIPT_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 #: A maximal run of :data:`CJK_SCRIPT_CLASS` characters.
-CJK_RUN_RE = re.compile(f"[{CJK_SCRIPT_CLASS}]+")
+CJK_RUN_RE = lazy_pattern(f"[{CJK_SCRIPT_CLASS}]+")
 #: The reference MMR's CJK family (spec §4.7): kana, Ext. A, Unified, Hangul syllables, Jamo.
 REFERENCE_MMR_CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u1100-\u11ff"
 #: One character of :data:`REFERENCE_MMR_CJK_CLASS`.
-REFERENCE_MMR_CJK_RE = re.compile(f"[{REFERENCE_MMR_CJK_CLASS}]")
+REFERENCE_MMR_CJK_RE = lazy_pattern(f"[{REFERENCE_MMR_CJK_CLASS}]")
 _ASTRAL_RE = re.compile("[\U00010000-\U0010ffff]")
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 _HIGH = range(0xD800, 0xDC00)
@@ -140,7 +142,7 @@ def truncate_utf16(text: str, max_units: int) -> str:
     return from_units(units)
 
 
-_CJK_CHAR_RE = re.compile(f"[{CJK_SCRIPT_CLASS}]")
+_CJK_CHAR_RE = lazy_pattern(f"[{CJK_SCRIPT_CLASS}]")
 
 
 def is_word_start(text: str, idx: int) -> bool:
