@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from ..common.fileio import atomic_write
-from .model import Now, PromotionError, now_ms
+from .memory_file import edit_markdown
+from .model import Now, now_ms
 from .state import state_of
 
 if TYPE_CHECKING:
@@ -135,10 +135,6 @@ def write_diary(index: MemoryIndex, reports: Sequence[PhaseReport] = (),
     with state_of(index) as st:
         tz = st.timezone()
     p = dreams_path(index.workspace)
-    try:
-        old = p.read_bytes().decode("utf-8") if p.exists() else ""
-    except UnicodeDecodeError:
-        raise PromotionError(f"{p.name} is not UTF-8: no diary entry written") from None
-    atomic_write(p, add_entry(old, f"\n---\n\n*{diary_date(at, tz)}*\n\n{narrative}\n")
-                 .encode("utf-8"))
+    entry = f"\n---\n\n*{diary_date(at, tz)}*\n\n{narrative}\n"
+    edit_markdown(p, lambda old: add_entry(old, entry))  # a symlink stays one; CRLF stays
     return p.name

@@ -254,9 +254,12 @@ class StateStore:
     def promotion_last(self) -> dict[str, Any] | None:
         """The newest promotion not undone yet (what ``undo`` reverts)."""
         row = self.db.execute(
-            f"SELECT {', '.join(HISTORY_COLUMNS)} FROM promotion_history"
+            f"SELECT {', '.join(HISTORY_COLUMNS)}, section FROM promotion_history"
             " WHERE undone_at IS NULL ORDER BY id DESC LIMIT 1").fetchone()
-        return self._history_row(row) if row else None
+        if not row:
+            return None
+        # section: the text the apply added, which undo takes out again
+        return {**self._history_row(row[:-1]), "section": row[-1]}
 
     def promotion_history(self, limit: int = 50) -> list[dict[str, Any]]:
         """The newest ``limit`` promotions, newest first (undone ones too)."""
