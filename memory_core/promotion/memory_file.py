@@ -62,7 +62,7 @@ def promotion_markers(text: str) -> list[str]:
     those inside a fenced code block (a marker shown as an example is not a promotion)."""
     keys: list[str] = []
     fence: str | None = None
-    for line in text.splitlines():
+    for line in text.split("\n"):  # not splitlines(): U+2028 or NEL ends no Markdown line
         m = _CODE_FENCE_RE.match(line)
         if m and (fence is None or m.group(1).startswith(fence)):
             fence = m.group(1)[:3] if fence is None else None
