@@ -505,6 +505,7 @@ class Indexer:
         now = now_ms()
         return {**ident, "vectorDims": dims or None, "builtAt": now, "syncedAt": now,
                 "generation": next_generation(previous),
+                "workspace": os.path.realpath(self.workspace),
                 "engine": f"memory_core {__version__}"}
 
     def sync(self, store_path: Path, *, force: bool = False, verify: bool = False
@@ -541,6 +542,7 @@ class Indexer:
                 previous = old.get_meta()
             except StoreCorrupt as e:
                 old.damaged = str(e)
+            check_workspace(previous, self.workspace, store_path)
             if rebuild is None and old.damaged:
                 rebuild = Rebuild.of(RebuildCause.DAMAGED, old.damaged)
             found = damage_found(store_path) if rebuild is None else None
@@ -712,6 +714,20 @@ def mostly_changed(files: Sequence[SourceFile], known: dict[str, tuple[int, int,
     if changed >= REBUILD_MIN_FILES and changed >= REBUILD_SHARE * total:
         return Rebuild.of(RebuildCause.MOSTLY_CHANGED, f"{changed} of {total} files changed")
     return None
+
+
+def check_workspace(meta: dict[str, Any] | None, workspace: Path, store_path: Path) -> None:
+    """One index serves one workspace: refuse (:class:`IndexPathRefused`, one line) an index
+    whose meta names another workspace that still exists (two workspaces pointed at one
+    ``--db`` would serve each other's text). A recorded workspace that is gone (the folder
+    moved, its index with it) is not a conflict; the next sync records the new root."""
+    theirs = (meta or {}).get("workspace")
+    if not isinstance(theirs, str) or theirs == os.path.realpath(workspace):
+        return
+    if os.path.isdir(theirs):
+        raise IndexPathRefused(
+            f"index {store_path} serves the workspace {theirs}, not {workspace}: one index "
+            "serves one workspace; choose another --db / [store] path")
 
 
 def guard_index_path(store_path: Path, workspace: Path, config: MemoryConfig) -> None:
