@@ -12,6 +12,7 @@ cache, and swapped in with an atomic rename: a crash at any point leaves the old
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import time
@@ -665,7 +666,8 @@ class Indexer:
             new.close()
             swap_in(tmp, target, self.config.store.busy_timeout_ms)
         except BaseException:
-            new.close()
+            with contextlib.suppress(Exception):  # a full disk may fail the close too:
+                new.close()  # the temp file is removed all the same, not left for an hour
             remove_index(tmp)
             raise
 

@@ -63,3 +63,18 @@ def test_one_db_serves_one_workspace(tmp_path: Path) -> None:
         idx.search("alpha secret")
     with MemoryIndex.open(a, provider="none", overrides=db) as idx:  # its own: served
         assert [h.path for h in idx.search("alpha secret").hits] == ["MEMORY.md"]
+
+
+def test_a_full_disk_is_a_store_error_with_one_line(tmp_path: Path) -> None:
+    """SQLITE_FULL (here from a page limit, as a full disk gives it) is a ``StoreError``, which
+    every face prints as one line, not SQLite's bare ``OperationalError`` (a traceback)."""
+    from memory_core.common.sql import StoreError, StoreFull, connect
+
+    con = connect(str(tmp_path / "small.sqlite"))
+    con.execute("CREATE TABLE t(x BLOB)")
+    con.execute("PRAGMA max_page_count = 8")
+    with pytest.raises(StoreFull, match="full") as e:
+        for _ in range(100):
+            con.execute("INSERT INTO t VALUES (zeroblob(4000))")
+    assert isinstance(e.value, StoreError) and "\n" not in str(e.value)
+    con.close()
