@@ -80,6 +80,7 @@ def _run_folder(root: Path, name: str, meta: object) -> Path:
     {"per_query": "not rows"},
     {"per_query": [{"qid": "1"}]},
     {"per_query": [{"qid": "1", "metrics": {"chunk": 3}}]},
+    {"per_query": [{"qid": "1", "metrics": {"file": []}}]},
     {"per_query": [], "metrics": []},
     {"per_query": [{"qid": "1", "metrics": {}, "results": 7}]},
 ])

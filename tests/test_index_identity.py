@@ -44,6 +44,9 @@ def test_a_damaged_index_whose_pages_are_still_ours_is_rebuilt(tmp_path: Path) -
     db.write_bytes(bytes(data))
     stamp_owner(db)
     check_index_file(db)  # ours by its pages (and the stamp): no refusal
+    with MemoryIndex.open(ws, provider="none") as idx:
+        assert idx.sync().full
+        assert [h.path for h in idx.search("boiler serviced").hits] == ["MEMORY.md"]
 
 
 def test_one_db_serves_one_workspace(tmp_path: Path) -> None:

@@ -140,3 +140,15 @@ def test_undo_of_a_created_memory_md_keeps_what_the_agent_wrote(tmp_path: Path) 
         assert pr.undo(idx, now=NOW, resync=False).restored
     assert (ws / "MEMORY.md").read_text() == "- the agent's own line\n"
     assert os.path.exists(ws / "MEMORY.md")
+
+
+def test_an_undo_is_told_to_the_dream_diary_that_told_of_the_promotion(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path)
+    with open_index(ws) as idx:
+        seed(idx)
+        res = pr.apply(idx, now=NOW, resync=False)
+        pr.write_diary(idx, promoted=pr.promoted_snippets(idx, res.applied), now=NOW)
+        assert "Promoted into MEMORY.md: 1 entry" in (ws / "DREAMS.md").read_text()
+        assert pr.undo(idx, now=NOW, resync=False).restored
+    text = (ws / "DREAMS.md").read_text()
+    assert "Undid the promotion of 2026-11-30T12:00:00Z: 1 entry taken back out" in text

@@ -245,7 +245,7 @@ def _damage(meta: dict[str, Any]) -> str | None:
         if not isinstance(r, dict) or "qid" not in r:
             return f"per-query row {i} has no qid"
         if not isinstance(r.get("metrics"), dict) or not all(
-                isinstance(v, dict) for v in r["metrics"].values()):
+                isinstance(r["metrics"].get(lvl, {}), dict) for lvl in ("file", "chunk")):
             return f"per-query row {i} has no metrics"
         for key in ("results", "scores", "gold"):
             if not isinstance(r.get(key, []), list):

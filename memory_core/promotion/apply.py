@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from filelock import FileLock, Timeout
 
 from ..common.fileio import ContentChanged, atomic_write, rebased
+from .diary import note_undo, promoted_snippets
 from .memory_file import memory_path, read_memory_bytes, undo_edit, write_memory, write_target
 from .model import (
     LOCK_TIMEOUT_S,
@@ -297,6 +298,7 @@ def undo(index: MemoryIndex, *, force: bool = False, now: Now = None,
             if hashlib.sha256(previous).hexdigest() != last["before_sha256"]:
                 return UndoResult(False, f"backup {bpath} does not match what was replaced; "
                                   "nothing changed", last["id"], last["keys"], path)
+        snippets = promoted_snippets(index, last["keys"])
         current = read_memory_bytes(ws)
         edit = undo_edit(previous, last["section"], last["after_sha256"])
         try:  # the promoted block taken out, what others wrote since kept
@@ -332,6 +334,10 @@ def undo(index: MemoryIndex, *, force: bool = False, now: Now = None,
                 _discard(saved)
         if failed is not None:
             raise _not_recorded("undo", failed, notes, ws) from failed
+        try:  # DREAMS.md told of this promotion: tell it of the undo too
+            note_undo(index, snippets, when or "?", now=at)
+        except PromotionError as e:
+            notes.append(f"DREAMS.md not updated: {e}")
     if resync:
         _resync(index, notes)
     msg = f"restored {MEMORY_FILE} as it was before the promotion of {when}"
