@@ -152,3 +152,22 @@ def test_an_undo_is_told_to_the_dream_diary_that_told_of_the_promotion(tmp_path:
         assert pr.undo(idx, now=NOW, resync=False).restored
     text = (ws / "DREAMS.md").read_text()
     assert "Undid the promotion of 2026-11-30T12:00:00Z: 1 entry taken back out" in text
+
+
+def test_a_read_only_index_writes_no_promotion_state(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path)
+    with open_index(ws) as idx:
+        seed(idx)
+    state_file = pr.state_path(ws)
+    before = state_file.read_bytes()
+    with open_index(ws) as idx:
+        idx.readonly = True  # as the workbench opens it under $MEMORY_WORKBENCH_READONLY
+        assert pr.list_candidates(idx, now=NOW)  # reads the signals as they are
+        with pytest.warns(RuntimeWarning, match="not recorded: attempt to write a readonly"):
+            seed(idx)
+    assert state_file.read_bytes() == before
+    fresh = make_ws(tmp_path / "fresh")
+    with open_index(fresh) as idx:
+        idx.readonly = True
+        assert pr.list_candidates(idx, now=NOW) == []
+    assert not pr.state_path(fresh).exists()
