@@ -77,3 +77,10 @@ def test_the_workspace_still_indexes_searches_and_dreams(tmp_path: Path) -> None
 def test_markers_are_found_per_markdown_line_not_per_unicode_line() -> None:
     text = "```\u2028<!-- openclaw-memory-promotion:memory:a.md:1:1 -->\n```\n"
     assert promotion_markers(text) == []
+
+
+def test_memory_md_items_keep_their_line_numbers_past_a_unicode_line_separator() -> None:
+    from memory_core.promotion.duplicates import memory_units
+
+    text = "# Mine\r\n\r\n- one\u2028still one\r\n- two\x85too\r\n- three\r\n"
+    assert [n for n, _ in memory_units(text)] == [3, 4, 5]
