@@ -64,6 +64,8 @@ def test_the_workspace_still_indexes_searches_and_dreams(tmp_path: Path) -> None
     assert any(h["path"] == "sessions/a.jsonl" for h in json.loads(found.stdout)["results"])
     status = json.loads(run("status", *common, "--json").stdout)
     assert "sessions/a.jsonl" in status["fileWarnings"]
+    text = run("status", *common).stdout
+    assert "Files with warnings: 1" in text and "  sessions/a.jsonl: line 2: a lone" in text
     queries = tmp_path / "q.jsonl"
     queries.write_text('{"qid": "1", "query": "crawler \\ud83d"}\n'
                        '{"qid": "2", "query": "pgbouncer pool"}\n')
