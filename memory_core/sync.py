@@ -721,11 +721,15 @@ def mostly_changed(files: Sequence[SourceFile], known: dict[str, tuple[int, int,
 def check_workspace(meta: dict[str, Any] | None, workspace: Path, store_path: Path) -> None:
     """One index serves one workspace: refuse (:class:`IndexPathRefused`, one line) an index
     whose meta names another workspace that still exists (two workspaces pointed at one
-    ``--db`` would serve each other's text). A recorded workspace that is gone (the folder
-    moved, its index with it) is not a conflict; the next sync records the new root."""
+    ``--db`` would serve each other's text). An index inside the workspace (a copied folder's
+    ``.memory/``) or whose recorded workspace is gone (the folder moved) is no conflict; the
+    next sync that writes records the new root."""
     theirs = (meta or {}).get("workspace")
-    if not isinstance(theirs, str) or theirs == os.path.realpath(workspace):
+    ours = os.path.realpath(workspace)
+    if not isinstance(theirs, str) or theirs == ours:
         return
+    if os.path.realpath(store_path).startswith(ours + os.sep):
+        return  # inside this workspace (a copied folder's .memory/): its own by place
     if os.path.isdir(theirs):
         raise IndexPathRefused(
             f"index {store_path} serves the workspace {theirs}, not {workspace}: one index "

@@ -81,3 +81,13 @@ def test_a_full_disk_is_a_store_error_with_one_line(tmp_path: Path) -> None:
             con.execute("INSERT INTO t VALUES (zeroblob(4000))")
     assert isinstance(e.value, StoreError) and "\n" not in str(e.value)
     con.close()
+
+
+def test_a_copied_workspace_keeps_its_own_index(tmp_path: Path) -> None:
+    import shutil
+
+    ws, _ = _indexed(tmp_path)
+    copy = tmp_path / "copy"
+    shutil.copytree(ws, copy)  # .memory/ and all: the copy's index names the original
+    with MemoryIndex.open(copy, provider="none") as idx:
+        assert [h.path for h in idx.search("boiler serviced").hits] == ["MEMORY.md"]
