@@ -23,7 +23,6 @@ from ..common.sql import sqlite
 from ..config import MemoryConfig
 from ..index import MemoryIndex
 from ..indexfile import read_uri
-from ..store import META_KEY
 from .model import MEMORY_FILE, Now, now_ms
 from .plan import ApplyPlan, preview_apply
 from .scoring import PromotionCandidate, list_candidates
@@ -101,10 +100,6 @@ def _snapshot_index(src: Path, target: Path) -> None:
         with sqlite.connect(read_uri(src), uri=True) as a, \
                 sqlite.connect(target) as b:
             a.backup(b)
-            # the copy serves the copied workspace: the workspace it names is forgotten (one
-            # index serves one workspace; the copy's sync records its own)
-            b.execute("UPDATE meta SET value = json_remove(value, '$.workspace') WHERE key = ?",
-                      (META_KEY,))
     except sqlite.Error:
         for p in (target, *IndexFiles(target).journal):
             p.unlink(missing_ok=True)
