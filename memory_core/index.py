@@ -55,6 +55,7 @@ from .sync import (
     Indexer,
     SyncProgress,
     SyncReport,
+    check_workspace,
     cleanup_stale_temp,
     guard_index_path,
     identity_diff,
@@ -184,8 +185,16 @@ class MemoryIndex:
             self.close()  # replaced by a rename (a destroyed index rebuilt): read the new file
         if self._store is None:
             guard_index_path(self.store_path, self.workspace, self.config)
-            self._store = Store(self.store_path, self.config.store.busy_timeout_ms,
-                                readonly=self.readonly)
+            store = Store(self.store_path, self.config.store.busy_timeout_ms,
+                          readonly=self.readonly)
+            try:
+                check_workspace(store.get_meta(), self.workspace, self.store_path)
+            except IndexPathRefused:
+                store.close()
+                raise
+            except StoreError:
+                pass  # damage: the reads that need the rows say so
+            self._store = store
         return self._store
 
     @property

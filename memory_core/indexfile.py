@@ -3,7 +3,8 @@
 An index path may name a user's file (``--db`` at their notes), one of our indexes, or one of
 ours that is damaged. :func:`check_index_file` tells them apart through SQLite alone (see its
 docstring for why never ``open()``); ``<index>.owner`` (:func:`owner_stamp`) names the file's
-device and inode, so a damaged index of ours is still rebuilt and a foreign file still refused;
+device and inode, so a damaged index of ours whose pages still look like ours is rebuilt (a
+stamp alone is not enough: a user's file may reuse a deleted index's inode);
 ``<index>.damaged`` (:func:`damage_marker`) records damage that a read proved.
 """
 
@@ -151,6 +152,60 @@ def check_index_file(path: Path) -> None:
     # Ours, and damaged (SQLite cannot read it as a database): the caller rebuilds it aside.
     # Never for a database SQLite can read, nor for a file that is not whole pages (512 bytes
     # at least): a user's file put at the path of a deleted index may reuse its inode.
-    if not readable and st.st_size % 512 == 0 and _stamped(path):
+    if not readable and _stamped(path) and _pages_look_ours(path, st.st_size):
         return
     raise IndexPathRefused(refusal + why)
+
+
+#: Run in a child process: the page headers of a file SQLite cannot open. A child, because
+#: ``open()`` + close in this process would drop its POSIX locks on the index (see
+#: :func:`check_index_file`); the child holds none. Prints one JSON list of hex headers.
+_PAGE_READER = """
+import json, os, sys
+path, size, step = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+fd = os.open(path, os.O_RDONLY)
+out = []
+for n in range(0, size // step, max(1, size // step // 256)):
+    out.append(os.pread(fd, 12, n * step).hex())
+print(json.dumps(out))
+"""
+
+_PAGE_SIZES = (4096, 1024, 2048, 8192, 16384, 32768, 65536, 512)
+_BTREE_FLAGS = {0x02, 0x05, 0x0A, 0x0D}
+
+
+def _btree_header_ok(h: bytes, page: int) -> bool:
+    """Whether ``h`` (a page's first bytes) is a plausible SQLite b-tree page header."""
+    if len(h) < 8 or h[0] not in _BTREE_FLAGS:
+        return False
+    freeblock = int.from_bytes(h[1:3], "big")
+    cells = int.from_bytes(h[3:5], "big")
+    content = int.from_bytes(h[5:7], "big") or 65536
+    return ((freeblock == 0 or 8 <= freeblock < page) and content <= page and h[7] <= 60
+            and 8 + 2 * cells <= page)
+
+
+def _pages_look_ours(path: Path, size: int) -> bool:
+    """A file SQLite cannot open is a damaged index of ours only when its content still says
+    so: whole pages, and past page 1 every page starts as a SQLite b-tree, overflow or
+    freelist page does (at least one a b-tree page). A user's file that landed at the path of
+    a deleted index, with its inode reused (so the owner stamp matches), is text or some other
+    format: it fails this and stays refused."""
+    import subprocess
+    import sys
+
+    for page in _PAGE_SIZES:
+        if size < 2 * page or size % page:
+            continue
+        try:
+            out = subprocess.run([sys.executable, "-I", "-S", "-c", _PAGE_READER, str(path),
+                                  str(size), str(page)], capture_output=True, text=True,
+                                 timeout=30, check=True).stdout
+            heads = [bytes.fromhex(h) for h in json.loads(out)][1:]
+        except (OSError, subprocess.SubprocessError, ValueError):
+            return False
+        btree = [h for h in heads if _btree_header_ok(h, page)]
+        # overflow and freelist pages open with a page number: its top byte is 0 here
+        if btree and all(h in btree or h[:1] == b"\0" for h in heads):
+            return True
+    return False

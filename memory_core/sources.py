@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 from .common.fileio import stat_signature
 from .config import MemoryConfig
+from .text import repair_surrogates
 
 MEMORY_FILE = "MEMORY.md"
 MEMORY_DIR = "memory"
@@ -593,9 +594,10 @@ def load(f: SourceFile) -> SourceDoc:
     text = _decode(f, data, warnings)
     mtime_ms, _ = stat_signature(st)  # the same (mtime, size) the "changed?" test compares
     if f.kind == "session":
-        rendered = render_session(text)
+        rendered = render_session(text, display_path(f.path))
         return SourceDoc(f, rendered.content, rendered.hash, mtime_ms, st.st_size,
-                         rendered.line_map, rendered.timestamps_ms, rendered.bad_lines, warnings)
+                         rendered.line_map, rendered.timestamps_ms, rendered.bad_lines,
+                         warnings + rendered.warnings)
     return SourceDoc(f, text, hashlib.sha256(data).hexdigest(), mtime_ms, st.st_size,
                      warnings=warnings)
 
@@ -614,6 +616,7 @@ class RenderedSession:
     timestamps_ms: list[int]
     bad_lines: int
     hash: str
+    warnings: list[str] = field(default_factory=list)
 
 
 def _message_text(content: object) -> str:
@@ -666,8 +669,13 @@ def split_message(text: str, limit: int = SESSION_SPLIT_CHARS) -> list[str]:
     return pieces
 
 
-def render_session(raw: str) -> RenderedSession:
-    """Render a JSONL transcript as ``User:`` / ``Assistant:`` lines with a JSONL line map."""
+def render_session(raw: str, name: str = "") -> RenderedSession:
+    """Render a JSONL transcript as ``User:`` / ``Assistant:`` lines with a JSONL line map.
+
+    A line whose JSON holds a lone surrogate escape (``"\\ud83d"``: valid JSON, but no
+    character, so no UTF-8) has it repaired as U+FFFD, with a warning naming ``name`` and the
+    line: one such line never fails the index."""
+    repaired: list[int] = []
     lines: list[str] = []
     line_map: list[int] = []
     stamps: list[int] = []
@@ -689,6 +697,9 @@ def render_session(raw: str) -> RenderedSession:
         text = _WS_RE.sub(" ", _message_text(msg.get("content"))).strip()
         if not text:
             continue
+        text, bad_chars = repair_surrogates(text)
+        if bad_chars:
+            repaired.append(i + 1)
         if role == "user" and _DROP_USER_RE.match(text):
             continue
         if role == "assistant" and _HEARTBEAT_RE.match(text):
@@ -705,7 +716,10 @@ def render_session(raw: str) -> RenderedSession:
         (content + "\n" + ",".join(map(str, line_map)) + "\n" + ",".join(map(str, stamps)))
         .encode("utf-8", "replace")
     ).hexdigest()
-    return RenderedSession(content, line_map, stamps, bad, digest)
+    warnings = [f"{name or 'transcript'}: line{'s' if len(repaired) > 1 else ''} "
+                f"{', '.join(map(str, repaired[:10]))}{' …' if len(repaired) > 10 else ''}: "
+                "a lone surrogate escape (no character) replaced by U+FFFD"] if repaired else []
+    return RenderedSession(content, line_map, stamps, bad, digest, warnings)
 
 
 def is_memory_path(rel: str) -> bool:

@@ -12,6 +12,7 @@ cache, and swapped in with an atomic rename: a crash at any point leaves the old
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import time
@@ -505,6 +506,7 @@ class Indexer:
         now = now_ms()
         return {**ident, "vectorDims": dims or None, "builtAt": now, "syncedAt": now,
                 "generation": next_generation(previous),
+                "workspace": os.path.realpath(self.workspace),
                 "engine": f"memory_core {__version__}"}
 
     def sync(self, store_path: Path, *, force: bool = False, verify: bool = False
@@ -541,6 +543,7 @@ class Indexer:
                 previous = old.get_meta()
             except StoreCorrupt as e:
                 old.damaged = str(e)
+            check_workspace(previous, self.workspace, store_path)
             if rebuild is None and old.damaged:
                 rebuild = Rebuild.of(RebuildCause.DAMAGED, old.damaged)
             found = damage_found(store_path) if rebuild is None else None
@@ -663,7 +666,8 @@ class Indexer:
             new.close()
             swap_in(tmp, target, self.config.store.busy_timeout_ms)
         except BaseException:
-            new.close()
+            with contextlib.suppress(Exception):  # a full disk may fail the close too:
+                new.close()  # the temp file is removed all the same, not left for an hour
             remove_index(tmp)
             raise
 
@@ -712,6 +716,24 @@ def mostly_changed(files: Sequence[SourceFile], known: dict[str, tuple[int, int,
     if changed >= REBUILD_MIN_FILES and changed >= REBUILD_SHARE * total:
         return Rebuild.of(RebuildCause.MOSTLY_CHANGED, f"{changed} of {total} files changed")
     return None
+
+
+def check_workspace(meta: dict[str, Any] | None, workspace: Path, store_path: Path) -> None:
+    """One index serves one workspace: refuse (:class:`IndexPathRefused`, one line) an index
+    whose meta names another workspace that still exists (two workspaces pointed at one
+    ``--db`` would serve each other's text). An index inside the workspace (a copied folder's
+    ``.memory/``) or whose recorded workspace is gone (the folder moved) is no conflict; the
+    next sync that writes records the new root."""
+    theirs = (meta or {}).get("workspace")
+    ours = os.path.realpath(workspace)
+    if not isinstance(theirs, str) or theirs == ours:
+        return
+    if os.path.realpath(store_path).startswith(ours + os.sep):
+        return  # inside this workspace (a copied folder's .memory/): its own by place
+    if os.path.isdir(theirs):
+        raise IndexPathRefused(
+            f"index {store_path} serves the workspace {theirs}, not {workspace}: one index "
+            "serves one workspace; choose another --db / [store] path")
 
 
 def guard_index_path(store_path: Path, workspace: Path, config: MemoryConfig) -> None:

@@ -180,3 +180,15 @@ def cjk_bigrams(text: str) -> str:
         return " " + " ".join(run[i : i + 2] for i in range(len(run) - 1)) + " "
 
     return CJK_RUN_RE.sub(split, text)
+
+
+_LONE_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def repair_surrogates(text: str) -> tuple[str, int]:
+    """``text`` with each lone surrogate (from a JSON ``"\\ud83d"`` escape or an undecodable
+    command-line byte: no character, so no UTF-8) replaced by U+FFFD, and how many there were.
+    Text from outside (a transcript line, a query) passes here before it is hashed or stored."""
+    if not _LONE_SURROGATE_RE.search(text):
+        return text, 0
+    return _LONE_SURROGATE_RE.subn("\ufffd", text)

@@ -459,12 +459,37 @@ def test_over_budget_with_only_user_text_is_written_with_a_warning(tmp_path: Pat
         assert plan.warnings and "over its budget" in plan.warnings[0]
 
 
-def test_undo_refuses_when_memory_md_changed_unless_forced(tmp_path: Path) -> None:
+def test_undo_keeps_lines_appended_after_the_apply(tmp_path: Path) -> None:
     ws = make_ws(tmp_path)
     with open_index(ws) as idx:
         seed(idx)
         pr.apply(idx, now=NOW)
         edited = (ws / "MEMORY.md").read_text() + "- my edit after the promotion\n"
+        (ws / "MEMORY.md").write_text(edited)
+        u = pr.undo(idx, now=NOW)
+        assert u.restored, u.message
+        assert (ws / "MEMORY.md").read_text() == USER_MEMORY + "- my edit after the promotion\n"
+
+
+def test_undo_keeps_an_edit_above_the_promoted_block(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path)
+    with open_index(ws) as idx:
+        seed(idx)
+        pr.apply(idx, now=NOW)
+        text = (ws / "MEMORY.md").read_text()
+        (ws / "MEMORY.md").write_text(text.replace("# Mine", "# Mine, edited"))
+        assert pr.undo(idx, now=NOW).restored
+        assert (ws / "MEMORY.md").read_text() == USER_MEMORY.replace("# Mine", "# Mine, edited")
+
+
+def test_undo_refuses_when_the_promoted_block_was_edited_unless_forced(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path)
+    with open_index(ws) as idx:
+        seed(idx)
+        pr.apply(idx, now=NOW)
+        text = (ws / "MEMORY.md").read_text()
+        marker = "<!-- openclaw-memory-promotion:"
+        edited = text.replace(marker, "- my line inside it\n" + marker)
         (ws / "MEMORY.md").write_text(edited)
         u = pr.undo(idx, now=NOW)
         assert not u.restored and "changed since the promotion" in u.message

@@ -128,7 +128,9 @@ def _compare(args: argparse.Namespace, a: str, b: str) -> int:
                                               ("threshold", args.threshold)) if v is not None}
     if opts.get("rounds") is not None and opts["rounds"] < 1:
         raise CliError("--rounds must be at least 1")
-    primary = args.metric if args.metric in cm.RUN_METRICS else "ndcg@10"
+    primary = args.metric or "ndcg@10"  # an unknown one is refused, not read as ndcg@10
+    if primary not in cm.RUN_METRICS:
+        raise CliError(f"--metric {primary}: not a run metric ({', '.join(cm.RUN_METRICS)})")
 
     def as_saved(ref: str) -> Any:
         p = Path(ref).expanduser()

@@ -297,6 +297,10 @@ def cmd_status(args: argparse.Namespace) -> int:
             print(f"Malformed transcript lines skipped: {st.bad_jsonl_lines}")
         if st.skipped_files:
             print(f"Files skipped (unreadable; see warnings): {st.skipped_files}")
+        notes = [w for ws in st.file_warnings.values() for w in ws.split("\n")]
+        if notes:  # what was repaired or skipped, file and line (the full list: --json)
+            print(f"Files with warnings: {len(st.file_warnings)}")
+            print("".join(f"  {w}\n" for w in notes[:10]), end="")
         t = st.truncation
         if t is not None and t.available:
             print(f"Model truncation: {t.truncated}/{t.chunks} chunks ({t.share:.0%}) cut; "

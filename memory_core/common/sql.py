@@ -34,6 +34,7 @@ Connection = sqlite.Connection
 #: damaged" (https://sqlite.org/rescode.html); extended codes carry them in their low byte.
 _LOCKED_CODES = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED
 _CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
+_FULL_CODES = {13}  # SQLITE_FULL: the disk (or the file's page limit) is full
 
 
 class StoreError(RuntimeError):
@@ -51,6 +52,12 @@ class StoreCorrupt(StoreError, sqlite.DatabaseError):
     image is malformed", "file is not a database"). Still a ``DatabaseError``."""
 
 
+class StoreFull(StoreError, sqlite.OperationalError):
+    """SQLite could not write: the disk is full (``SQLITE_FULL``). A one-line error for the
+    faces, not a traceback; the write's transaction rolled back. Still an
+    ``OperationalError``."""
+
+
 def typed_error(e: Exception) -> Exception:
     """``e`` as :class:`StoreLocked` or :class:`StoreCorrupt` when its SQLite result code says
     so (same message and codes), else ``e`` itself: callers decide by type, not by text."""
@@ -60,7 +67,8 @@ def typed_error(e: Exception) -> Exception:
     if not isinstance(code, int):
         return e
     cls = StoreLocked if code & 0xFF in _LOCKED_CODES else \
-        StoreCorrupt if code & 0xFF in _CORRUPT_CODES else None
+        StoreCorrupt if code & 0xFF in _CORRUPT_CODES else \
+        StoreFull if code & 0xFF in _FULL_CODES else None
     if cls is None:
         return e
     typed = cls(*e.args)

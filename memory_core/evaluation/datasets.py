@@ -16,6 +16,7 @@ copied into the project; generated workspaces and indexes live under :func:`cach
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -178,6 +179,17 @@ def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
             yield rec.value
 
 
+def _line_of(value: Any, rec: Mapping[str, Any]) -> int:
+    """A relevant ``line`` as a line number, or a one-line ``ValueError`` naming the query
+    (``1e999`` is infinite, ``2.5`` or ``"x"`` no line)."""
+    ok = (isinstance(value, int) and not isinstance(value, bool)) or (
+        isinstance(value, float) and math.isfinite(value) and value.is_integer())
+    if not ok or int(value) < 1:
+        raise ValueError(f"query {rec.get('qid', '?')}: relevant line {value!r} is not a line "
+                         "number (a whole number from 1)")
+    return int(value)
+
+
 def _parse_queries(records: Iterable[Mapping[str, Any]], workspace_of: Callable[[Mapping[str, Any]],
                    str | None], skipped: dict[str, int]) -> list[EvalQuery]:
     out: list[EvalQuery] = []
@@ -186,7 +198,8 @@ def _parse_queries(records: Iterable[Mapping[str, Any]], workspace_of: Callable[
         if ws is None:
             continue
         rel = tuple(dict.fromkeys(
-            Evidence(str(r["path"]), int(r["line"]) if r.get("line") is not None else None)
+            Evidence(str(r["path"]), _line_of(r["line"], rec) if r.get("line") is not None
+                     else None)
             for r in rec.get("relevant") or [] if isinstance(r, dict) and r.get("path")))
         query = str(rec.get("query") or "").strip()
         if not query:

@@ -23,7 +23,14 @@ from typing import Any
 from ..common.fileio import atomic_write
 from ..common.locations import REPO_ROOT
 from .datasets import APART_CATEGORIES, EvalQuery, QuerySet
-from .trec import Qrels, docid_of_evidence, evidence_of, read_qrels, read_topics, write_qrels
+from .trec import (
+    Qrels,
+    docid_of_evidence,
+    evidence_of,
+    format_qrels,
+    read_qrels,
+    read_topics,
+)
 
 DEMO_LABELS = REPO_ROOT / "examples" / "demo-labels"
 QUERIES_FILE = "queries.jsonl"
@@ -72,7 +79,7 @@ def _categories(path: Path) -> dict[str, str]:
     """``category`` (or ``category_name``) of our JSONL's queries, where it names one."""
     out: dict[str, str] = {}
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8").split("\n")  # U+2028 ends no JSONL line
     except (OSError, UnicodeDecodeError):
         return out
     for line in lines:
@@ -145,11 +152,14 @@ class LabelStore:
         return dict(self.qrels().get(qid, {})) if qid else {}
 
     def _write(self, queries: Mapping[str, Mapping[str, Any]], qrels: Qrels) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
+        # both texts made (and so checked) before either file is written: a refusal leaves
+        # the two files as they were, never the queries rewritten and the qrels not
+        judgements = format_qrels(qrels).encode("utf-8")
         text = "".join(json.dumps(dict(rec), ensure_ascii=False) + "\n"
                        for rec in queries.values())
+        self.folder.mkdir(parents=True, exist_ok=True)
         atomic_write(self.queries_file, text.encode("utf-8"), durable=False, mode=0o644)
-        write_qrels(self.qrels_file, qrels)
+        atomic_write(self.qrels_file, judgements, durable=False, mode=0o644)
 
     def mark(self, query: str, docid: str, relevant: bool | None,
              category: str = "labelled") -> str:
@@ -187,10 +197,13 @@ class LabelStore:
 
         qs = (load_labelled(queries, qrels) if qrels is not None
               else load_query_set(str(queries)))
+        graded = read_qrels(qrels) if qrels is not None else {}
         have, judged = self.queries(), self.qrels()
         for q in qs.queries:
             have[q.qid] = {"qid": q.qid, "query": q.query, "category": q.category}
-            judged[q.qid] = {docid_of_evidence(ev): 1 for ev in q.relevant}
+            # the file's own grades (2, 3…) and explicit 0s, not every judgement flattened to 1
+            judged[q.qid] = (dict(graded[q.qid]) if q.qid in graded
+                             else {docid_of_evidence(ev): 1 for ev in q.relevant})
         self._write(have, judged)
         return len(qs.queries)
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .run_metrics import RUN_METRICS, score_run
+from .run_metrics import RUN_METRICS, resolve, score_run
 from .significance import DEFAULT_ROUNDS, DEFAULT_SEED, bootstrap_ci, randomization_p
 
 #: First-rank drop (in places) beyond which a query is flagged as a regression.
@@ -146,7 +146,15 @@ def compare_runs(run_a: Mapping[str, Sequence[tuple[str, float]]],
                  rounds: int = DEFAULT_ROUNDS, seed: int = DEFAULT_SEED,
                  threshold: int = DEFAULT_THRESHOLD) -> Comparison:
     """Two TREC runs scored against the same qrels (:func:`~.run_metrics.score_run`), compared
-    over the qrels' queries."""
+    over the qrels' queries. Qrels that judge none of the runs' queries, or none of their
+    documents (ids written another way), are a ``ValueError``, not "no difference"."""
+    if not any(q in qrels for q in (*run_a, *run_b)):
+        raise ValueError("the qrels judge none of the runs' queries (no query id in common): "
+                         "nothing to compare")
+    if not any(doc in qrels[q] for run in (run_a, run_b) for q, ranked in run.items()
+               if q in qrels for doc in resolve([d for d, _ in ranked], qrels[q])):
+        raise ValueError("the qrels judge none of the runs' documents (are the document ids "
+                         "written the same way?): nothing to compare")
     return compare_per_query(score_run(run_a, qrels, metrics), score_run(run_b, qrels, metrics),
                              metrics, label_a=label_a, label_b=label_b, primary=primary,
                              queries=queries, rounds=rounds, seed=seed, threshold=threshold)

@@ -226,7 +226,31 @@ def load_run(ref: str | os.PathLike[str], root: str | os.PathLike[str] | None = 
         raise ValueError(f"{meta_file}: not a run file ({e})") from None
     if not isinstance(meta, dict) or "per_query" not in meta:
         raise ValueError(f"{meta_file}: not a run file (no per-query rows)")
+    problem = _damage(meta)
+    if problem:
+        raise ValueError(f"{meta_file}: a damaged run file ({problem})")
     return SavedRun(p, meta)
+
+
+def _damage(meta: dict[str, Any]) -> str | None:
+    """What in a ``run.json`` is not shaped as :func:`save_run` writes it (``None``: fine), so
+    a damaged or hand-edited run is one line, not a traceback in ``eval runs``/``compare``."""
+    for key in ("metrics", "code", "settings", "dataset"):
+        if key in meta and not isinstance(meta[key], dict):
+            return f"{key} is not an object"
+    rows = meta["per_query"]
+    if not isinstance(rows, list):
+        return "per_query is not a list"
+    for i, r in enumerate(rows, 1):
+        if not isinstance(r, dict) or "qid" not in r:
+            return f"per-query row {i} has no qid"
+        if not isinstance(r.get("metrics"), dict) or not all(
+                isinstance(r["metrics"].get(lvl, {}), dict) for lvl in ("file", "chunk")):
+            return f"per-query row {i} has no metrics"
+        for key in ("results", "scores", "gold"):
+            if not isinstance(r.get(key, []), list):
+                return f"per-query row {i}: {key} is not a list"
+    return None
 
 
 def list_runs(root: str | os.PathLike[str] | None = None) -> list[SavedRun]:
@@ -270,7 +294,7 @@ def compare_rows(rows_a: Sequence[Mapping[str, Any]], rows_b: Sequence[Mapping[s
     """Two evaluations' per-query rows (a report's or a saved run's; the main set, not the
     queries reported apart) compared on their ``level`` metrics."""
     def table(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-        return {_row_key(r): r["metrics"][level] for r in rows if not r.get("apart")}
+        return {_row_key(r): r["metrics"].get(level, {}) for r in rows if not r.get("apart")}
 
     cmp = compare_per_query(table(rows_a), table(rows_b), metrics, label_a=label_a,
                             label_b=label_b, primary=primary,

@@ -14,8 +14,10 @@ judged document id back into the :class:`~.datasets.Evidence` the protocol's met
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -85,6 +87,8 @@ def read_run(path: str | os.PathLike[str]) -> Run:
             score = float(parts[4])
         except ValueError:
             raise FormatError(f"{path}:{n}: score {parts[4]!r} is not a number") from None
+        if math.isnan(score):
+            raise FormatError(f"{path}:{n}: score {parts[4]!r} is not a number")
         rows.setdefault(parts[0], []).append((score, n, parts[2]))
     out: Run = {}
     for qid, items in rows.items():
@@ -116,9 +120,13 @@ def read_qrels(path: str | os.PathLike[str]) -> Qrels:
                               f"relevance) or 3 (BEIR: query-id corpus-id score), this one has "
                               f"{len(parts)}")
         try:
-            rel = int(float(raw))
+            grade = float(raw)
         except ValueError:
             raise FormatError(f"{path}:{n}: relevance {raw!r} is not a number") from None
+        if not math.isfinite(grade) or not grade.is_integer():
+            raise FormatError(f"{path}:{n}: relevance {raw!r} is not a whole number (a grade "
+                              "such as 0, 1, 2)")
+        rel = int(grade)
         out.setdefault(qid, {})[doc] = rel
     return out
 
@@ -157,15 +165,12 @@ def is_qrels_file(path: str | os.PathLike[str]) -> bool:
 def read_topics(path: str | os.PathLike[str]) -> dict[str, str]:
     """Query texts by qid: our JSONL, BEIR ``queries.jsonl``, TREC topics, or ``qid<TAB>text``."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise FormatError(f"{p}: not UTF-8 text") from None
+    text = _text(p)
     stripped = text.lstrip()
     if stripped.startswith("<top>") or "<num>" in text[:2000]:
         return _trec_topics(text)
     out: dict[str, str] = {}
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(_split(text), 1):
         if not line.strip():
             continue
         if line.lstrip().startswith("{"):
@@ -200,21 +205,18 @@ def _trec_topics(text: str) -> dict[str, str]:
 # =============================================================================== ids
 
 
-_QUOTES = (("%", "%25"), (" ", "%20"), ("\t", "%09"), ("\n", "%0A"), ("\r", "%0D"))
-
-
 def path_id(path: str) -> str:
-    """A workspace path as a document id: TREC fields are split on white space, so a space in a
-    path is written ``%20`` (and ``%`` itself ``%25``)."""
-    for raw, quoted in _QUOTES:
-        path = path.replace(raw, quoted)
-    return path
+    """A workspace path as a document id: TREC fields are split on white space, so every white
+    space character of a path (a space, a tab, a no-break or ideographic space…) is written
+    as its UTF-8 ``%XX`` bytes (``%20``), and ``%`` itself as ``%25``."""
+    path = path.replace("%", "%25")
+    if not any(c.isspace() for c in path):
+        return path
+    return "".join(urllib.parse.quote(c, safe="") if c.isspace() else c for c in path)
 
 
 def _unquote(docid: str) -> str:
-    for raw, quoted in reversed(_QUOTES):
-        docid = docid.replace(quoted, raw)
-    return docid
+    return urllib.parse.unquote(docid) if "%" in docid else docid
 
 
 def chunk_docid(path: str, start: int, end: int) -> str:
@@ -238,13 +240,28 @@ def docid_of_evidence(ev: Evidence) -> str:
     return path_id(ev.path) if ev.line is None else f"{path_id(ev.path)}#L{ev.line}"
 
 
-def _lines(path: str | os.PathLike[str]) -> list[tuple[int, list[str]]]:
-    p = Path(path)
+def _text(p: Path) -> str:
+    """A run, qrels or topics file's text; a BOM (BEIR TSVs saved by Excel) is not part of the
+    first field."""
     try:
-        text = p.read_text(encoding="utf-8")
+        return p.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
         raise FormatError(f"{p}: not UTF-8 text") from None
-    return [(n, line.split()) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+
+
+def _split(text: str) -> list[str]:
+    """Lines as the formats mean them: split at ``\n`` only (``splitlines`` would also split
+    inside a query at U+2028, NEL or a form feed, and shift every later line number)."""
+    return [line.removesuffix("\r") for line in text.split("\n")]
+
+
+_FIELD_SEP = re.compile(r"[ \t]+")
+
+
+def _lines(path: str | os.PathLike[str]) -> list[tuple[int, list[str]]]:
+    text = _text(Path(path))
+    return [(n, _FIELD_SEP.split(line.strip(" \t"))) for n, line in enumerate(_split(text), 1)
+            if line.strip(" \t")]
 
 
 def qrels_summary(qrels: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:

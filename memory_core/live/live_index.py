@@ -235,7 +235,9 @@ class LiveIndex:
         gen = self.reader.generation if self.reader is not None else 0
         return LiveStatus(
             watching=bool(ws and ws.watching), syncing=syncing,
-            dirty=requested or syncing or bool(ws and ws.pending_files),
+            # a sync that failed left the index behind the files: dirty until one succeeds
+            dirty=(requested or syncing or bool(ws and ws.pending_files)
+                   or self.last_error is not None),
             pending_files=ws.pending_files if ws else 0,
             pending_session_bytes=ws.pending_session_bytes if ws else 0,
             pending_session_messages=ws.pending_session_messages if ws else 0,

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..common.fileio import atomic_write
+from ..common.fileio import ContentChanged, rewrite_shared
 from ..config import SearchSettings
 from .config import OpenClawConfigError, dig, parse_openclaw_text, read_config_text
 
@@ -331,8 +331,26 @@ def apply_export(plan: ExportPlan) -> Path | None:
                 f"not rewriting {plan.path}: the file is read-only (mode "
                 f"{stat.S_IMODE(mode):04o}); make it writable or apply the diff by hand")
         backup = _backup(plan.path, target.read_bytes())
-    atomic_write(target, plan.new_text.encode("utf-8"))
+    # compare and swap: a file changed since the plan read it is not overwritten
+    old = plan.old_text.encode("utf-8") if target.exists() else b""
+    try:
+        rewrite_shared(target, lambda cur: _unchanged(cur, old, plan.new_text))
+    except ContentChanged:
+        _drop(backup)
+        raise OpenClawConfigError(f"not rewriting {plan.path}: it changed while being "
+                                  "exported; export again") from None
     return backup
+
+
+def _unchanged(current: bytes, old: bytes, new_text: str) -> bytes:
+    if current != old:
+        raise ContentChanged("changed")
+    return new_text.encode("utf-8")
+
+
+def _drop(backup: Path | None) -> None:
+    if backup is not None:
+        backup.unlink(missing_ok=True)
 
 
 def _backup(path: Path, data: bytes) -> Path:

@@ -15,6 +15,7 @@ any workspace); :mod:`.export` writes ``openclaw.json`` only when asked.
 from __future__ import annotations
 
 import copy
+import os
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -68,7 +69,8 @@ SYSTEM_TREES = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/l
                 "/sbin", "/sys", "/usr", "/System")
 #: Folders that may hold workspaces but are none themselves (``/tmp``, ``/home``, ``/var`` …).
 SHARED_ROOTS = ("/home", "/media", "/mnt", "/opt", "/private", "/run", "/srv", "/tmp", "/Users",
-                "/var", "/Library", "/Volumes")
+                "/var", "/Library", "/Volumes", "/var/tmp", "/dev/shm", "/private/tmp",
+                "/private/var/tmp")
 
 
 class OpenClawHomeError(ValueError):
@@ -91,7 +93,10 @@ def unsafe_workspace(path: Path) -> str | None:
     for tree in SYSTEM_TREES:
         if p == Path(tree) or Path(tree) in p.parents:
             return f"inside the system folder {tree}"
-    if str(p) in SHARED_ROOTS:
+    import tempfile
+
+    temp = {os.path.realpath(tempfile.gettempdir())}  # $TMPDIR too: the system temp root
+    if str(p) in SHARED_ROOTS or str(p) in temp:
         return "a shared system folder"
     return None
 

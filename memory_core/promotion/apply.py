@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock, Timeout
 
-from ..common.fileio import atomic_write
-from .memory_file import memory_path, read_memory_bytes, write_memory, write_target
+from ..common.fileio import ContentChanged, atomic_write, rebased
+from .diary import note_undo, promoted_snippets
+from .memory_file import memory_path, read_memory_bytes, undo_edit, write_memory, write_target
 from .model import (
     LOCK_TIMEOUT_S,
     MEMORY_FILE,
@@ -115,10 +116,12 @@ def _discard(p: Path | None) -> None:
             pass
 
 
-def _put_back(path: Path, data: bytes | None, notes: list[str]) -> None:
-    """After a failed commit: ``MEMORY.md`` gets ``data`` again (best effort, reported)."""
+def _put_back(path: Path, written: bytes | None, data: bytes | None, notes: list[str]
+              ) -> None:
+    """After a failed commit: ``MEMORY.md``, ``written`` by us, gets ``data`` again, with
+    whatever was appended since (best effort, reported)."""
     try:
-        write_memory(path, data)
+        write_memory(path, rebased(written or b"", data))
     except PromotionError as e:
         notes.append(str(e))
 
@@ -181,6 +184,7 @@ def apply(index: MemoryIndex,
         history_id: int | None = None
         new_bytes = plan.new_text.encode("utf-8")
         written = committed = False
+        wrote: bytes | None = None
         failed: Exception | None = None
         try:
             with state_of(index) as st, st.transaction():
@@ -210,7 +214,8 @@ def apply(index: MemoryIndex,
                         plan.old_sha256, hashlib.sha256(new_bytes).hexdigest(),
                         [p.key for p in plan.entries], before, plan.section)
                     # Last step inside the transaction: if the write fails, nothing is marked.
-                    write_memory(plan.memory_path, new_bytes)
+                    wrote = write_memory(plan.memory_path,
+                                         rebased(plan.old_bytes or b"", new_bytes))
                     written = True
             committed = True
         except (StateError, OSError) as e:  # a full disk, a store that refuses the write
@@ -218,7 +223,7 @@ def apply(index: MemoryIndex,
         finally:
             if not committed:
                 if written:  # the commit failed after the write: put the old bytes back
-                    _put_back(plan.memory_path, plan.old_bytes, notes)
+                    _put_back(plan.memory_path, wrote, plan.old_bytes, notes)
                 _discard(backup)
         if failed is not None:
             raise _not_recorded("promotion", failed, notes, ws) from failed
@@ -281,14 +286,7 @@ def undo(index: MemoryIndex, *, force: bool = False, now: Now = None,
         if last is None:
             return UndoResult(False, "nothing to undo: no applied promotion is left to revert",
                               memory_path=path)
-        current = read_memory_bytes(ws)
-        cur_sha = None if current is None else hashlib.sha256(current).hexdigest()
         when = iso(last["applied_at"])
-        if cur_sha != last["after_sha256"] and not force:
-            return UndoResult(
-                False, f"{MEMORY_FILE} changed since the promotion of {when}; undoing would "
-                "discard those edits. Use force (--force) to restore the previous version "
-                "anyway (the current file is saved first).", last["id"], last["keys"], path)
         previous: bytes | None = None
         if last["before_sha256"] is not None:
             bpath = ws / last["backup_path"]
@@ -300,17 +298,31 @@ def undo(index: MemoryIndex, *, force: bool = False, now: Now = None,
             if hashlib.sha256(previous).hexdigest() != last["before_sha256"]:
                 return UndoResult(False, f"backup {bpath} does not match what was replaced; "
                                   "nothing changed", last["id"], last["keys"], path)
+        snippets = promoted_snippets(index, last["keys"])
+        current = read_memory_bytes(ws)
+        edit = undo_edit(previous, last["section"], last["after_sha256"])
+        try:  # the promoted block taken out, what others wrote since kept
+            edit(current or b"")
+            clean = True
+        except ContentChanged:
+            clean = False
+        if not clean and not force:
+            return UndoResult(
+                False, f"{MEMORY_FILE} changed since the promotion of {when}; undoing would "
+                "discard those edits. Use force (--force) to restore the previous version "
+                "anyway (the current file is saved first).", last["id"], last["keys"], path)
         write_target(path)  # refuse early, with one line
         saved = None
+        restored: bytes | None = None
         written = committed = False
         failed: Exception | None = None
         try:
-            if cur_sha != last["after_sha256"] and current is not None:
+            if not clean and current is not None:
                 saved = _backup(ws, current, at, "MEMORY.md.before-undo")
             with state_of(index) as st, st.transaction():
                 _restore_entries(st, last["entries_before"])
                 st.promotion_mark_undone(last["id"], at)
-                write_memory(path, previous)
+                restored = write_memory(path, edit if clean else (lambda _cur: previous))
                 written = True
             committed = True
         except (StateError, OSError) as e:
@@ -318,10 +330,14 @@ def undo(index: MemoryIndex, *, force: bool = False, now: Now = None,
         finally:
             if not committed:
                 if written:
-                    _put_back(path, current, notes)
+                    _put_back(path, restored, current, notes)
                 _discard(saved)
         if failed is not None:
             raise _not_recorded("undo", failed, notes, ws) from failed
+        try:  # DREAMS.md told of this promotion: tell it of the undo too
+            note_undo(index, snippets, when or "?", now=at)
+        except PromotionError as e:
+            notes.append(f"DREAMS.md not updated: {e}")
     if resync:
         _resync(index, notes)
     msg = f"restored {MEMORY_FILE} as it was before the promotion of {when}"

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from ..common.fileio import atomic_write
-from .model import Now, PromotionError, now_ms
+from .memory_file import edit_markdown
+from .model import Now, now_ms
 from .state import state_of
 
 if TYPE_CHECKING:
@@ -135,10 +135,31 @@ def write_diary(index: MemoryIndex, reports: Sequence[PhaseReport] = (),
     with state_of(index) as st:
         tz = st.timezone()
     p = dreams_path(index.workspace)
+    entry = f"\n---\n\n*{diary_date(at, tz)}*\n\n{narrative}\n"
+    edit_markdown(p, lambda old: add_entry(old, entry))  # a symlink stays one; CRLF stays
+    return p.name
+
+
+def note_undo(index: MemoryIndex, snippets: Sequence[str], when: str, *, now: Now = None
+              ) -> str | None:
+    """When ``DREAMS.md`` told of a promotion that was just undone (its entry lists one of the
+    promoted ``snippets``), add an entry saying so: the diary does not keep claiming what
+    ``MEMORY.md`` no longer holds. Returns the path written, or ``None``."""
+    p = dreams_path(index.workspace)
     try:
-        old = p.read_bytes().decode("utf-8") if p.exists() else ""
-    except UnicodeDecodeError:
-        raise PromotionError(f"{p.name} is not UTF-8: no diary entry written") from None
-    atomic_write(p, add_entry(old, f"\n---\n\n*{diary_date(at, tz)}*\n\n{narrative}\n")
-                 .encode("utf-8"))
+        text = p.read_bytes().decode("utf-8", "replace").replace("\r\n", "\n")
+    except OSError:
+        return None
+    told = "Promoted into MEMORY.md" in text and any(
+        f"- {_short(s)}\n" in text for s in snippets)
+    if not told:
+        return None
+    with state_of(index) as st:
+        tz = st.timezone()
+    at = now_ms(now)
+    n = len(snippets)
+    lines = [f"Undid the promotion of {when}: {n} entr{'ies' if n != 1 else 'y'} taken back "
+             "out of MEMORY.md:", *_bullets(list(snippets))]
+    entry = f"\n---\n\n*{diary_date(at, tz)}*\n\n" + "\n".join(lines) + "\n"
+    edit_markdown(p, lambda old: add_entry(old, entry))
     return p.name

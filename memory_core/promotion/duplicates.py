@@ -63,7 +63,9 @@ def memory_units(text: str) -> list[tuple[int, str]]:
     above it; the ``[score=…]`` metadata of promoted bullets is removed.
     """
     units: list[tuple[int, str]] = []
-    for i, line in enumerate(text.splitlines(), 1):
+    # split at "\n" only: U+2028 or NEL inside a bullet ends no Markdown line (splitlines would
+    # shift every later line number)
+    for i, line in enumerate((x.removesuffix("\r") for x in text.split("\n")), 1):
         s = line.strip()
         if not s or HEADING_RE.match(line) or MARKER_RE.search(s):
             continue

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
 import math
 import os
 import re
 import stat
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ..common.fileio import atomic_write, fsync_dir
+from ..common.fileio import ContentChanged, rewrite_shared
 from ..text import truncate_utf16, utf16_len
 from .model import MEMORY_FILE, PROMOTED_TEXT_MAX_CHARS, SECTION_TITLE, PromotionError, collapse
 
@@ -53,9 +54,22 @@ def fenced_ranges(lines: Sequence[str]) -> list[tuple[int, int]]:
     return out
 
 
+_CODE_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
 def promotion_markers(text: str) -> list[str]:
-    """Keys of every ``<!-- openclaw-memory-promotion:<key> -->`` marker in ``text``."""
-    return [m.group(1) for m in MARKER_RE.finditer(text)]
+    """Keys of every ``<!-- openclaw-memory-promotion:<key> -->`` marker in ``text``, except
+    those inside a fenced code block (a marker shown as an example is not a promotion)."""
+    keys: list[str] = []
+    fence: str | None = None
+    for line in text.split("\n"):  # not splitlines(): U+2028 or NEL ends no Markdown line
+        m = _CODE_FENCE_RE.match(line)
+        if m and (fence is None or m.group(1).startswith(fence)):
+            fence = m.group(1)[:3] if fence is None else None
+            continue
+        if fence is None:
+            keys += [k.group(1) for k in MARKER_RE.finditer(line)]
+    return keys
 
 
 # --------------------------------------------------------------------------- reading
@@ -360,24 +374,90 @@ def write_target(path: Path) -> Path:
     return target
 
 
-def write_memory(path: Path, data: bytes | None) -> None:
-    """Replace ``MEMORY.md`` with ``data`` (``None``: remove it) atomically, honouring links.
+def write_memory(path: Path, edit: Callable[[bytes], bytes | None]) -> bytes | None:
+    """Rewrite ``MEMORY.md`` by ``edit`` (current bytes → new bytes; ``None``: remove it),
+    honouring links, with the agent appending beside it: compare and swap on the content
+    (:func:`~..common.fileio.rewrite_shared`), so lines appended meanwhile are kept. Returns
+    what was written.
 
-    Raises :class:`PromotionError` (one line) when the file is refused or the write fails; the
-    file is then unchanged.
+    Raises :class:`PromotionError` (one line) when the file is refused, changed in a way the
+    edit cannot take in, or the write fails; the file is then unchanged.
     """
-    target = write_target(path)
+    write_target(path)
     try:
-        if data is None:
-            try:
-                target.unlink()
-            except FileNotFoundError:
-                pass
-            fsync_dir(target.parent)
-        else:
-            atomic_write(target, data)
+        return rewrite_shared(path, edit)[1]
+    except ContentChanged as e:
+        raise PromotionError(f"{MEMORY_FILE} changed while being written ({e}); it is "
+                             "unchanged: preview again") from None
     except OSError as e:
         why = os.strerror(e.errno) if e.errno else str(e)
         hint = " (immutable?)" if e.errno in (errno.EPERM, errno.EACCES) else ""
         raise PromotionError(f"{MEMORY_FILE} could not be written: {why}{hint}; "
                              "it is unchanged") from e
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def undo_edit(previous: bytes | None, section: str | None, after_sha: str
+              ) -> Callable[[bytes], bytes | None]:
+    """The edit that takes one promotion back out of ``MEMORY.md``, keeping what others wrote
+    since: the file as the apply left it becomes ``previous``; with lines appended after it,
+    ``previous`` and those lines; with the file edited elsewhere (the added block still whole,
+    once, and nothing compacted by the apply), the file without that block. Anything else
+    raises :class:`ContentChanged` (undoing would discard edits)."""
+    prev = previous or b""
+
+    def edit(current: bytes) -> bytes | None:
+        if _sha(current) == after_sha:
+            return previous
+        sec = (section or "").encode("utf-8")
+        if sec and current.count(sec) == 1:
+            end = current.index(sec) + len(sec)
+            head, tail = current[:end], current[end:]
+            if _sha(head) == after_sha:  # appended to since: keep those lines
+                return prev + tail if (prev or tail) else previous
+            nl = b"\r\n" if b"\r\n" in sec else b"\n"
+            sep = b"" if not prev or prev.endswith((b"\n", b"\r")) else nl
+            if prev and _sha(prev + sep + sec) == after_sha:  # nothing compacted: cut the block
+                start = end - len(sec) - len(sep)
+                if current[start:end] == sep + sec:
+                    return current[:start] + tail
+        raise ContentChanged("it was edited since the promotion")
+
+    return edit
+
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def edit_markdown(path: Path, edit: Callable[[str], str]) -> None:
+    """Rewrite a Markdown file the agent may be appending to (a diary, ``DREAMS.md``) by a text
+    ``edit``, keeping the file as the user has it: ``edit`` sees ``\\n`` line ends and the text
+    after any BOM; CRLF files are written back CRLF, a BOM is kept, a symlink is written
+    through (the link stays), and lines appended meanwhile are kept
+    (:func:`~..common.fileio.rewrite_shared`). A file that is not UTF-8, or keeps changing, is
+    refused with one line (:class:`PromotionError`); it is then unchanged."""
+
+    def on_bytes(data: bytes) -> bytes:
+        bom = data.startswith(_BOM)
+        try:
+            text = data[len(_BOM) if bom else 0:].decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise PromotionError(f"{path.name} is not UTF-8 (byte {e.start}); not rewriting it"
+                                 ) from None
+        crlf = "\r\n" in text
+        out = edit(text.replace("\r\n", "\n") if crlf else text)
+        if crlf:
+            out = out.replace("\r\n", "\n").replace("\n", "\r\n")
+        return (_BOM if bom else b"") + out.encode("utf-8")
+
+    try:
+        rewrite_shared(path, on_bytes)
+    except ContentChanged as e:
+        raise PromotionError(f"{e}") from None
+    except OSError as e:
+        why = os.strerror(e.errno) if e.errno else str(e)
+        raise PromotionError(f"{path.name} could not be written: {why}; it is unchanged"
+                             ) from e

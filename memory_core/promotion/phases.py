@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..common.dates import DAY_MS, day_of, day_start_ms
 from ..common.fileio import atomic_write
 from ..common.sets import jaccard
+from .memory_file import edit_markdown
 from .model import Now, RecallEntry, clamp01, is_short_term_path, now_ms
 from .policy import policy_for
 from .sessions import ingest_sessions
@@ -278,11 +279,14 @@ def write_phase(workspace: Path, phase: Phase, body: list[str], day: str,
     if storage in ("inline", "both"):
         p = workspace / "memory" / f"{day}.md"
         p.parent.mkdir(parents=True, exist_ok=True)
-        old = p.read_text(encoding="utf-8") if p.exists() else ""
-        new = replace_managed_block(
-            old, HEADINGS[phase], f"<!-- openclaw:dreaming:{phase}:start -->",
-            f"<!-- openclaw:dreaming:{phase}:end -->", text)
-        atomic_write(p, (new if new.endswith("\n") else new + "\n").encode("utf-8"))
+
+        def edit(old: str) -> str:  # on the diary as it is at the write (the agent appends)
+            new = replace_managed_block(
+                old, HEADINGS[phase], f"<!-- openclaw:dreaming:{phase}:start -->",
+                f"<!-- openclaw:dreaming:{phase}:end -->", text)
+            return new if new.endswith("\n") else new + "\n"
+
+        edit_markdown(p, edit)
         written.append(f"memory/{day}.md")
     if storage in ("separate", "both"):
         p = workspace / "memory" / "dreaming" / phase / f"{day}.md"

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..common.dates import DAY_MS, dated_name_date, day_start_ms
 from ..common.fileio import stat_signature
+from ..text import repair_surrogates
 from .concepts import derive_concept_tags
 from .memory_file import HEADING_RE, LIST_RE, fenced_ranges
 from .model import (
@@ -79,6 +80,7 @@ def record_into(st: StateStore, signals: Sequence[Signal], *, query: str, kind: 
         raise ValueError(f"unknown signal kind {kind!r}")
     at = now_ms(now)
     day = day_in(at, st.timezone())  # the configured timezone's calendar day (§6.2)
+    query = repair_surrogates(query)[0]  # a lone surrogate has no UTF-8: one query, not a crash
     qh = query_hash(query)
     logged_query = query[:200]
     n = 0

@@ -61,9 +61,12 @@ class StateStore:
     """One connection to a workspace's state store, migrated and with old signals imported."""
 
     def __init__(self, workspace: Path, *, legacy: Sequence[Path] = (),
-                 busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS):
+                 busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS, readonly: bool = False):
         self.workspace = Path(workspace)
         self.path = state_path(self.workspace)
+        if readonly:
+            self._open_readonly()
+            return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite.connect(self.path, isolation_level=None, check_same_thread=False,
@@ -84,6 +87,21 @@ class StateStore:
         except BaseException:
             self.db.close()
             raise
+
+    def _open_readonly(self) -> None:
+        """For a viewer (``$MEMORY_WORKBENCH_READONLY``): the store as it is, opened
+        ``mode=ro`` (nothing created, migrated or imported; a write fails as ``StateError``),
+        or an empty one in memory when the workspace has none yet."""
+        try:
+            if self.path.is_file():
+                self.db = sqlite.connect(read_uri(self.path), uri=True, isolation_level=None,
+                                          check_same_thread=False)
+            else:
+                self.db = sqlite.connect(":memory:", isolation_level=None,
+                                          check_same_thread=False)
+                migrate(self.db)
+        except sqlite.Error as e:
+            raise PromotionError(f"promotion state {self.path} cannot be read: {e}") from e
 
     def close(self) -> None:
         self.db.close()
@@ -254,9 +272,12 @@ class StateStore:
     def promotion_last(self) -> dict[str, Any] | None:
         """The newest promotion not undone yet (what ``undo`` reverts)."""
         row = self.db.execute(
-            f"SELECT {', '.join(HISTORY_COLUMNS)} FROM promotion_history"
+            f"SELECT {', '.join(HISTORY_COLUMNS)}, section FROM promotion_history"
             " WHERE undone_at IS NULL ORDER BY id DESC LIMIT 1").fetchone()
-        return self._history_row(row) if row else None
+        if not row:
+            return None
+        # section: the text the apply added, which undo takes out again
+        return {**self._history_row(row[:-1]), "section": row[-1]}
 
     def promotion_history(self, limit: int = 50) -> list[dict[str, Any]]:
         """The newest ``limit`` promotions, newest first (undone ones too)."""
@@ -415,5 +436,7 @@ def open_state(workspace: Path, *, legacy: Sequence[Path] = (),
 
 def state_of(index: MemoryIndex) -> StateStore:
     """The state store of ``index``'s workspace (its own index file counted as legacy too)."""
+    if index.readonly:  # a viewer writes nothing, the state store included
+        return StateStore(index.workspace, readonly=True)
     return open_state(index.workspace, legacy=[index.store_path],
                       busy_timeout_ms=index.config.store.busy_timeout_ms)
