@@ -18,6 +18,7 @@ from workbench import charts, evalruns, state, tuning
 key = state.current_key()
 idx = state.open_index(key)
 st.title("Evaluate")
+state.index_caption(key)
 
 oc_home = state.current_home(key)
 if oc_home is not None:  # an agent's real queries: label-free metrics (memory_core.openclaw)
@@ -27,8 +28,12 @@ if oc_home is not None:  # an agent's real queries: label-free metrics (memory_c
         if real:
             runs = {"tuned (Search & tune)": state.tuned_settings(key),
                     "the agent's (openclaw.json)": oc_home.load_config().settings()}
-            st.dataframe(pd.DataFrame(oc.metrics_rows(state.ensure_indexed(key), real, runs)),
-                         hide_index=True, width="stretch", key="eval_real")
+            rows_real = state.memo(
+                "real-metrics", key, (tuple((q.query, q.at) for q in real),
+                                      tuple((k, repr(v)) for k, v in runs.items())),
+                lambda: oc.metrics_rows(state.ensure_indexed(key), real, runs))
+            st.dataframe(pd.DataFrame(rows_real), hide_index=True, width="stretch",
+                         key="eval_real")
             st.caption("Zero results then: what the agent got; now: these settings. Overlap@k: "
                        "share of the results then still in the top k now. Details: Real queries.")
         else:
@@ -162,11 +167,15 @@ limit = top[2].number_input("Queries per workspace (0 = all)", 0, max(per_ws, 1)
 
 a_settings = state.tuned_settings(key)
 pinned = st.session_state.get("wb_pinned_b")
-b_options = (["pinned"] if pinned else []) + ["reference", "default"]
+# B starts on the other profile: A (the open profile, tuned) against B = the same profile
+# would compare the reference with itself on a home, which opens with the reference profile
+others = ["default", "reference"] if key.profile == "reference" else ["reference", "default"]
+b_options = (["pinned"] if pinned else []) + others
 b_labels = {"pinned": "pinned settings", "reference": "reference profile",
             "default": "default profile"}
 c1, c2, c3 = st.columns([1.6, 1.4, 1])
-b_choice = c1.radio("Compare A (the tuned settings of Search & tune) with B =", b_options,
+b_choice = c1.radio(f"Compare A (the {key.profile} profile as tuned on Search & tune) with B =",
+                    b_options,
                     key="eval_b", format_func=b_labels.__getitem__, horizontal=True)
 b_settings = (tuning.apply_values(idx.settings(), pinned) if b_choice == "pinned"
               else state.profile_defaults(key, b_choice))
@@ -320,9 +329,13 @@ if sweep_state:
                              else 0)
     st.plotly_chart(charts.heatmap_figure(rows, "vector_weight", "min_score", hm_metric),
                     key="eval_heatmap")
-    best = max(rows, key=lambda r: r[hm_metric])
+    best, n_tied = evalruns.best_cells(rows, hm_metric,
+                                       (a_settings.vector_weight, a_settings.min_score))
     st.caption(f"Best {hm_metric}: {best[hm_metric]:.3f} at vector weight "
-               f"{best['vector_weight']}, minScore {best['min_score']}.")
+               f"{best['vector_weight']}, minScore {best['min_score']}"
+               + (f" — tied by {n_tied} of {len(rows)} cells; the one nearest the current "
+                  f"settings (vector weight {a_settings.vector_weight}, minScore "
+                  f"{a_settings.min_score}) is shown." if n_tied > 1 else "."))
     cc = st.columns([1, 1, 1.2])
     vws = list(dict.fromkeys(r["vector_weight"] for r in rows))
     mss = list(dict.fromkeys(r["min_score"] for r in rows))

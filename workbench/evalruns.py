@@ -118,3 +118,20 @@ def metric_columns(metrics: list[str]) -> dict[str, Any]:
     cfg["p50 ms"] = st.column_config.Column("p50 ms", width=METRIC_COLUMN_WIDTH,
                                             help="median search time per query")
     return cfg
+
+
+def best_cells(rows: list[dict[str, Any]], metric: str, current: tuple[float, float]
+               ) -> tuple[dict[str, Any], int]:
+    """The sweep's best cell for ``metric`` and how many cells tie with it.
+
+    A whole row or column often ties (the keyword leg alone decides every weight below some
+    value): the first maximum would then be a tie-break artefact of the grid's order. Among the
+    tied cells the one nearest the ``current`` (vector weight, minScore) is chosen, so that
+    "Apply" changes nothing when the current settings are already among the best.
+    """
+    top = max(float(r[metric]) for r in rows)
+    tied = [r for r in rows if abs(float(r[metric]) - top) <= 1e-9]
+    vw, ms = current
+    best = min(tied, key=lambda r: (abs(float(r["vector_weight"]) - vw)
+                                    + abs(float(r["min_score"]) - ms)))
+    return best, len(tied)
