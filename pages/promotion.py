@@ -19,6 +19,7 @@ from workbench import charts, state
 
 key = state.current_key()
 st.title("Promotion")
+state.index_caption(key)
 idx = state.ensure_indexed(key)
 st.caption(f"{key.label()} — short-term memories (dated diaries) that searches keep recalling "
            "become candidates for the long-term `MEMORY.md`.")
@@ -190,9 +191,14 @@ now: Any = (datetime(when.year, when.month, when.day, 23, 59, tzinfo=UTC)
 
 # read-only with no state store yet: there are no signals, and opening one would create it
 no_state = idx.readonly and not pr.state_path(idx.workspace).is_file()
-cands = [] if no_state else pr.list_candidates(
+# once per gate values and state of the signals and MEMORY.md: a click elsewhere (a row, the
+# selection, a toggle) reruns the page without scoring every tracked entry again
+stamp = state.file_stamp(pr.state_path(idx.workspace), idx.workspace / "MEMORY.md")
+gates = (now, float(min_score), int(min_recalls), int(min_unique), float(max_age), int(limit))
+cands = [] if no_state else state.memo("promo-candidates", key, (stamp, gates),
+                                       lambda: pr.list_candidates(
     idx, now=now, min_score=float(min_score), min_recall_count=int(min_recalls),
-    min_unique_queries=int(min_unique), max_age_days=float(max_age), limit=int(limit))
+    min_unique_queries=int(min_unique), max_age_days=float(max_age), limit=int(limit)))
 passed = [c for c in cands if c.passed]
 m = st.columns(3)
 m[0].metric("Tracked entries", len(cands))
@@ -246,7 +252,8 @@ chosen = st.multiselect("Candidates to promote", keys, default=keys, key=sel_key
                                                    f"({c.score:.3f})" for c in passed
                                                    if c.key == k))
 selected = [c for c in passed if c.key in chosen]
-plan = pr.preview_apply(idx, selected, now=now) if selected else None
+plan = state.memo("promo-plan", key, (stamp, now, tuple(c.key for c in selected)),
+                  lambda: pr.preview_apply(idx, selected, now=now)) if selected else None
 if plan is not None:
     if plan.diff:
         st.code(plan.diff, language="diff", wrap_lines=True)

@@ -346,13 +346,16 @@ ProgressFn = Callable[[str, int, int], None]
 
 def sync_index(key: IndexKey, *, force: bool = False, progress: ProgressFn | None = None
                ) -> SyncReport:
-    """Sync the index of ``key`` (bumping its generation, so cached candidates are refetched)."""
+    """Sync the index of ``key``; when the sync changed it, bump its generation, so that cached
+    candidates and measurements are computed again (a sync that wrote nothing keeps them: an
+    evaluation's own sync must not make every later click search again)."""
     idx = open_index(key)
     state = _state(key)
     with state.lock:
         report = idx.sync(force=force, progress=progress)
         state.synced = True
-        state.generation += 1
+        if report.full or report.wrote_anything:
+            state.generation += 1
     return report
 
 
@@ -372,6 +375,16 @@ def progress_bar(label: str = "Indexing") -> tuple[Any, ProgressFn]:
         bar.progress(frac, text=f"{label}: {stage} {done}/{total}")
 
     return bar, progress
+
+
+def index_caption(key: IndexKey) -> None:
+    """One caption line saying which index the page reads: its file, profile, chunking and
+    provider (a home's profile switch changes the chunking, hence the file)."""
+    idx = open_index(key)
+    cfg = idx.config
+    st.caption(f"Reads the index `{_short(str(idx.store_path))}` · profile `{cfg.profile}` · "
+               f"chunking {cfg.chunking.mode} · embeddings `{cfg.provider.provider}` · "
+               f"generation {generation(key)}")
 
 
 def ensure_indexed(key: IndexKey | None = None) -> MemoryIndex:
@@ -411,6 +424,48 @@ def get_candidates(key: IndexKey, query: str, settings: SearchSettings,
     while len(cache) > _CANDIDATE_CACHE_SIZE:
         cache.popitem(last=False)
     return cands
+
+
+_memo_lock = threading.Lock()
+_memo: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+_MEMO_SIZE = 64
+
+
+def memo(kind: str, key: IndexKey, parts: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
+    """``compute()`` once per (``kind``, index, index generation, ``parts``) for the server.
+
+    What a page measured (the agent's real queries under two settings, an evaluation, the
+    promotion candidates) is kept until the index changes or the settings do, so that a click
+    elsewhere on the page reruns the script without searching again. ``parts`` holds what the
+    result depends on besides the index (settings as their ``repr``). Shared by all sessions,
+    like the open index it is computed from.
+    """
+    ck = (kind, key, generation(key), parts)
+    with _memo_lock:
+        if ck in _memo:
+            _memo.move_to_end(ck)
+            return _memo[ck]
+    value = compute()
+    with _memo_lock:
+        _memo[ck] = value
+        while len(_memo) > _MEMO_SIZE:
+            _memo.popitem(last=False)
+    return value
+
+
+def file_stamp(*paths: Path) -> tuple[tuple[int, int], ...]:
+    """(mtime_ns, size) of each path and of its SQLite ``-wal`` beside it ((0, 0) when absent):
+    a :func:`memo` part for what files the index generation does not follow (the promotion
+    state, ``MEMORY.md``)."""
+    out: list[tuple[int, int]] = []
+    for p in paths:
+        for f in (p, p.with_name(p.name + "-wal")):
+            try:
+                st_ = f.stat()
+                out.append((st_.st_mtime_ns, st_.st_size))
+            except OSError:
+                out.append((0, 0))
+    return tuple(out)
 
 
 # --------------------------------------------------------------------------- tuned settings
