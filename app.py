@@ -7,6 +7,7 @@ thin view over :class:`memory_core.MemoryIndex`.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
@@ -14,7 +15,10 @@ import streamlit as st
 # The first thing a visitor sees, before the engine's imports (seconds on a cold machine) and
 # the model load: without it the first visit is Streamlit's raw file list over a blank page.
 st.set_option("client.toolbarMode", "viewer")  # no "Deploy" button: this is a local tool
-st.set_page_config(page_title="Memory Workbench", page_icon=":material/psychology:",
+# a local file: a ":material/…:" icon is fetched from fonts.gstatic.com and an emoji from a
+# CDN by the browser, and nothing may leave the machine while the workbench runs
+st.set_page_config(page_title="Memory Workbench",
+                   page_icon=str(Path(__file__).parent / "workbench" / "assets" / "icon.png"),
                    layout="wide")
 boot = st.empty()
 if not st.session_state.get("wb_warm"):
