@@ -210,6 +210,12 @@ def _warm(key: state.IndexKey, boot: Any) -> None:
                 st.write(f"Loading the embedding model ({idx.choice.model})…")
                 idx.embed_query("warm-up")
                 st.write("Model loaded.")
+            if not idx.readonly:
+                # here, before the watcher starts, with n of N and the time so far: the
+                # watcher's own start-up sync has no progress to show, and a first build
+                # takes minutes on a busy machine (a blank page for 127 s, issue #35)
+                st.write("Bringing the index up to date (the first visit builds it)…")
+                state.ensure_indexed(key)
             st.write("Starting UMAP's compiler in the background (the map uses PCA meanwhile).")
             projection.warm_up()
             box.update(label="Ready", state="complete", expanded=False)

@@ -368,11 +368,16 @@ def bump_generation(key: IndexKey) -> None:
 
 def progress_bar(label: str = "Indexing") -> tuple[Any, ProgressFn]:
     """A Streamlit progress bar and a ``progress(stage, done, total)`` callback that fills it."""
+    import time
+
+    t0 = time.monotonic()
     bar = st.progress(0.0, text=f"{label}…")
 
     def progress(stage: str, done: int, total: int) -> None:
+        # n of N and the time so far: a long first build is seen moving, not a blank page
         frac = min(1.0, done / total) if total else 0.0
-        bar.progress(frac, text=f"{label}: {stage} {done}/{total}")
+        bar.progress(frac, text=f"{label}: {stage} {done:,} of {total:,} · "
+                                f"{time.monotonic() - t0:.0f} s so far")
 
     return bar, progress
 
