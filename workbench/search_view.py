@@ -267,11 +267,17 @@ def _export_tab(key: IndexKey, current: SearchSettings) -> None:
         st.caption("openclaw.json already says this.")
     for why in plan.refused:
         st.warning(f"Not written automatically: {why}.")
+    for why in plan.untranslated:
+        st.warning(f"{why}.")
     if plan.manual_patch:
         st.caption("To add by hand:")
         st.code(plan.manual_patch, language="json")
+    # openclaw.json is the user's tracked file: written only once they said so, here
+    sure = bool(plan.changes) and st.checkbox(
+        f"Yes, change `{oc_home.config_path.name}` as shown", key="export_confirm",
+        help="The agent reads this file: the diff above is what changes (a backup first).")
     if plan.changes and st.button("Write openclaw.json", key="export_openclaw",
-                                  disabled=not plan.ok):
+                                  disabled=not plan.ok or not sure):
         try:
             backup = oc.apply_export(plan)
         except ValueError as e:  # a read-only openclaw.json: refused, one line
