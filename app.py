@@ -28,7 +28,7 @@ if not st.session_state.get("wb_warm"):
 import pandas as pd  # noqa: E402 - after the first message, see above
 
 from memory_core.status import TruncationInfo  # noqa: E402
-from workbench import live, projection, state  # noqa: E402
+from workbench import chunkview, live, projection, state  # noqa: E402
 
 PAGES_INFO = [
     ("pages/search.py", "Search & tune", ":material/manage_search:", "search",
@@ -76,9 +76,10 @@ def _home_settings(key: state.IndexKey, idx: Any) -> None:
                f"{oc_home.workspace_from} · sessions `{oc_home.sessions_dir}`")
     tuned = state.tuned_values(key)
     rows = oc_home.settings(idx.config, overrides={"search": tuned} if tuned else None)
-    st.dataframe(pd.DataFrame([{"setting": r.label, "value": str(r.value), "from": r.source,
-                                "where": r.where} for r in rows]),
-                 hide_index=True, width="stretch")
+    st.dataframe(pd.DataFrame([{"setting": r.label, "value": chunkview.display_value(r.value),
+                                "from": r.source, "where": r.where} for r in rows]),
+                 hide_index=True, width="stretch",
+                 column_config={"where": st.column_config.TextColumn(width="large")})
     for note in oc_home.mapped.notes:
         st.caption(note)
 

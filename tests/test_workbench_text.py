@@ -1,0 +1,21 @@
+"""Text the pages draw (issue #35): snippets mark whole words as the keyword leg matches them,
+and settings read as a person writes them, not as Python reprs."""
+
+from __future__ import annotations
+
+from workbench.chunkview import display_value, mark, snippet_html
+
+
+def test_snippets_mark_whole_words_only() -> None:
+    html = snippet_html("Will said ill-timed deploys make him ill.", ["ill"])
+    assert "W<mark>ill</mark>" not in html and "Will" in html
+    assert html.count("<mark>ill</mark>") == 2  # "ill-timed" and "ill."
+    assert mark("连接池满了", ["连接"], words=True) == "<mark>连接</mark>池满了"
+    # the Chunks page's filter is a substring search: it still marks inside words
+    assert mark("Will", ["ill"]) == "W<mark>ill</mark>"
+
+
+def test_settings_are_not_python_reprs() -> None:
+    assert display_value(None) == "—"
+    assert display_value(["memory", "sessions"]) == "memory, sessions"
+    assert display_value(True) == "on" and display_value(0.35) == "0.35"
