@@ -57,7 +57,7 @@ backend_kind = st.radio(
 off = backend_kind == "qmd"  # qmd ranks with its own scores: the fusion controls do not apply
 OFF_WHY = "Does not apply to qmd, which ranks with its own scores (builtin fusion setting)."
 query = st.text_input("Query", value=state.shared_query(), key="search_query",
-                      placeholder="e.g. who is on call right now?  ·  连接池  ·  COOKIE_EXPIRED")
+                      placeholder=tuning.example_placeholder())
 state.set_shared_query(query)
 
 

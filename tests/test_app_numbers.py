@@ -88,3 +88,15 @@ def test_evaluate_on_the_demo_home(monkeypatch: pytest.MonkeyPatch, home_copy: P
     at.radio(key="eval_level").set_value("file").run()
     assert not at.exception, at.exception
     assert dict(state._memo) == before
+
+
+def test_every_suggested_query_answers_on_the_demo_home(home_copy: Path) -> None:
+    from workbench.tuning import EXAMPLE_QUERIES
+
+    home = open_home(home_copy)
+    for profile in ("reference", "default"):
+        idx = home.open_index(profile=profile, provider="none")
+        for query, profiles in EXAMPLE_QUERIES.items():
+            if profile in profiles:
+                assert idx.search(query).hits, (profile, query)
+    assert "who is on call?" in (APP.parent / "pages" / "embedding_map.py").read_text()
