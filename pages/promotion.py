@@ -215,8 +215,12 @@ show_all = st.toggle("Show gated entries too", value=False, key="promo_show_all"
 shown = cands if show_all else (passed or cands[:10])
 table = pd.DataFrame([{
     "rank": c.rank, "passed": c.passed, "score": round(c.score, 3),
-    "where": f"{c.path}#L{c.start_line}-L{c.end_line}", "recalls": c.recall_count,
-    "daily": c.daily_count, "unique queries": c.unique_queries,
+    # the figures the gates test, under their gates' names (the old "unique queries" column
+    # showed distinct queries while minUniqueQueries tests queries/days: "1" passed a gate of 3)
+    "where": f"{c.path}#L{c.start_line}-L{c.end_line}",
+    "signals (minRecallCount)": c.signals, "recalls": c.recall_count,
+    "daily": c.daily_count, "queries/days (minUniqueQueries)": c.context_diversity,
+    "distinct queries": c.unique_queries,
     "days": len(c.recall_days),
     # the diary's own age, and §6.4's recency age (since the last recall: 0 after a replay
     # ending today, which the old "age (days)" label passed off as the diary's age)
@@ -232,7 +236,9 @@ table = pd.DataFrame([{
     "snippet": " ".join(c.snippet.split())[:140],
 } for c in shown])
 st.dataframe(table, hide_index=True, width="stretch", key="promo_table",
-             column_config={"snippet": st.column_config.TextColumn(width="large")})
+             column_config={"snippet": st.column_config.TextColumn(width="large"),
+                            "where": st.column_config.TextColumn(width="medium"),
+                            "duplicate?": st.column_config.TextColumn(width="medium")})
 st.plotly_chart(charts.stacked_components_figure(
     [f"{'✓' if c.passed else '·'} {c.path}#L{c.start_line}-L{c.end_line}"
      + "\u200b" * i for i, c in enumerate(shown)],
@@ -275,8 +281,15 @@ if plan is not None and plan.changed and plan.over_budget:
     over_ok = st.checkbox("Apply anyway, over the budget", key="promo_over_ok",
                           help="MEMORY.md is loaded into every session: past its budget the "
                                "agent's context pays for every extra character.")
+n_write = len(selected) - len(plan.skipped) if plan is not None else 0
+if plan is not None and n_write != len(passed):
+    # "Pass the gates 4" and an Apply that writes 3 must not be left to be noticed
+    st.caption(f"{len(passed)} pass the gates; {len(selected)} selected; {n_write} would be "
+               f"written" + (f" ({len(plan.skipped)} skipped, above)" if plan.skipped else "")
+               + ".")
 b1, b2, _ = st.columns([1, 1, 4])
-if b1.button("Apply", type="primary", key="promo_apply",
+if b1.button(f"Apply ({n_write})" if plan is not None else "Apply", type="primary",
+             key="promo_apply",
              disabled=read_only or plan is None or not plan.changed or not over_ok):
     try:
         res = pr.apply(idx, plan)
