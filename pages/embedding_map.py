@@ -96,7 +96,7 @@ if gold_query is not None and st.session_state.get("map_labelled_was") != pick:
     st.session_state["map_query"] = gold_query.query  # the text box follows the pick (once)
 st.session_state["map_labelled_was"] = pick
 query = qc1.text_input("Query to project", value=state.shared_query(), key="map_query",
-                       placeholder="e.g. who is on call?")  # answers in both profiles on the demo home
+                       placeholder="e.g. who is on call?")  # answers in both profiles
 state.set_shared_query(query)
 hits: list[Any] = []
 qpoint = None

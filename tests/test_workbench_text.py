@@ -19,3 +19,11 @@ def test_settings_are_not_python_reprs() -> None:
     assert display_value(None) == "—"
     assert display_value(["memory", "sessions"]) == "memory, sessions"
     assert display_value(True) == "on" and display_value(0.35) == "0.35"
+
+
+def test_qmd_snippets_lose_their_hunk_header() -> None:
+    from workbench.chunkview import without_hunk_header
+
+    assert without_hunk_header("@@ -3,3 @@ (2 before, 5 after)\nPgBouncer port 6432") == (
+        "PgBouncer port 6432")
+    assert without_hunk_header("a line with @@ inside @@") == "a line with @@ inside @@"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -187,3 +188,12 @@ def display_value(value: object) -> str:
     if isinstance(value, (list, tuple, set)):
         return ", ".join(display_value(v) for v in value) or "—"
     return str(value)
+
+
+_HUNK_HEADER = re.compile(r"\A\s*@@[^@\n]*@@[^\n]*\n?")
+
+
+def without_hunk_header(snippet: str) -> str:
+    """A qmd snippet without its leading ``@@ -3,3 @@ …`` line: the engine reads the lines from
+    it (the citation shows them); a person reads the text."""
+    return _HUNK_HEADER.sub("", snippet, count=1)

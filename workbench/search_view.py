@@ -54,10 +54,12 @@ def qmd_results(key: IndexKey, query: str, current: SearchSettings,
                 sources: Sequence[str]) -> None:
     """qmd's answer (its own ranking: no fusion, so no re-ranking either)."""
     t0 = time.perf_counter()
-    try:
-        res = state.qmd_backend(key).search(query, max_results=current.max_results,
-                                            min_score=current.min_score,
-                                            sources=list(sources) or None)
+    try:  # once per query and limits (a qmd search is a process, seconds): a rerun reuses it
+        res = state.memo("qmd-search", key, (query, current.max_results, current.min_score,
+                                             tuple(sources)),
+                         lambda: state.qmd_backend(key).search(
+                             query, max_results=current.max_results,
+                             min_score=current.min_score, sources=list(sources) or None))
     except Exception as e:  # the builtin fallback itself failed
         st.error(f"Search failed: {e}")
         return
@@ -69,7 +71,8 @@ def qmd_results(key: IndexKey, query: str, current: SearchSettings,
     m[1].metric("Answered by", f"{res.backend} ({res.mode})")
     m[2].metric("Took", f"{q_ms:.0f} ms")
     rows = [{"rank": i, "citation": h.citation, "score": round(h.score, 3),
-             "source": h.source, "snippet": h.snippet} for i, h in enumerate(res.hits, 1)]
+             "source": h.source, "snippet": chunkview.without_hunk_header(h.snippet)}
+            for i, h in enumerate(res.hits, 1)]
     st.dataframe(rows, hide_index=True, width="stretch", key="search_qmd_table",
                  column_config={"snippet": st.column_config.TextColumn(width="large")})
 
