@@ -162,6 +162,24 @@ if colour == "similarity to query" and qvec is not None:
         customdata=_custom(allpts, [f"{v:.3f}" for v in sims]),
         hovertemplate="<b>%{customdata[1]}</b> · cosine %{customdata[3]}<br>"
                       "%{customdata[2]}<extra></extra>"))
+elif colour == "date":  # continuous: older → newer on one scale, undated in grey
+    days, tickvals, ticktext = maplayers.date_scale(list(info["date"]))
+    dated = np.flatnonzero(~np.isnan(days))
+    undated = np.flatnonzero(np.isnan(days))
+    if len(undated):
+        fig.add_trace(Scatter(**_xyz(undated), mode="markers", name="undated",
+                              marker={"size": size, "color": "#BBBBBB", "opacity": 0.7},
+                              customdata=_custom(undated),
+                              hovertemplate="<b>%{customdata[1]}</b> · undated<br>"
+                                            "%{customdata[2]}<extra></extra>"))
+    fig.add_trace(Scatter(
+        **_xyz(dated), mode="markers", name="dated",
+        marker={"size": size, "color": days[dated], "colorscale": "Viridis", "opacity": 0.85,
+                "showscale": True, "colorbar": {"title": "date", "tickvals": tickvals,
+                                                "ticktext": ticktext}},
+        customdata=_custom(dated, [str(info["date"].iloc[i]) for i in dated]),
+        hovertemplate="<b>%{customdata[1]}</b> · %{customdata[3]}<br>"
+                      "%{customdata[2]}<extra></extra>"))
 else:
     if colour == "cluster":
         labels = projection.kmeans_labels(matrix, n_clusters)
@@ -184,7 +202,7 @@ else:
     elif colour == "gold":
         info["gold"] = maplayers.gold_groups(list(info["id"]), gold, [m.id for m in marks])
         column, colours = "gold", maplayers.GOLD_COLOURS
-    else:  # source, date: few groups, each its own colour
+    else:  # source: few groups, each its own colour
         groups0 = sorted(info[colour].unique())
         colours = {g: maplayers.PALETTE[i % len(maplayers.PALETTE)]
                    for i, g in enumerate(groups0)}

@@ -57,6 +57,11 @@ def test_map_projects_chunks_query_hits_and_lists_a_selection(
     # colour by source: one trace per source
     at.selectbox(key="map_colour").set_value("source").run()
     assert {t["name"] for t in _figure(at)["data"]} == {"memory", "sessions"}
+    # colour by date: one continuous scale (a legend entry per day repeated its colours)
+    at.selectbox(key="map_colour").set_value("date").run()
+    dated = next(t for t in _figure(at)["data"] if t["name"] == "dated")
+    assert dated["marker"]["showscale"] and len(dated["marker"]["colorbar"]["ticktext"]) >= 2
+    assert {t["name"] for t in _figure(at)["data"]} <= {"dated", "undated"}
     # colour by cluster: k traces, each named by its words
     at.selectbox(key="map_colour").set_value("cluster").run()
     at.slider(key="map_k").set_value(4).run()

@@ -27,3 +27,13 @@ def test_qmd_snippets_lose_their_hunk_header() -> None:
     assert without_hunk_header("@@ -3,3 @@ (2 before, 5 after)\nPgBouncer port 6432") == (
         "PgBouncer port 6432")
     assert without_hunk_header("a line with @@ inside @@") == "a line with @@ inside @@"
+
+
+def test_map_dates_are_one_continuous_scale() -> None:
+    import math
+
+    from workbench.maplayers import date_scale
+
+    days, vals, labels = date_scale(["2026-10-01", "undated", "2026-10-11", "2026-10-06"])
+    assert list(days[[0, 2, 3]]) == [0.0, 10.0, 5.0] and math.isnan(days[1])
+    assert labels[0] == "2026-10-01" and labels[-1] == "2026-10-11" and vals[-1] == 10.0
