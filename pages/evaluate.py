@@ -93,6 +93,8 @@ def _saved_runs_section() -> None:
     if not stored_cmp or stored_cmp[0] != (a_id, b_id):
         return
     cmp = stored_cmp[1]
+    for note in evalruns.mismatch_notes(by_id[a_id], by_id[b_id]):
+        st.warning(f"These runs are not of one setup: {note}.")
     st.markdown(f"**{cmp.label_a}** (A) vs **{cmp.label_b}** (B): {cmp.n_queries} queries, "
                 f"{cmp.settings['level']} level")
     st.dataframe(evalruns.comparison_frame(cmp).style.format(

@@ -100,3 +100,17 @@ def test_every_suggested_query_answers_on_the_demo_home(home_copy: Path) -> None
             if profile in profiles:
                 assert idx.search(query).hits, (profile, query)
     assert "who is on call?" in (APP.parent / "pages" / "embedding_map.py").read_text()
+
+
+def test_runs_of_different_indexes_or_sets_say_so(tmp_path: Path) -> None:
+    from memory_core.evaluation.runs import SavedRun
+
+    base = {"query_set": "demo-home", "level": "lines",
+            "index": {"": {"path": "a/reference-none.sqlite", "identity": "x"}}}
+    a = SavedRun(tmp_path / "a", base)
+    assert evalruns.mismatch_notes(a, SavedRun(tmp_path / "b", dict(base))) == []
+    other = {**base, "index": {"": {"path": "a/bounded-none.sqlite", "identity": "y"}}}
+    assert any("different indexes" in n
+               for n in evalruns.mismatch_notes(a, SavedRun(tmp_path / "b", other)))
+    assert any("different query sets" in n for n in evalruns.mismatch_notes(
+        a, SavedRun(tmp_path / "b", {**base, "query_set": "demo"})))

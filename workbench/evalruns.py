@@ -135,3 +135,21 @@ def best_cells(rows: list[dict[str, Any]], metric: str, current: tuple[float, fl
     best = min(tied, key=lambda r: (abs(float(r["vector_weight"]) - vw)
                                     + abs(float(r["min_score"]) - ms)))
     return best, len(tied)
+
+
+def mismatch_notes(a: SavedRun, b: SavedRun) -> list[str]:
+    """What differs between two saved runs besides their settings: the query set, its level,
+    the index each searched. A comparison across them measures those too, so the page says so
+    (two runs of different indexes were set side by side without a word)."""
+    ma, mb = a.meta, b.meta
+    notes = []
+    if ma.get("query_set") != mb.get("query_set"):
+        notes.append(f"different query sets: A `{ma.get('query_set')}`, B "
+                     f"`{mb.get('query_set')}` (only the queries they share are compared)")
+    if ma.get("level") != mb.get("level"):
+        notes.append(f"judged at different levels: A {ma.get('level')}, B {mb.get('level')}")
+    ia, ib = ma.get("index") or {}, mb.get("index") or {}
+    if ia and ib and ia != ib:
+        notes.append("different indexes (chunking, provider or content differ): the "
+                     "difference measures the index as well as the settings")
+    return notes
