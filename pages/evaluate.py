@@ -22,7 +22,7 @@ state.index_caption(key)
 
 oc_home = state.current_home(key)
 if oc_home is not None:  # an agent's real queries: label-free metrics (memory_core.openclaw)
-    real = oc.mine_queries(oc.transcripts_of_home(oc_home.sessions_dir, oc_home.agent))
+    real = state.mined_queries(key, oc.transcripts_of_home(oc_home.sessions_dir, oc_home.agent))
     with st.expander(f"Real queries of agent {oc_home.agent}: {len(real)}, no labels needed",
                      expanded=True):
         if real:

@@ -23,7 +23,7 @@ else:
     files = oc.transcripts_of_workspace(idx0.workspace)
     st.caption(f"Transcripts of `{idx0.workspace / 'sessions'}` · {len(files)} files "
                "(open an OpenClaw home in the sidebar for an agent's own)")
-queries = oc.mine_queries(files)
+queries = state.mined_queries(key, files)
 if not queries:
     st.info("No memory_search call in these transcripts.")
     st.stop()

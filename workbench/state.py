@@ -473,6 +473,17 @@ def file_stamp(*paths: Path) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
+def mined_queries(key: IndexKey, files: Sequence[Any]) -> list[Any]:
+    """The agent's ``memory_search`` calls in ``files`` (``SourceFile`` listings of the
+    transcripts, ``memory_core.openclaw``), parsed once per state of the transcripts (each
+    listing carries its file's mtime and size): every rerun of Evaluate, Promotion and Real
+    queries parsed them all again."""
+    from memory_core import openclaw as oc
+
+    stamp = tuple((f.abs, f.mtime_ms, f.size) for f in files)
+    return list(memo("mined-queries", key, stamp, lambda: oc.mine_queries(files)))
+
+
 # --------------------------------------------------------------------------- tuned settings
 
 
