@@ -149,8 +149,9 @@ def tune() -> None:
               help="Compare later settings against these.")
     with main:
         if not query.strip():
-            st.info("Type a query. Try `COOKIE_EXPIRED`, `which colleague is leaving the "
-                    "company?`, `连接池` or `Who is on call right now?` on the demo workspace.")
+            st.info("Type a query. Try " + ", ".join(
+                f"`{q}`" + ("" if len(p) > 1 else f" ({p[0]} profile)")
+                for q, p in tuning.EXAMPLE_QUERIES.items()) + " on the demo.")
         elif off:
             search_view.qmd_results(key, query, current, sources)
         else:
