@@ -64,6 +64,27 @@ with st.expander("Your own labels: upload a query set"):
                 st.error(f"Cannot import: {e}")
 
 
+def _many_runs_section(by_id: dict[str, Any], a_id: str) -> None:
+    """Several runs against run A at once, their p-values adjusted for the family (Holm)."""
+    with st.expander("Several runs against A (multiple-testing correction)"):
+        picked = st.multiselect("Runs", [i for i in by_id if i != a_id], key="eval_many",
+                                format_func=lambda i: f"{by_id[i].name} · {i}")
+        metric = st.selectbox("Metric", ["ndcg@10", "mrr@10", "success@5", "recall@5"],
+                              key="eval_many_metric")
+        if picked and st.button("Compare with A", key="eval_many_run"):
+            try:
+                frame = evalruns.compare_many(by_id[a_id], [by_id[i] for i in picked], metric)
+            except ValueError as e:
+                st.error(f"Cannot compare: {e}")
+                return
+            st.dataframe(frame.style.format("{:.4f}", subset=[
+                "A", "run's", "delta", "ci low", "ci high", "p-value", "p (Holm)"]),
+                hide_index=True, width="stretch", key="eval_many_table")
+            st.caption("Paired randomization test of each run against A (2,000 rounds, seed "
+                       "42); p (Holm): Holm–Bonferroni adjusted over these runs — read it, "
+                       "not the raw p, when several runs are tested at once.")
+
+
 def _saved_runs_section() -> None:
     """The saved runs: list, compare two (intervals, p-values), open a win or a loss."""
     st.subheader("Saved runs")
@@ -89,6 +110,7 @@ def _saved_runs_section() -> None:
                 by_id[a_id], by_id[b_id]))
         except ValueError as e:
             st.error(f"Cannot compare: {e}")
+    _many_runs_section(by_id, a_id)
     stored_cmp = st.session_state.get("eval_run_cmp")
     if not stored_cmp or stored_cmp[0] != (a_id, b_id):
         return

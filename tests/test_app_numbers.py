@@ -114,3 +114,9 @@ def test_runs_of_different_indexes_or_sets_say_so(tmp_path: Path) -> None:
                for n in evalruns.mismatch_notes(a, SavedRun(tmp_path / "b", other)))
     assert any("different query sets" in n for n in evalruns.mismatch_notes(
         a, SavedRun(tmp_path / "b", {**base, "query_set": "demo"})))
+
+
+def test_holm_adjusts_a_family_of_p_values() -> None:
+    adj = evalruns.holm([0.01, 0.04, 0.03, 0.5])
+    # sorted 0.01, 0.03, 0.04, 0.5 → ×4, ×3, ×2, ×1, monotone
+    assert adj == pytest.approx([0.04, 0.09, 0.09, 0.5])

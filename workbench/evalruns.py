@@ -153,3 +153,35 @@ def mismatch_notes(a: SavedRun, b: SavedRun) -> list[str]:
         notes.append("different indexes (chunking, provider or content differ): the "
                      "difference measures the index as well as the settings")
     return notes
+
+
+def holm(p_values: list[float]) -> list[float]:
+    """Holm–Bonferroni adjusted p-values, in the input's order: with several runs tested
+    against one baseline, the chance that one of them looks better by luck grows with their
+    number; Holm's step-down keeps the family-wise error at the level read (as ranx does)."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    out = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        out[i] = running
+    return out
+
+
+def compare_many(baseline: SavedRun, others: list[SavedRun], metric: str = "ndcg@10",
+                 rounds: int = 2000) -> pd.DataFrame:
+    """Each of ``others`` against ``baseline`` on ``metric``: delta, the 95 % interval, the raw
+    p-value and the Holm-adjusted one over the family (one row per run)."""
+    from memory_core.evaluation.runs import compare_saved
+
+    rows = []
+    for run in others:
+        v = compare_saved(baseline, run, rounds=rounds).metrics[metric]
+        rows.append({"run": run.name, "id": run.id, "A": v["a"], "run's": v["b"],
+                     "delta": v["delta"], "ci low": v["ci"][0], "ci high": v["ci"][1],
+                     "p-value": v["p_value"], "wins": v["wins"], "losses": v["losses"]})
+    adjusted = holm([r["p-value"] for r in rows])
+    for r, adj in zip(rows, adjusted, strict=True):
+        r["p (Holm)"] = adj
+    return pd.DataFrame(rows)
