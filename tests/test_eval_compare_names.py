@@ -32,3 +32,17 @@ def test_trec_compare_names_runs_and_shows_queries(tmp_path: Path,
     assert "(a) vs" not in out
     assert "text of q2" in out  # the query column is filled from queries.jsonl
     assert "Scored against the qrels" in out and "evidence lines" in out
+
+
+def test_cli_progress_off_a_terminal_reports_every_couple_of_seconds(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import time
+
+    from memory_core.cli.common import _summary_progress
+
+    progress = _summary_progress()
+    progress("embed", 0, 100)
+    time.sleep(2.1)
+    progress("embed", 40, 100)
+    err = capsys.readouterr().err
+    assert "embed: 40/100 (2 s so far)" in err
