@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -42,11 +41,9 @@ sys.path.insert(0, str(ROOT))
 
 from workbench.testing import APP, streamlit_server  # noqa: E402
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--disable-background-timer-throttling", "--disable-renderer-backgrounding",
-        "--disable-backgrounding-occluded-windows"]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_slider import ARGS, CHROMIUM, settle, summary  # noqa: E402  (the slider's browser)
+
 TARGET_MS, TARGET_RATIO = 1000.0, 3.0
 HOME = ROOT / "examples" / "demo-home"
 SHOT = Path(tempfile.gettempdir()) / "bench-clicks-failed.png"
@@ -89,20 +86,6 @@ WAIT_JS = """async (timeoutMs) => {
 }"""
 
 
-def settle(page: Any, timeout: float = 300.0) -> None:
-    """Until the script run is over (no Stop button, twice in a row)."""
-    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout * 1000)
-    busy = '[data-testid="stStatusWidget"]:has-text("Stop")'
-    deadline = time.monotonic() + timeout
-    quiet = 0
-    time.sleep(0.5)
-    while quiet < 2:
-        if time.monotonic() > deadline:
-            raise TimeoutError("the page kept running")
-        quiet = quiet + 1 if page.locator(busy).count() == 0 else 0
-        time.sleep(0.4)
-
-
 def timed(page: Any, action: Callable[[], None]) -> float:
     """Milliseconds from the click ``action`` makes to the end of the run it starts."""
     page.bring_to_front()
@@ -136,12 +119,6 @@ def pick_option(page: Any, label: str, nth: int) -> Callable[[], None]:
 def goto(page: Any, title: str) -> None:
     page.locator('[data-testid="stSidebarNav"] a', has_text=title).first.click()
     settle(page)
-
-
-def summary(xs: list[float]) -> dict[str, float]:
-    xs = sorted(xs)
-    return {"median": statistics.median(xs), "p90": xs[min(len(xs) - 1, int(0.9 * len(xs)))],
-            "min": xs[0], "max": xs[-1], "n": len(xs)}
 
 
 def _first_computes(page: Any) -> dict[str, float]:
