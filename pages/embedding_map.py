@@ -237,6 +237,8 @@ else:
                 customdata=_custom(sel),
                 hovertemplate="<b>%{customdata[1]}</b><br>%{customdata[2]}<extra></extra>"))
 LEG_SYMBOL = {"both": "star", "vector": "diamond", "keyword": "square"}
+#: Scatter3d has no star: one open symbol per leg there too (all legs were one diamond)
+LEG_SYMBOL_3D = {"both": "circle-open", "vector": "diamond-open", "keyword": "square-open"}
 LEG_LABEL = {"both": "hit: both legs", "vector": "hit: vector leg", "keyword": "hit: keyword leg"}
 
 
@@ -264,7 +266,8 @@ for via in ("both", "vector", "keyword"):
     fig.add_trace(Scatter(
         **xyz, mode="markers+text", name=LEG_LABEL[via], text=[f"{r}" for r, _ in hs],
         textposition="top center",
-        marker={"symbol": LEG_SYMBOL[via] if dims == 2 else "diamond", "size": 18 if dims == 2
+        marker={"symbol": (LEG_SYMBOL if dims == 2 else LEG_SYMBOL_3D)[via],
+                "size": 18 if dims == 2
                 else 8, "color": "rgba(0,0,0,0)", "line": {"color": "#111", "width": 2}},
         customdata=[[h.id, h.citation, charts.wrap(h.snippet, 60, 6)] for _, h in hs],
         hovertemplate="<b>hit %{text}: %{customdata[1]}</b><br>%{customdata[2]}<extra></extra>"))
@@ -290,7 +293,9 @@ fig.update_layout(
     # pan, not lasso, by default: Streamlit turns click-to-select off while a box or lasso tool
     # is active, and a click on a point is what opens a chunk
     height=640, font={"family": charts.FONT}, dragmode="pan" if dims == 2 else "orbit",
-    legend={"itemsizing": "constant"}, margin={"l": 10, "r": 10, "t": 40, "b": 10},
+    # below the plot: at the right the legend ran over a colour bar's title
+    legend={"itemsizing": "constant", "orientation": "h", "yanchor": "top", "y": -0.02},
+    margin={"l": 10, "r": 10, "t": 40, "b": 10},
     title=f"{used} of {len(ids)} chunk embeddings ({matrix.shape[1]} dims), coloured by "
           f"{colour}" + (f" — a sample of {points.total:,}; the query's hits always drawn"
                          if points.sampled else ""))
@@ -303,6 +308,9 @@ else:
     st.plotly_chart(fig, key="map_chart3d")
     event = None
     st.caption("Selection works on the 2-D map (plotly has no box or lasso in 3-D).")
+if query.strip() and not hits:  # an empty map of hits must not look like a broken one
+    st.info("No hit for this query with the settings of Search & tune (nothing passes "
+            "minScore, or the search abstained): the query is placed, no hit is marked.")
 if used == "UMAP" and qpoint is not None:
     st.caption("The query sits at the similarity-weighted mean of its 5 nearest chunks (UMAP "
                "has no exact inverse for a new point).")

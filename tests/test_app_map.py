@@ -74,6 +74,10 @@ def test_map_projects_chunks_query_hits_and_lists_a_selection(
     names = {t["name"] for t in _figure(at)["data"]}
     assert "query" in names and names & {"hit: both legs", "hit: vector leg",
                                           "hit: keyword leg"}
+    assert not any("No hit for this query" in i.value for i in at.info)
+    at.text_input(key="map_query").input("qqzzxv wqpfk").run()  # nothing answers this
+    assert any("No hit for this query" in i.value for i in at.info)
+    at.text_input(key="map_query").input("who is on call right now?").run()
     # colour by similarity: one continuous trace, every point's cosine to the query
     at.selectbox(key="map_colour").set_value("similarity to query").run()
     sim = next(t for t in _figure(at)["data"] if t["name"] == "cosine to the query")

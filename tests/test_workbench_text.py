@@ -37,3 +37,11 @@ def test_map_dates_are_one_continuous_scale() -> None:
     days, vals, labels = date_scale(["2026-10-01", "undated", "2026-10-11", "2026-10-06"])
     assert list(days[[0, 2, 3]]) == [0.0, 10.0, 5.0] and math.isnan(days[1])
     assert labels[0] == "2026-10-01" and labels[-1] == "2026-10-11" and vals[-1] == 10.0
+
+
+def test_hovers_carry_no_quote_entities() -> None:
+    from workbench.charts import hover_wrap, wrap
+
+    assert "&quot;" not in wrap('he said "retry" <b>', 60, 3)
+    assert "&lt;b&gt;" in wrap('he said "retry" <b>', 60, 3)
+    assert "&quot;" not in hover_wrap('the "pool" size', 60, 3)
