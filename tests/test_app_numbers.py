@@ -120,3 +120,15 @@ def test_holm_adjusts_a_family_of_p_values() -> None:
     adj = evalruns.holm([0.01, 0.04, 0.03, 0.5])
     # sorted 0.01, 0.03, 0.04, 0.5 → ×4, ×3, ×2, ×1, monotone
     assert adj == pytest.approx([0.04, 0.09, 0.09, 0.5])
+
+
+def test_search_ab_starts_on_the_other_profile(monkeypatch: pytest.MonkeyPatch,
+                                               home_copy: Path, tmp_path: Path) -> None:
+    at = _open_home_app(monkeypatch, home_copy, tmp_path)
+    at.switch_page("pages/search.py").run()
+    at.text_input(key="search_query").set_value("invoice").run()
+    at.session_state["search_tab"] = "A/B compare"  # computed only while open
+    at.run()
+    assert not at.exception, at.exception
+    assert at.radio(key="ab_choice").value == "default"
+    assert not any("'" in c.value for c in at.caption if c.value.startswith("Settings that"))

@@ -213,7 +213,9 @@ def _ab_tab(key: IndexKey, idx: MemoryIndex, query: str, sources: Sequence[str],
             cands: Candidates, result: FusionResult) -> None:
     current = result.settings
     pinned = st.session_state.get("wb_pinned_b")
-    options = (["pinned"] if pinned else []) + ["reference", "default"]
+    # B starts on the profile A is not (a home opens on the reference: A = B compared nothing)
+    others = ["default", "reference"] if key.profile == "reference" else ["reference", "default"]
+    options = (["pinned"] if pinned else []) + others
     labels = {"pinned": "B = pinned settings", "reference": "B = reference profile",
               "default": "B = default profile"}
     choice = st.radio("Compare the current settings (A) with", options, key="ab_choice",
@@ -242,7 +244,8 @@ def _ab_tab(key: IndexKey, idx: MemoryIndex, query: str, sources: Sequence[str],
     diff = tuning.settings_diff(current, b_settings)
     if diff:
         st.caption("Settings that differ (A vs B): " + ", ".join(
-            f"{k} {a!r} → {b!r}" for k, (a, b) in diff.items()))
+            f"{k} {chunkview.display_value(a)} → {chunkview.display_value(b)}"
+            for k, (a, b) in diff.items()))
 
 
 def _export_tab(key: IndexKey, current: SearchSettings) -> None:
