@@ -283,7 +283,7 @@ def plan_export(path: Path, settings: SearchSettings, *, agent_index: int | None
             f"minScore {settings.min_score:g} is not written: here {'; '.join(scale)}, while "
             "OpenClaw compares minScore with the raw weighted sum; its own minScore stays")
     for name, sub in EXPORTED.items():
-        if only is not None and name not in only or name == "min_score" and scale:
+        if (only is not None and name not in only) or (name == "min_score" and scale):
             continue
         value = getattr(settings, name)
         keys = root + sub
