@@ -232,7 +232,15 @@ def qmd_backend(key: IndexKey) -> MemoryBackend:
 def current_home(key: IndexKey | None = None) -> OpenClawHome | None:
     """The OpenClaw home (and agent) ``key`` was opened from, or ``None`` for a folder."""
     key = key or current_key()
-    return open_home(key.home, key.agent or None) if key.home else None
+    if not key.home:
+        return None
+    home_key = key
+    # parsed once per state of openclaw.json (JSON5, ~40 ms a parse: every rerun of every page
+    # on a home paid it)
+    stamp = file_stamp(Path(key.home).expanduser() / "openclaw.json")
+    got: OpenClawHome = memo("openclaw-home", home_key, stamp,
+                             lambda: open_home(key.home, key.agent or None))
+    return got
 
 
 def generation(key: IndexKey) -> int:
