@@ -22,17 +22,20 @@ CHECK_TESTS := tests/test_round_trip.py tests/test_architecture.py tests/test_ch
 	tests/test_topk.py tests/test_qmd_results.py tests/test_fusion_tail.py \
 	tests/test_reference_goldens.py::test_fallback_keywords_are_the_engines
 
-.PHONY: run test test-fast check lint typecheck bench clean
+.PHONY: run qmd test test-fast check lint typecheck bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
+# Nothing is downloaded at run time: the qmd backend's node and qmd come from `make qmd`, once.
 run: $(STAMP)
-	-bash scripts/install-node-tools.sh qmd  # node 24 + qmd (the qmd backend) in .tools/ (skipped without npm)
 	MEMORY_WORKBENCH_OPENCLAW_HOME=$(CURDIR)/examples/demo-home \
 		$(VENV)/bin/streamlit run app.py --server.headless true
+
+qmd:
+	bash scripts/install-node-tools.sh qmd  # node 24 + qmd (the qmd backend) in .tools/
 
 test: $(STAMP)
 	-bash scripts/install-node-tools.sh  # node 24, MCP Inspector, qmd in .tools/ (skipped without npm)

@@ -7,6 +7,7 @@ thin view over :class:`memory_core.MemoryIndex`.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
@@ -14,7 +15,10 @@ import streamlit as st
 # The first thing a visitor sees, before the engine's imports (seconds on a cold machine) and
 # the model load: without it the first visit is Streamlit's raw file list over a blank page.
 st.set_option("client.toolbarMode", "viewer")  # no "Deploy" button: this is a local tool
-st.set_page_config(page_title="Memory Workbench", page_icon=":material/psychology:",
+# a local file: a ":material/…:" icon is fetched from fonts.gstatic.com and an emoji from a
+# CDN by the browser, and nothing may leave the machine while the workbench runs
+st.set_page_config(page_title="Memory Workbench",
+                   page_icon=str(Path(__file__).parent / "workbench" / "assets" / "icon.png"),
                    layout="wide")
 boot = st.empty()
 if not st.session_state.get("wb_warm"):
@@ -24,7 +28,7 @@ if not st.session_state.get("wb_warm"):
 import pandas as pd  # noqa: E402 - after the first message, see above
 
 from memory_core.status import TruncationInfo  # noqa: E402
-from workbench import live, projection, state  # noqa: E402
+from workbench import chunkview, live, projection, state  # noqa: E402
 
 PAGES_INFO = [
     ("pages/search.py", "Search & tune", ":material/manage_search:", "search",
@@ -72,9 +76,10 @@ def _home_settings(key: state.IndexKey, idx: Any) -> None:
                f"{oc_home.workspace_from} · sessions `{oc_home.sessions_dir}`")
     tuned = state.tuned_values(key)
     rows = oc_home.settings(idx.config, overrides={"search": tuned} if tuned else None)
-    st.dataframe(pd.DataFrame([{"setting": r.label, "value": str(r.value), "from": r.source,
-                                "where": r.where} for r in rows]),
-                 hide_index=True, width="stretch")
+    st.dataframe(pd.DataFrame([{"setting": r.label, "value": chunkview.display_value(r.value),
+                                "from": r.source, "where": r.where} for r in rows]),
+                 hide_index=True, width="stretch",
+                 column_config={"where": st.column_config.TextColumn(width="large")})
     for note in oc_home.mapped.notes:
         st.caption(note)
 
@@ -206,6 +211,12 @@ def _warm(key: state.IndexKey, boot: Any) -> None:
                 st.write(f"Loading the embedding model ({idx.choice.model})…")
                 idx.embed_query("warm-up")
                 st.write("Model loaded.")
+            if not idx.readonly:
+                # here, before the watcher starts, with n of N and the time so far: the
+                # watcher's own start-up sync has no progress to show, and a first build
+                # takes minutes on a busy machine (a blank page for 127 s, issue #35)
+                st.write("Bringing the index up to date (the first visit builds it)…")
+                state.ensure_indexed(key)
             st.write("Starting UMAP's compiler in the background (the map uses PCA meanwhile).")
             projection.warm_up()
             box.update(label="Ready", state="complete", expanded=False)

@@ -96,7 +96,7 @@ if gold_query is not None and st.session_state.get("map_labelled_was") != pick:
     st.session_state["map_query"] = gold_query.query  # the text box follows the pick (once)
 st.session_state["map_labelled_was"] = pick
 query = qc1.text_input("Query to project", value=state.shared_query(), key="map_query",
-                       placeholder="e.g. why did our hosting spend increase?")
+                       placeholder="e.g. who is on call?")  # answers in both profiles
 state.set_shared_query(query)
 hits: list[Any] = []
 qpoint = None
@@ -162,6 +162,24 @@ if colour == "similarity to query" and qvec is not None:
         customdata=_custom(allpts, [f"{v:.3f}" for v in sims]),
         hovertemplate="<b>%{customdata[1]}</b> · cosine %{customdata[3]}<br>"
                       "%{customdata[2]}<extra></extra>"))
+elif colour == "date":  # continuous: older → newer on one scale, undated in grey
+    days, tickvals, ticktext = maplayers.date_scale(list(info["date"]))
+    dated = np.flatnonzero(~np.isnan(days))
+    undated = np.flatnonzero(np.isnan(days))
+    if len(undated):
+        fig.add_trace(Scatter(**_xyz(undated), mode="markers", name="undated",
+                              marker={"size": size, "color": "#BBBBBB", "opacity": 0.7},
+                              customdata=_custom(undated),
+                              hovertemplate="<b>%{customdata[1]}</b> · undated<br>"
+                                            "%{customdata[2]}<extra></extra>"))
+    fig.add_trace(Scatter(
+        **_xyz(dated), mode="markers", name="dated",
+        marker={"size": size, "color": days[dated], "colorscale": "Viridis", "opacity": 0.85,
+                "showscale": True, "colorbar": {"title": "date", "tickvals": tickvals,
+                                                "ticktext": ticktext}},
+        customdata=_custom(dated, [str(info["date"].iloc[i]) for i in dated]),
+        hovertemplate="<b>%{customdata[1]}</b> · %{customdata[3]}<br>"
+                      "%{customdata[2]}<extra></extra>"))
 else:
     if colour == "cluster":
         labels = projection.kmeans_labels(matrix, n_clusters)
@@ -184,7 +202,7 @@ else:
     elif colour == "gold":
         info["gold"] = maplayers.gold_groups(list(info["id"]), gold, [m.id for m in marks])
         column, colours = "gold", maplayers.GOLD_COLOURS
-    else:  # source, date: few groups, each its own colour
+    else:  # source: few groups, each its own colour
         groups0 = sorted(info[colour].unique())
         colours = {g: maplayers.PALETTE[i % len(maplayers.PALETTE)]
                    for i, g in enumerate(groups0)}
@@ -219,6 +237,8 @@ else:
                 customdata=_custom(sel),
                 hovertemplate="<b>%{customdata[1]}</b><br>%{customdata[2]}<extra></extra>"))
 LEG_SYMBOL = {"both": "star", "vector": "diamond", "keyword": "square"}
+#: Scatter3d has no star: one open symbol per leg there too (all legs were one diamond)
+LEG_SYMBOL_3D = {"both": "circle-open", "vector": "diamond-open", "keyword": "square-open"}
 LEG_LABEL = {"both": "hit: both legs", "vector": "hit: vector leg", "keyword": "hit: keyword leg"}
 
 
@@ -246,7 +266,8 @@ for via in ("both", "vector", "keyword"):
     fig.add_trace(Scatter(
         **xyz, mode="markers+text", name=LEG_LABEL[via], text=[f"{r}" for r, _ in hs],
         textposition="top center",
-        marker={"symbol": LEG_SYMBOL[via] if dims == 2 else "diamond", "size": 18 if dims == 2
+        marker={"symbol": (LEG_SYMBOL if dims == 2 else LEG_SYMBOL_3D)[via],
+                "size": 18 if dims == 2
                 else 8, "color": "rgba(0,0,0,0)", "line": {"color": "#111", "width": 2}},
         customdata=[[h.id, h.citation, charts.wrap(h.snippet, 60, 6)] for _, h in hs],
         hovertemplate="<b>hit %{text}: %{customdata[1]}</b><br>%{customdata[2]}<extra></extra>"))
@@ -272,7 +293,9 @@ fig.update_layout(
     # pan, not lasso, by default: Streamlit turns click-to-select off while a box or lasso tool
     # is active, and a click on a point is what opens a chunk
     height=640, font={"family": charts.FONT}, dragmode="pan" if dims == 2 else "orbit",
-    legend={"itemsizing": "constant"}, margin={"l": 10, "r": 10, "t": 40, "b": 10},
+    # below the plot: at the right the legend ran over a colour bar's title
+    legend={"itemsizing": "constant", "orientation": "h", "yanchor": "top", "y": -0.02},
+    margin={"l": 10, "r": 10, "t": 40, "b": 10},
     title=f"{used} of {len(ids)} chunk embeddings ({matrix.shape[1]} dims), coloured by "
           f"{colour}" + (f" — a sample of {points.total:,}; the query's hits always drawn"
                          if points.sampled else ""))
@@ -285,6 +308,9 @@ else:
     st.plotly_chart(fig, key="map_chart3d")
     event = None
     st.caption("Selection works on the 2-D map (plotly has no box or lasso in 3-D).")
+if query.strip() and not hits:  # an empty map of hits must not look like a broken one
+    st.info("No hit for this query with the settings of Search & tune (nothing passes "
+            "minScore, or the search abstained): the query is placed, no hit is marked.")
 if used == "UMAP" and qpoint is not None:
     st.caption("The query sits at the similarity-weighted mean of its 5 nearest chunks (UMAP "
                "has no exact inverse for a new point).")

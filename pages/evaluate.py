@@ -18,17 +18,22 @@ from workbench import charts, evalruns, state, tuning
 key = state.current_key()
 idx = state.open_index(key)
 st.title("Evaluate")
+state.index_caption(key)
 
 oc_home = state.current_home(key)
 if oc_home is not None:  # an agent's real queries: label-free metrics (memory_core.openclaw)
-    real = oc.mine_queries(oc.transcripts_of_home(oc_home.sessions_dir, oc_home.agent))
+    real = state.mined_queries(key, oc.transcripts_of_home(oc_home.sessions_dir, oc_home.agent))
     with st.expander(f"Real queries of agent {oc_home.agent}: {len(real)}, no labels needed",
                      expanded=True):
         if real:
             runs = {"tuned (Search & tune)": state.tuned_settings(key),
                     "the agent's (openclaw.json)": oc_home.load_config().settings()}
-            st.dataframe(pd.DataFrame(oc.metrics_rows(state.ensure_indexed(key), real, runs)),
-                         hide_index=True, width="stretch", key="eval_real")
+            rows_real = state.memo(
+                "real-metrics", key, (tuple((q.query, q.at) for q in real),
+                                      tuple((k, repr(v)) for k, v in runs.items())),
+                lambda: oc.metrics_rows(state.ensure_indexed(key), real, runs))
+            st.dataframe(pd.DataFrame(rows_real), hide_index=True, width="stretch",
+                         key="eval_real")
             st.caption("Zero results then: what the agent got; now: these settings. Overlap@k: "
                        "share of the results then still in the top k now. Details: Real queries.")
         else:
@@ -59,6 +64,27 @@ with st.expander("Your own labels: upload a query set"):
                 st.error(f"Cannot import: {e}")
 
 
+def _many_runs_section(by_id: dict[str, Any], a_id: str) -> None:
+    """Several runs against run A at once, their p-values adjusted for the family (Holm)."""
+    with st.expander("Several runs against A (multiple-testing correction)"):
+        picked = st.multiselect("Runs", [i for i in by_id if i != a_id], key="eval_many",
+                                format_func=lambda i: f"{by_id[i].name} · {i}")
+        metric = st.selectbox("Metric", ["ndcg@10", "mrr@10", "success@5", "recall@5"],
+                              key="eval_many_metric")
+        if picked and st.button("Compare with A", key="eval_many_run"):
+            try:
+                frame = evalruns.compare_many(by_id[a_id], [by_id[i] for i in picked], metric)
+            except ValueError as e:
+                st.error(f"Cannot compare: {e}")
+                return
+            st.dataframe(frame.style.format("{:.4f}", subset=[
+                "A", "run's", "delta", "ci low", "ci high", "p-value", "p (Holm)"]),
+                hide_index=True, width="stretch", key="eval_many_table")
+            st.caption("Paired randomization test of each run against A (2,000 rounds, seed "
+                       "42); p (Holm): Holm–Bonferroni adjusted over these runs — read it, "
+                       "not the raw p, when several runs are tested at once.")
+
+
 def _saved_runs_section() -> None:
     """The saved runs: list, compare two (intervals, p-values), open a win or a loss."""
     st.subheader("Saved runs")
@@ -84,10 +110,13 @@ def _saved_runs_section() -> None:
                 by_id[a_id], by_id[b_id]))
         except ValueError as e:
             st.error(f"Cannot compare: {e}")
+    _many_runs_section(by_id, a_id)
     stored_cmp = st.session_state.get("eval_run_cmp")
     if not stored_cmp or stored_cmp[0] != (a_id, b_id):
         return
     cmp = stored_cmp[1]
+    for note in evalruns.mismatch_notes(by_id[a_id], by_id[b_id]):
+        st.warning(f"These runs are not of one setup: {note}.")
     st.markdown(f"**{cmp.label_a}** (A) vs **{cmp.label_b}** (B): {cmp.n_queries} queries, "
                 f"{cmp.settings['level']} level")
     st.dataframe(evalruns.comparison_frame(cmp).style.format(
@@ -162,11 +191,15 @@ limit = top[2].number_input("Queries per workspace (0 = all)", 0, max(per_ws, 1)
 
 a_settings = state.tuned_settings(key)
 pinned = st.session_state.get("wb_pinned_b")
-b_options = (["pinned"] if pinned else []) + ["reference", "default"]
+# B starts on the other profile: A (the open profile, tuned) against B = the same profile
+# would compare the reference with itself on a home, which opens with the reference profile
+others = ["default", "reference"] if key.profile == "reference" else ["reference", "default"]
+b_options = (["pinned"] if pinned else []) + others
 b_labels = {"pinned": "pinned settings", "reference": "reference profile",
             "default": "default profile"}
 c1, c2, c3 = st.columns([1.6, 1.4, 1])
-b_choice = c1.radio("Compare A (the tuned settings of Search & tune) with B =", b_options,
+b_choice = c1.radio(f"Compare A (the {key.profile} profile as tuned on Search & tune) with B =",
+                    b_options,
                     key="eval_b", format_func=b_labels.__getitem__, horizontal=True)
 b_settings = (tuning.apply_values(idx.settings(), pinned) if b_choice == "pinned"
               else state.profile_defaults(key, b_choice))
@@ -320,9 +353,13 @@ if sweep_state:
                              else 0)
     st.plotly_chart(charts.heatmap_figure(rows, "vector_weight", "min_score", hm_metric),
                     key="eval_heatmap")
-    best = max(rows, key=lambda r: r[hm_metric])
+    best, n_tied = evalruns.best_cells(rows, hm_metric,
+                                       (a_settings.vector_weight, a_settings.min_score))
     st.caption(f"Best {hm_metric}: {best[hm_metric]:.3f} at vector weight "
-               f"{best['vector_weight']}, minScore {best['min_score']}.")
+               f"{best['vector_weight']}, minScore {best['min_score']}"
+               + (f" — tied by {n_tied} of {len(rows)} cells; the one nearest the current "
+                  f"settings (vector weight {a_settings.vector_weight}, minScore "
+                  f"{a_settings.min_score}) is shown." if n_tied > 1 else "."))
     cc = st.columns([1, 1, 1.2])
     vws = list(dict.fromkeys(r["vector_weight"] for r in rows))
     mss = list(dict.fromkeys(r["min_score"] for r in rows))

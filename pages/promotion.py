@@ -19,6 +19,7 @@ from workbench import charts, state
 
 key = state.current_key()
 st.title("Promotion")
+state.index_caption(key)
 idx = state.ensure_indexed(key)
 st.caption(f"{key.label()} — short-term memories (dated diaries) that searches keep recalling "
            "become candidates for the long-term `MEMORY.md`.")
@@ -85,7 +86,7 @@ with st.expander("The agent's real recalls, and the Light/REM phases", expanded=
     oc_home = state.current_home(key)
     files = (oc.transcripts_of_home(oc_home.sessions_dir, oc_home.agent) if oc_home
              else oc.transcripts_of_workspace(idx.workspace))
-    real = oc.mine_queries(files)
+    real = state.mined_queries(key, files)
     st.caption(f"{len(real)} memory_search calls in {len(files)} transcripts: their results "
                "are recorded at their own times, as the reference's tool records them. The "
                "phases write staging reports under memory/dreaming/ and feed phaseBoost.")
@@ -190,9 +191,14 @@ now: Any = (datetime(when.year, when.month, when.day, 23, 59, tzinfo=UTC)
 
 # read-only with no state store yet: there are no signals, and opening one would create it
 no_state = idx.readonly and not pr.state_path(idx.workspace).is_file()
-cands = [] if no_state else pr.list_candidates(
+# once per gate values and state of the signals and MEMORY.md: a click elsewhere (a row, the
+# selection, a toggle) reruns the page without scoring every tracked entry again
+stamp = state.file_stamp(pr.state_path(idx.workspace), idx.workspace / "MEMORY.md")
+gates = (now, float(min_score), int(min_recalls), int(min_unique), float(max_age), int(limit))
+cands = [] if no_state else state.memo("promo-candidates", key, (stamp, gates),
+                                       lambda: pr.list_candidates(
     idx, now=now, min_score=float(min_score), min_recall_count=int(min_recalls),
-    min_unique_queries=int(min_unique), max_age_days=float(max_age), limit=int(limit))
+    min_unique_queries=int(min_unique), max_age_days=float(max_age), limit=int(limit)))
 passed = [c for c in cands if c.passed]
 m = st.columns(3)
 m[0].metric("Tracked entries", len(cands))
@@ -209,8 +215,12 @@ show_all = st.toggle("Show gated entries too", value=False, key="promo_show_all"
 shown = cands if show_all else (passed or cands[:10])
 table = pd.DataFrame([{
     "rank": c.rank, "passed": c.passed, "score": round(c.score, 3),
-    "where": f"{c.path}#L{c.start_line}-L{c.end_line}", "recalls": c.recall_count,
-    "daily": c.daily_count, "unique queries": c.unique_queries,
+    # the figures the gates test, under their gates' names (the old "unique queries" column
+    # showed distinct queries while minUniqueQueries tests queries/days: "1" passed a gate of 3)
+    "where": f"{c.path}#L{c.start_line}-L{c.end_line}",
+    "signals (minRecallCount)": c.signals, "recalls": c.recall_count,
+    "daily": c.daily_count, "queries/days (minUniqueQueries)": c.context_diversity,
+    "distinct queries": c.unique_queries,
     "days": len(c.recall_days),
     # the diary's own age, and §6.4's recency age (since the last recall: 0 after a replay
     # ending today, which the old "age (days)" label passed off as the diary's age)
@@ -226,7 +236,9 @@ table = pd.DataFrame([{
     "snippet": " ".join(c.snippet.split())[:140],
 } for c in shown])
 st.dataframe(table, hide_index=True, width="stretch", key="promo_table",
-             column_config={"snippet": st.column_config.TextColumn(width="large")})
+             column_config={"snippet": st.column_config.TextColumn(width="large"),
+                            "where": st.column_config.TextColumn(width="medium"),
+                            "duplicate?": st.column_config.TextColumn(width="medium")})
 st.plotly_chart(charts.stacked_components_figure(
     [f"{'✓' if c.passed else '·'} {c.path}#L{c.start_line}-L{c.end_line}"
      + "\u200b" * i for i, c in enumerate(shown)],
@@ -246,7 +258,8 @@ chosen = st.multiselect("Candidates to promote", keys, default=keys, key=sel_key
                                                    f"({c.score:.3f})" for c in passed
                                                    if c.key == k))
 selected = [c for c in passed if c.key in chosen]
-plan = pr.preview_apply(idx, selected, now=now) if selected else None
+plan = state.memo("promo-plan", key, (stamp, now, tuple(c.key for c in selected)),
+                  lambda: pr.preview_apply(idx, selected, now=now)) if selected else None
 if plan is not None:
     if plan.diff:
         st.code(plan.diff, language="diff", wrap_lines=True)
@@ -268,8 +281,15 @@ if plan is not None and plan.changed and plan.over_budget:
     over_ok = st.checkbox("Apply anyway, over the budget", key="promo_over_ok",
                           help="MEMORY.md is loaded into every session: past its budget the "
                                "agent's context pays for every extra character.")
+n_write = len(selected) - len(plan.skipped) if plan is not None else 0
+if plan is not None and n_write != len(passed):
+    # "Pass the gates 4" and an Apply that writes 3 must not be left to be noticed
+    st.caption(f"{len(passed)} pass the gates; {len(selected)} selected; {n_write} would be "
+               f"written" + (f" ({len(plan.skipped)} skipped, above)" if plan.skipped else "")
+               + ".")
 b1, b2, _ = st.columns([1, 1, 4])
-if b1.button("Apply", type="primary", key="promo_apply",
+if b1.button(f"Apply ({n_write})" if plan is not None else "Apply", type="primary",
+             key="promo_apply",
              disabled=read_only or plan is None or not plan.changed or not over_ok):
     try:
         res = pr.apply(idx, plan)

@@ -12,6 +12,7 @@ from workbench import state
 
 key = state.current_key()
 st.title("Real queries")
+state.index_caption(key)
 home = state.current_home(key)
 if home is not None:
     files = oc.transcripts_of_home(home.sessions_dir, home.agent)
@@ -22,7 +23,7 @@ else:
     files = oc.transcripts_of_workspace(idx0.workspace)
     st.caption(f"Transcripts of `{idx0.workspace / 'sessions'}` · {len(files)} files "
                "(open an OpenClaw home in the sidebar for an agent's own)")
-queries = oc.mine_queries(files)
+queries = state.mined_queries(key, files)
 if not queries:
     st.info("No memory_search call in these transcripts.")
     st.stop()
@@ -30,13 +31,10 @@ if not queries:
 idx = state.ensure_indexed(key)
 settings = state.tuned_settings(key)
 k = int(settings.max_results)
-cache = st.session_state.setdefault("rq_cache", {})
-ck = (key, state.generation(key), repr(settings), len(queries))
-if ck not in cache:
-    with st.spinner(f"Running {len(queries)} real queries again…"):
-        cache.clear()
-        cache[ck] = oc.compare(idx, queries, settings)
-comps = cache[ck]
+with st.spinner(f"Running {len(queries)} real queries again…"):
+    asked = tuple((q.query, q.at) for q in queries)
+    comps = state.memo("real-compare", key, (asked, repr(settings)),
+                       lambda: oc.compare(idx, queries, settings))
 m = oc.metrics(comps, k)
 
 

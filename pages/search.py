@@ -20,6 +20,7 @@ from workbench import search_view, state, tuning
 key = state.current_key()
 idx = state.open_index(key)
 st.title("Search & tune")
+state.index_caption(key)
 st.caption(f"{key.label()} — candidates are fetched once per query; sliders only re-fuse them.")
 
 # ----------------------------------------------------------------------------- settings widgets
@@ -57,7 +58,7 @@ backend_kind = st.radio(
 off = backend_kind == "qmd"  # qmd ranks with its own scores: the fusion controls do not apply
 OFF_WHY = "Does not apply to qmd, which ranks with its own scores (builtin fusion setting)."
 query = st.text_input("Query", value=state.shared_query(), key="search_query",
-                      placeholder="e.g. who is on call right now?  ·  连接池  ·  COOKIE_EXPIRED")
+                      placeholder=tuning.example_placeholder())
 state.set_shared_query(query)
 
 
@@ -87,7 +88,13 @@ def tune() -> None:
         weight_note = st.empty()  # why a weight does nothing for this query (search_view)
         st.slider("minScore", **tuning.slider_range("min_score"), key=W + "min_score",
                   help="Hits scoring below stay visible, greyed.")
-        st.slider("maxResults", **tuning.slider_range("max_results"), key=W + "max_results")
+        mr_range = tuning.slider_range("max_results")
+        if off:  # qmd returns at most [qmd] max_results: the slider offers no more than that
+            mr_range["max_value"] = q_max = int(idx.config.qmd.max_results)
+            if int(st.session_state.get(W + "max_results", 1)) > q_max:
+                st.session_state[W + "max_results"] = q_max
+        st.slider("maxResults", **mr_range, key=W + "max_results",
+                  help=f"qmd returns at most `[qmd] max_results` = {q_max}." if off else None)
         st.slider("candidateMultiplier", **tuning.slider_range("candidate_multiplier"),
                   key=W + "candidate_multiplier",
                   disabled=off, help=OFF_WHY if off else "Each leg contributes its top "
@@ -142,8 +149,9 @@ def tune() -> None:
               help="Compare later settings against these.")
     with main:
         if not query.strip():
-            st.info("Type a query. Try `COOKIE_EXPIRED`, `which colleague is leaving the "
-                    "company?`, `连接池` or `Who is on call right now?` on the demo workspace.")
+            st.info("Type a query. Try " + ", ".join(
+                f"`{q}`" + ("" if len(p) > 1 else f" ({p[0]} profile)")
+                for q, p in tuning.EXAMPLE_QUERIES.items()) + " on the demo.")
         elif off:
             search_view.qmd_results(key, query, current, sources)
         else:

@@ -57,6 +57,11 @@ def test_map_projects_chunks_query_hits_and_lists_a_selection(
     # colour by source: one trace per source
     at.selectbox(key="map_colour").set_value("source").run()
     assert {t["name"] for t in _figure(at)["data"]} == {"memory", "sessions"}
+    # colour by date: one continuous scale (a legend entry per day repeated its colours)
+    at.selectbox(key="map_colour").set_value("date").run()
+    dated = next(t for t in _figure(at)["data"] if t["name"] == "dated")
+    assert dated["marker"]["showscale"] and len(dated["marker"]["colorbar"]["ticktext"]) >= 2
+    assert {t["name"] for t in _figure(at)["data"]} <= {"dated", "undated"}
     # colour by cluster: k traces, each named by its words
     at.selectbox(key="map_colour").set_value("cluster").run()
     at.slider(key="map_k").set_value(4).run()
@@ -69,6 +74,10 @@ def test_map_projects_chunks_query_hits_and_lists_a_selection(
     names = {t["name"] for t in _figure(at)["data"]}
     assert "query" in names and names & {"hit: both legs", "hit: vector leg",
                                           "hit: keyword leg"}
+    assert not any("No hit for this query" in i.value for i in at.info)
+    at.text_input(key="map_query").input("qqzzxv wqpfk").run()  # nothing answers this
+    assert any("No hit for this query" in i.value for i in at.info)
+    at.text_input(key="map_query").input("who is on call right now?").run()
     # colour by similarity: one continuous trace, every point's cosine to the query
     at.selectbox(key="map_colour").set_value("similarity to query").run()
     sim = next(t for t in _figure(at)["data"] if t["name"] == "cosine to the query")

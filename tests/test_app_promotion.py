@@ -55,6 +55,12 @@ def test_replay_then_apply_then_undo(open_app: OpenApp, demo_ws: Path) -> None:
     skipped_keys = re.findall(r"`(memory:[^`]+)`", skipped)
     written = passed - len(skipped_keys)
     assert written > 0
+    # the Apply button counts what it writes, not what passed the gates (issue #35)
+    assert at.button(key="promo_apply").label == f"Apply ({written})"
+    # the columns show what the gates test: every passing row meets minUniqueQueries 3
+    shown = table[table["passed"]]
+    assert (shown["queries/days (minUniqueQueries)"] >= 3).all()
+    assert (shown["signals (minRecallCount)"] >= 3).all()
     assert diff.count("+<!-- openclaw-memory-promotion:") == written
     # a stricter gate leaves none, and says why
     at.number_input(key="promo_min_recalls").set_value(50).run()

@@ -29,6 +29,12 @@ def test_save_two_runs_compare_them_and_open_a_loss(open_app: OpenApp, demo_ws: 
     pickers = {s.label: s.value for s in at.selectbox if s.label.startswith("Run ")}
     assert pickers["Run A (baseline)"] != pickers["Run B (change)"]
     assert pickers["Run B (change)"].endswith("A-tuned")  # the newest run is B
+    # several runs against A at once, p-values adjusted over the family (issue #35)
+    b_id = at.selectbox(key=next(s.key for s in at.selectbox if s.label == "Run B (change)"))
+    at.multiselect(key="eval_many").set_value([b_id.value]).run()
+    at.button(key="eval_many_run").click().run()
+    many = _table(at, "p (Holm)")
+    assert len(many) == 1 and many["p (Holm)"].iloc[0] >= many["p-value"].iloc[0]
     at.button(key="eval_cmp_runs").click().run()
     cmp = _table(at, "p-value")
     assert list(cmp["metric"])[:5] == ["ndcg@10", "mrr@10", "recall@5", "recall@10", "success@1"]

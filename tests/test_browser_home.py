@@ -111,3 +111,30 @@ def test_real_queries_then_and_now_on_the_demo_home(home_server: tuple[str, Path
         assert 0 < visible and scroll <= visible + 1, (scroll, visible, headers)
         assert len(headers) == 13 and headers[-1] == "p50 ms", headers
         _shot(page, "8-evaluate-home")
+
+
+def test_no_request_leaves_the_machine(home_server: tuple[str, Path]) -> None:
+    """Every request the pages make goes to the workbench itself (issue #35: the page icon came
+    from a font CDN); the first visit shows its progress figure within seconds."""
+    from urllib.parse import urlsplit
+
+    url, _ = home_server
+    hosts: dict[str, str] = {}
+    with playwright_sync.sync_playwright() as pw:
+        from .test_browser import ARGS, CHROMIUM
+
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1440, "height": 900})
+            page.on("request", lambda r: hosts.setdefault(urlsplit(r.url).hostname or "",
+                                                          r.url))
+            page.goto(url, wait_until="domcontentloaded")
+            _settle(page)
+            for title in ("Search & tune", "Chunks", "Embedding map", "Evaluate", "Promotion",
+                          "Real queries"):
+                _go(page, title)
+                _no_exception(page, title)
+        finally:
+            browser.close()
+    away = {h: u for h, u in hosts.items() if h not in ("127.0.0.1", "localhost", "")}
+    assert not away, away

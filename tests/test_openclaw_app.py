@@ -83,6 +83,9 @@ def test_search_page_writes_the_tuned_settings_into_openclaw_json(
     at.run()
     diff = next(c.value for c in at.code if c.value.startswith("--- a/openclaw.json"))
     assert "-          maxResults: 7," in diff and "+          maxResults: 3," in diff
+    # the user's tracked file is written only once they said so (issue #35)
+    assert at.button(key="export_openclaw").disabled
+    at.checkbox(key="export_confirm").check().run()
     at.button(key="export_openclaw").click().run()
     assert not at.exception
     assert "maxResults: 3," in cfg.read_text() and "// where the agents live" in cfg.read_text()
@@ -102,6 +105,7 @@ def test_search_page_export_into_a_read_only_openclaw_json_is_one_error(
     before = cfg.read_bytes()
     try:
         at.run()
+        at.checkbox(key="export_confirm").check().run()
         at.button(key="export_openclaw").click().run()
         assert not at.exception
         assert any("read-only" in e.value for e in at.error)

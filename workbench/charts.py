@@ -29,7 +29,7 @@ def wrap(text: str, width: int = 60, lines: int = 6) -> str:
     head = " ".join(text.split())[: width * (lines + 2)]
     parts = textwrap.wrap(head, width, max_lines=lines, placeholder=" …",
                           break_long_words=True)
-    return "<br>".join(html.escape(x) for x in parts)
+    return "<br>".join(html.escape(x, quote=False) for x in parts)  # no &quot; in hovers
 
 
 def hover_wrap(text: str, width: int = 60, lines: int = 3) -> str:
@@ -62,7 +62,7 @@ def hover_wrap(text: str, width: int = 60, lines: int = 3) -> str:
     out = out[:lines]
     if cut and out:
         out[-1] = out[-1][: max(0, width - 2)].rstrip() + " …"
-    return "<br>".join(html.escape(x) for x in out)
+    return "<br>".join(html.escape(x, quote=False) for x in out)  # no &quot; in hovers
 
 
 def hit_label(i: int, h: Hit, status: str) -> str:

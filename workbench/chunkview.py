@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -130,9 +131,23 @@ def highlight_html(src: SourceLines, start: int, end: int, *, context: int | Non
     return style + '<div class="wb-src">' + "".join(out) + "</div>"
 
 
-def mark(text: str, needles: Sequence[str]) -> str:
+def _word(c: str) -> bool:
+    return c.isascii() and (c.isalnum() or c == "_")
+
+
+def _whole(text: str, i: int, n: int) -> bool:
+    """Whether ``text[i:i+n]`` is not part of a longer (ASCII) word: "ill" in "Will" is not.
+    CJK runs have no spaces between words, so only ASCII letters and digits bound a match."""
+    head, tail = text[i], text[i + n - 1]
+    return not ((_word(head) and i > 0 and _word(text[i - 1]))
+                or (_word(tail) and i + n < len(text) and _word(text[i + n])))
+
+
+def mark(text: str, needles: Sequence[str], *, words: bool = False) -> str:
     """``text`` (HTML) with every case-insensitive occurrence of any of ``needles`` (HTML too)
-    wrapped in ``<mark>``; the longest needle wins where two start at one place."""
+    wrapped in ``<mark>``; the longest needle wins where two start at one place. With
+    ``words``, only whole words are marked, as the keyword leg matches them (a snippet);
+    without, any occurrence (the Chunks page's text filter, a substring search)."""
     low = text.casefold()
     # compared slice by slice: casefolding may change a string's length (ß → ss)
     by_fold = {n.casefold(): len(n) for n in needles if n}
@@ -141,7 +156,8 @@ def mark(text: str, needles: Sequence[str]) -> str:
         return text
     out, i, start = [], 0, 0
     while i < len(text):
-        hit = next((n for f, n in wanted if text[i:i + n].casefold() == f), None)
+        hit = next((n for f, n in wanted if text[i:i + n].casefold() == f
+                    and (not words or _whole(text, i, n))), None)
         if hit is None:
             end = text.find(";", i) if text[i] == "&" else -1
             i = end + 1 if 0 < end - i <= 8 else i + 1  # never inside an entity (&amp;)
@@ -155,7 +171,29 @@ def mark(text: str, needles: Sequence[str]) -> str:
 def snippet_html(text: str, terms: Sequence[str]) -> str:
     """A hit's snippet as HTML: its text kept as written (a diary's ``# 2026-11-20`` is no
     heading), the query's ``terms`` marked."""
-    body = mark(html.escape(text), [html.escape(t) for t in terms])
+    body = mark(html.escape(text), [html.escape(t) for t in terms], words=True)
     return ('<div style="white-space:pre-wrap;word-break:break-word;font-size:0.92em;'
             'line-height:1.45;border-left:3px solid #e6e6e6;padding:2px 0 2px 10px">'
             f'{body}</div>')
+
+
+def display_value(value: object) -> str:
+    """A setting's value as a person writes it, not as a Python repr: ``—`` for none, lists
+    joined with commas, ``on``/``off`` for flags (Home's settings table showed
+    ``['memory', 'sessions']``, ``None`` and ``True``)."""
+    if value is None or value == "":
+        return "—"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, (list, tuple, set)):
+        return ", ".join(display_value(v) for v in value) or "—"
+    return str(value)
+
+
+_HUNK_HEADER = re.compile(r"\A\s*@@[^@\n]*@@[^\n]*\n?")
+
+
+def without_hunk_header(snippet: str) -> str:
+    """A qmd snippet without its leading ``@@ -3,3 @@ …`` line: the engine reads the lines from
+    it (the citation shows them); a person reads the text."""
+    return _HUNK_HEADER.sub("", snippet, count=1)

@@ -118,3 +118,70 @@ def metric_columns(metrics: list[str]) -> dict[str, Any]:
     cfg["p50 ms"] = st.column_config.Column("p50 ms", width=METRIC_COLUMN_WIDTH,
                                             help="median search time per query")
     return cfg
+
+
+def best_cells(rows: list[dict[str, Any]], metric: str, current: tuple[float, float]
+               ) -> tuple[dict[str, Any], int]:
+    """The sweep's best cell for ``metric`` and how many cells tie with it.
+
+    A whole row or column often ties (the keyword leg alone decides every weight below some
+    value): the first maximum would then be a tie-break artefact of the grid's order. Among the
+    tied cells the one nearest the ``current`` (vector weight, minScore) is chosen, so that
+    "Apply" changes nothing when the current settings are already among the best.
+    """
+    top = max(float(r[metric]) for r in rows)
+    tied = [r for r in rows if abs(float(r[metric]) - top) <= 1e-9]
+    vw, ms = current
+    best = min(tied, key=lambda r: (abs(float(r["vector_weight"]) - vw)
+                                    + abs(float(r["min_score"]) - ms)))
+    return best, len(tied)
+
+
+def mismatch_notes(a: SavedRun, b: SavedRun) -> list[str]:
+    """What differs between two saved runs besides their settings: the query set, its level,
+    the index each searched. A comparison across them measures those too, so the page says so
+    (two runs of different indexes were set side by side without a word)."""
+    ma, mb = a.meta, b.meta
+    notes = []
+    if ma.get("query_set") != mb.get("query_set"):
+        notes.append(f"different query sets: A `{ma.get('query_set')}`, B "
+                     f"`{mb.get('query_set')}` (only the queries they share are compared)")
+    if ma.get("level") != mb.get("level"):
+        notes.append(f"judged at different levels: A {ma.get('level')}, B {mb.get('level')}")
+    ia, ib = ma.get("index") or {}, mb.get("index") or {}
+    if ia and ib and ia != ib:
+        notes.append("different indexes (chunking, provider or content differ): the "
+                     "difference measures the index as well as the settings")
+    return notes
+
+
+def holm(p_values: list[float]) -> list[float]:
+    """Holm–Bonferroni adjusted p-values, in the input's order: with several runs tested
+    against one baseline, the chance that one of them looks better by luck grows with their
+    number; Holm's step-down keeps the family-wise error at the level read (as ranx does)."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    out = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        out[i] = running
+    return out
+
+
+def compare_many(baseline: SavedRun, others: list[SavedRun], metric: str = "ndcg@10",
+                 rounds: int = 2000) -> pd.DataFrame:
+    """Each of ``others`` against ``baseline`` on ``metric``: delta, the 95 % interval, the raw
+    p-value and the Holm-adjusted one over the family (one row per run)."""
+    from memory_core.evaluation.runs import compare_saved
+
+    rows = []
+    for run in others:
+        v = compare_saved(baseline, run, rounds=rounds).metrics[metric]
+        rows.append({"run": run.name, "id": run.id, "A": v["a"], "run's": v["b"],
+                     "delta": v["delta"], "ci low": v["ci"][0], "ci high": v["ci"][1],
+                     "p-value": v["p_value"], "wins": v["wins"], "losses": v["losses"]})
+    adjusted = holm([r["p-value"] for r in rows])
+    for r, adj in zip(rows, adjusted, strict=True):
+        r["p (Holm)"] = adj
+    return pd.DataFrame(rows)

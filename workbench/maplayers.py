@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from memory_core.common.dates import path_date
 
@@ -167,3 +168,18 @@ def gold_groups(ids: Sequence[str], gold: set[str], hit_ids: Iterable[str]) -> l
         else:
             out.append("hit, not gold" if cid in found else "other")
     return out
+
+
+def date_scale(dates: list[str], ticks: int = 6) -> tuple[np.ndarray, list[float], list[str]]:
+    """Dates (``YYYY-MM-DD`` or "undated") as days since the first one, NaN where undated, and
+    a colour bar's tick values and labels: a continuous scale, where one legend entry per day
+    (~130 on the demo home, colours repeating) said nothing of which day is older."""
+    parsed = pd.to_datetime(pd.Series(dates), format="%Y-%m-%d", errors="coerce")
+    if parsed.notna().sum() == 0:
+        return np.full(len(dates), np.nan), [], []
+    first = parsed.min()
+    days = ((parsed - first).dt.days).to_numpy(dtype=float)
+    span = float(np.nanmax(days))
+    vals = sorted({round(span * i / max(1, ticks - 1)) for i in range(ticks)})
+    labels = [(first + pd.Timedelta(days=v)).date().isoformat() for v in vals]
+    return days, [float(v) for v in vals], labels

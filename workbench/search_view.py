@@ -54,10 +54,12 @@ def qmd_results(key: IndexKey, query: str, current: SearchSettings,
                 sources: Sequence[str]) -> None:
     """qmd's answer (its own ranking: no fusion, so no re-ranking either)."""
     t0 = time.perf_counter()
-    try:
-        res = state.qmd_backend(key).search(query, max_results=current.max_results,
-                                            min_score=current.min_score,
-                                            sources=list(sources) or None)
+    try:  # once per query and limits (a qmd search is a process, seconds): a rerun reuses it
+        res = state.memo("qmd-search", key, (query, current.max_results, current.min_score,
+                                             tuple(sources)),
+                         lambda: state.qmd_backend(key).search(
+                             query, max_results=current.max_results,
+                             min_score=current.min_score, sources=list(sources) or None))
     except Exception as e:  # the builtin fallback itself failed
         st.error(f"Search failed: {e}")
         return
@@ -69,7 +71,8 @@ def qmd_results(key: IndexKey, query: str, current: SearchSettings,
     m[1].metric("Answered by", f"{res.backend} ({res.mode})")
     m[2].metric("Took", f"{q_ms:.0f} ms")
     rows = [{"rank": i, "citation": h.citation, "score": round(h.score, 3),
-             "source": h.source, "snippet": h.snippet} for i, h in enumerate(res.hits, 1)]
+             "source": h.source, "snippet": chunkview.without_hunk_header(h.snippet)}
+            for i, h in enumerate(res.hits, 1)]
     st.dataframe(rows, hide_index=True, width="stretch", key="search_qmd_table",
                  column_config={"snippet": st.column_config.TextColumn(width="large")})
 
@@ -210,7 +213,9 @@ def _ab_tab(key: IndexKey, idx: MemoryIndex, query: str, sources: Sequence[str],
             cands: Candidates, result: FusionResult) -> None:
     current = result.settings
     pinned = st.session_state.get("wb_pinned_b")
-    options = (["pinned"] if pinned else []) + ["reference", "default"]
+    # B starts on the profile A is not (a home opens on the reference: A = B compared nothing)
+    others = ["default", "reference"] if key.profile == "reference" else ["reference", "default"]
+    options = (["pinned"] if pinned else []) + others
     labels = {"pinned": "B = pinned settings", "reference": "B = reference profile",
               "default": "B = default profile"}
     choice = st.radio("Compare the current settings (A) with", options, key="ab_choice",
@@ -239,7 +244,8 @@ def _ab_tab(key: IndexKey, idx: MemoryIndex, query: str, sources: Sequence[str],
     diff = tuning.settings_diff(current, b_settings)
     if diff:
         st.caption("Settings that differ (A vs B): " + ", ".join(
-            f"{k} {a!r} → {b!r}" for k, (a, b) in diff.items()))
+            f"{k} {chunkview.display_value(a)} → {chunkview.display_value(b)}"
+            for k, (a, b) in diff.items()))
 
 
 def _export_tab(key: IndexKey, current: SearchSettings) -> None:
@@ -267,11 +273,17 @@ def _export_tab(key: IndexKey, current: SearchSettings) -> None:
         st.caption("openclaw.json already says this.")
     for why in plan.refused:
         st.warning(f"Not written automatically: {why}.")
+    for why in plan.untranslated:
+        st.warning(f"{why}.")
     if plan.manual_patch:
         st.caption("To add by hand:")
         st.code(plan.manual_patch, language="json")
+    # openclaw.json is the user's tracked file: written only once they said so, here
+    sure = bool(plan.changes) and st.checkbox(
+        f"Yes, change `{oc_home.config_path.name}` as shown", key="export_confirm",
+        help="The agent reads this file: the diff above is what changes (a backup first).")
     if plan.changes and st.button("Write openclaw.json", key="export_openclaw",
-                                  disabled=not plan.ok):
+                                  disabled=not plan.ok or not sure):
         try:
             backup = oc.apply_export(plan)
         except ValueError as e:  # a read-only openclaw.json: refused, one line

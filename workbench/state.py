@@ -232,7 +232,15 @@ def qmd_backend(key: IndexKey) -> MemoryBackend:
 def current_home(key: IndexKey | None = None) -> OpenClawHome | None:
     """The OpenClaw home (and agent) ``key`` was opened from, or ``None`` for a folder."""
     key = key or current_key()
-    return open_home(key.home, key.agent or None) if key.home else None
+    if not key.home:
+        return None
+    home_key = key
+    # parsed once per state of openclaw.json (JSON5, ~40 ms a parse: every rerun of every page
+    # on a home paid it)
+    stamp = file_stamp(Path(key.home).expanduser() / "openclaw.json")
+    got: OpenClawHome = memo("openclaw-home", home_key, stamp,
+                             lambda: open_home(key.home, key.agent or None))
+    return got
 
 
 def generation(key: IndexKey) -> int:
@@ -346,13 +354,16 @@ ProgressFn = Callable[[str, int, int], None]
 
 def sync_index(key: IndexKey, *, force: bool = False, progress: ProgressFn | None = None
                ) -> SyncReport:
-    """Sync the index of ``key`` (bumping its generation, so cached candidates are refetched)."""
+    """Sync the index of ``key``; when the sync changed it, bump its generation, so that cached
+    candidates and measurements are computed again (a sync that wrote nothing keeps them: an
+    evaluation's own sync must not make every later click search again)."""
     idx = open_index(key)
     state = _state(key)
     with state.lock:
         report = idx.sync(force=force, progress=progress)
         state.synced = True
-        state.generation += 1
+        if report.full or report.wrote_anything:
+            state.generation += 1
     return report
 
 
@@ -365,13 +376,28 @@ def bump_generation(key: IndexKey) -> None:
 
 def progress_bar(label: str = "Indexing") -> tuple[Any, ProgressFn]:
     """A Streamlit progress bar and a ``progress(stage, done, total)`` callback that fills it."""
+    import time
+
+    t0 = time.monotonic()
     bar = st.progress(0.0, text=f"{label}…")
 
     def progress(stage: str, done: int, total: int) -> None:
+        # n of N and the time so far: a long first build is seen moving, not a blank page
         frac = min(1.0, done / total) if total else 0.0
-        bar.progress(frac, text=f"{label}: {stage} {done}/{total}")
+        bar.progress(frac, text=f"{label}: {stage} {done:,} of {total:,} · "
+                                f"{time.monotonic() - t0:.0f} s so far")
 
     return bar, progress
+
+
+def index_caption(key: IndexKey) -> None:
+    """One caption line saying which index the page reads: its file, profile, chunking and
+    provider (a home's profile switch changes the chunking, hence the file)."""
+    idx = open_index(key)
+    cfg = idx.config
+    st.caption(f"Reads the index `{_short(str(idx.store_path))}` · profile `{cfg.profile}` · "
+               f"chunking {cfg.chunking.mode} · embeddings `{cfg.provider.provider}` · "
+               f"generation {generation(key)}")
 
 
 def ensure_indexed(key: IndexKey | None = None) -> MemoryIndex:
@@ -411,6 +437,59 @@ def get_candidates(key: IndexKey, query: str, settings: SearchSettings,
     while len(cache) > _CANDIDATE_CACHE_SIZE:
         cache.popitem(last=False)
     return cands
+
+
+_memo_lock = threading.Lock()
+_memo: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+_MEMO_SIZE = 64
+
+
+def memo(kind: str, key: IndexKey, parts: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
+    """``compute()`` once per (``kind``, index, index generation, ``parts``) for the server.
+
+    What a page measured (the agent's real queries under two settings, an evaluation, the
+    promotion candidates) is kept until the index changes or the settings do, so that a click
+    elsewhere on the page reruns the script without searching again. ``parts`` holds what the
+    result depends on besides the index (settings as their ``repr``). Shared by all sessions,
+    like the open index it is computed from.
+    """
+    ck = (kind, key, generation(key), parts)
+    with _memo_lock:
+        if ck in _memo:
+            _memo.move_to_end(ck)
+            return _memo[ck]
+    value = compute()
+    with _memo_lock:
+        _memo[ck] = value
+        while len(_memo) > _MEMO_SIZE:
+            _memo.popitem(last=False)
+    return value
+
+
+def file_stamp(*paths: Path) -> tuple[tuple[int, int], ...]:
+    """(mtime_ns, size) of each path and of its SQLite ``-wal`` beside it ((0, 0) when absent):
+    a :func:`memo` part for what files the index generation does not follow (the promotion
+    state, ``MEMORY.md``)."""
+    out: list[tuple[int, int]] = []
+    for p in paths:
+        for f in (p, p.with_name(p.name + "-wal")):
+            try:
+                st_ = f.stat()
+                out.append((st_.st_mtime_ns, st_.st_size))
+            except OSError:
+                out.append((0, 0))
+    return tuple(out)
+
+
+def mined_queries(key: IndexKey, files: Sequence[Any]) -> list[Any]:
+    """The agent's ``memory_search`` calls in ``files`` (``SourceFile`` listings of the
+    transcripts, ``memory_core.openclaw``), parsed once per state of the transcripts (each
+    listing carries its file's mtime and size): every rerun of Evaluate, Promotion and Real
+    queries parsed them all again."""
+    from memory_core import openclaw as oc
+
+    stamp = tuple((f.abs, f.mtime_ms, f.size) for f in files)
+    return list(memo("mined-queries", key, stamp, lambda: oc.mine_queries(files)))
 
 
 # --------------------------------------------------------------------------- tuned settings

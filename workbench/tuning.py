@@ -366,3 +366,22 @@ def not_carried(s: SearchSettings) -> list[str]:
     if s.now_ms is not None:
         out.append("pinned 'now' for decay")
     return out
+
+
+#: The example queries the pages suggest, each with the profiles it answers in on the demo
+#: `make run` opens (tests/test_app_numbers.py checks every one): the reference's keyword leg
+#: reads a Chinese run as one token and its minScore gates MiniLM's paraphrases, so a query
+#: only the default profile answers says so.
+EXAMPLE_QUERIES: dict[str, tuple[str, ...]] = {
+    "who is on call?": ("reference", "default"),
+    "PG_DEADLOCK_40P01": ("reference", "default"),
+    "invoice": ("reference", "default"),
+    "数据库连接池": ("default",),
+}
+
+
+def example_placeholder(queries: dict[str, tuple[str, ...]] | None = None) -> str:
+    """The query box's hint: the examples, those one profile answers marked with it."""
+    got = queries or EXAMPLE_QUERIES
+    return "e.g. " + "  ·  ".join(
+        q + ("" if len(p) > 1 else f" ({p[0]} profile)") for q, p in got.items())

@@ -119,6 +119,29 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _query_texts(args: argparse.Namespace) -> dict[str, str]:
+    """The query texts for TREC runs (which carry only ids): ``--queries`` (a set's name or
+    file), else a ``queries.jsonl`` beside the qrels (the labels folder's layout)."""
+    from ..evaluation.datasets import load_query_set
+
+    src = args.queries
+    if not src:
+        beside = Path(args.qrels).expanduser().with_name("queries.jsonl")
+        src = str(beside) if beside.is_file() else None
+    if not src:
+        return {}
+    try:
+        path = Path(src).expanduser()
+        if path.is_file() and path.suffix == ".jsonl":  # ours, BEIR's, the labels folder's
+            rows = [json.loads(ln) for ln in path.read_text(encoding="utf-8").splitlines()
+                    if ln.strip()]
+            return {str(r.get("qid", r.get("_id", r.get("id")))): str(r.get("query",
+                    r.get("text", ""))) for r in rows if isinstance(r, dict)}
+        return {q.qid: q.query for q in load_query_set(src).queries}
+    except Exception:  # texts are a courtesy: the comparison stands without them
+        return {}
+
+
 def _compare(args: argparse.Namespace, a: str, b: str) -> int:
     from ..evaluation import run_compare as cm
     from ..evaluation import runs as rs
@@ -148,7 +171,12 @@ def _compare(args: argparse.Namespace, a: str, b: str) -> int:
         run_a = read_run(sa.trec_file if sa else a)
         run_b = read_run(sb.trec_file if sb else b)
         res = cm.compare_runs(run_a, run_b, qrels, label_a=sa.name if sa else Path(a).name,
-                              label_b=sb.name if sb else Path(b).name, primary=primary, **opts)
+                              label_b=sb.name if sb else Path(b).name, primary=primary,
+                              queries=_query_texts(args), **opts)
+        res.settings["scored_against"] = (
+            f"the qrels {args.qrels} (a hit counts when its docid is judged relevant; "
+            "`memory-core eval` scores the same hits against the query set's evidence lines "
+            "inside a chunk, so its figures can differ)")
     else:
         res = rs.compare_saved(sa, sb, level=args.level, primary=primary, **opts)
     if args.json:

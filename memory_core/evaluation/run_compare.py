@@ -62,21 +62,26 @@ class Comparison:
     def to_markdown(self, limit: int = 20) -> str:
         """The metric table, then the biggest wins and losses and the regressions."""
         s = self.settings
-        lines = [f"### {self.label_a} (a) vs {self.label_b} (b): {self.n_queries} queries", "",
-                 f"95 % paired-bootstrap interval and two-sided paired randomization test "
+        # "A" and "B" are the places on the command line, named once: a run file called
+        # b.trec given first read "b.trec (a) vs a.trec (b)"
+        lines = [f"### A (baseline) = {self.label_a} · B (change) = {self.label_b}: "
+                 f"{self.n_queries} queries", ""]
+        if s.get("scored_against"):
+            lines += [f"Scored against {s['scored_against']}.", ""]
+        lines += [f"95 % paired-bootstrap interval and two-sided paired randomization test "
                  f"({s.get('rounds')} rounds each, seed {s.get('seed')}).", "",
-                 "| metric | a | b | delta | 95 % ci | p | wins | losses |",
+                 "| metric | A | B | delta B − A | 95 % ci | p | wins of B | losses of B |",
                  "|---|---|---|---|---|---|---|---|"]
         for m, v in self.metrics.items():
             lo, hi = v["ci"]
             lines.append(f"| {m} | {v['a']:.4f} | {v['b']:.4f} | {v['delta']:+.4f} | "
                          f"[{lo:+.4f}, {hi:+.4f}] | {v['p_value']:.4f} | {v['wins']} | "
                          f"{v['losses']} |")
-        for title, rows in ((f"Wins of b ({self.primary})", self.wins()),
-                            (f"Losses of b ({self.primary})", self.losses())):
+        for title, rows in ((f"Wins of B ({self.primary})", self.wins()),
+                            (f"Losses of B ({self.primary})", self.losses())):
             rows = sorted(rows, key=lambda r: -abs(r["delta"]))[:limit]
             if rows:
-                lines += ["", f"{title}:", "", "| qid | query | a | b | first rank a → b |",
+                lines += ["", f"{title}:", "", "| qid | query | A | B | first rank A → B |",
                           "|---|---|---|---|---|"]
                 lines += [f"| {r['qid']} | {str(r.get('query', ''))[:60].replace('|', '/')} | "
                           f"{r['a'][self.primary]:.3f} | {r['b'][self.primary]:.3f} | "

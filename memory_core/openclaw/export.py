@@ -55,6 +55,8 @@ class ExportPlan:
     refused: list[str] = field(default_factory=list)
     #: The values that could not be placed, as the nested object to merge by hand.
     manual: dict[str, Any] = field(default_factory=dict)
+    #: Settings left out because they mean something else in OpenClaw's engine, and why.
+    untranslated: list[str] = field(default_factory=list)
 
     @property
     def manual_patch(self) -> str:
@@ -73,7 +75,8 @@ class ExportPlan:
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": str(self.path), "changes": self.changes, "refused": self.refused,
-                "diff": self.diff, "manualPatch": self.manual_patch, "ok": self.ok}
+                "untranslated": self.untranslated, "diff": self.diff,
+                "manualPatch": self.manual_patch, "ok": self.ok}
 
 
 # ----------------------------------------------------------------- a minimal JSON5 scanner
@@ -224,6 +227,26 @@ def _insert(text: str, obj: int, keys: tuple[str, ...], value: Any) -> str:
     return text[:after] + f"{nl}{indent}{entry}," + text[after:]
 
 
+def score_scale_notes(settings: SearchSettings) -> list[str]:
+    """Why ``settings.min_score`` is not on OpenClaw's scale (empty when it is).
+
+    OpenClaw gates the reference fusion's raw weighted sum. Our default profile calibrates the
+    fused score into a probability, may fuse otherwise, and gates again (a vector floor, an
+    abstention threshold): ``minScore: 0.01`` there is "1 % likely relevant", which OpenClaw
+    would read as a raw score letting almost everything through.
+    """
+    notes = []
+    if settings.calibration:
+        notes.append(f"scores are calibrated into probabilities ({settings.calibration})")
+    if settings.fusion != "reference":
+        notes.append(f"the legs are fused by {settings.fusion}, not the reference's weighted sum")
+    if settings.vector_floor > 0:
+        notes.append(f"a vector floor of {settings.vector_floor:g} gates vector hits first")
+    if settings.abstain_below > 0:
+        notes.append(f"the search abstains below {settings.abstain_below:g}")
+    return notes
+
+
 def plan_export(path: Path, settings: SearchSettings, *, agent_index: int | None = None,
                 only: list[str] | None = None) -> ExportPlan:
     """Plan writing ``settings`` (the keys of :data:`EXPORTED`, or ``only`` those) into the
@@ -254,8 +277,13 @@ def plan_export(path: Path, settings: SearchSettings, *, agent_index: int | None
     if root == ("memory", "search"):  # 2026.8+: MMR and temporal decay on by default
         defaults.mmr_enabled = defaults.decay_enabled = True
     plan = ExportPlan(path, old, text)
+    scale = score_scale_notes(settings)
+    if scale and (only is None or "min_score" in only):
+        plan.untranslated.append(
+            f"minScore {settings.min_score:g} is not written: here {'; '.join(scale)}, while "
+            "OpenClaw compares minScore with the raw weighted sum; its own minScore stays")
     for name, sub in EXPORTED.items():
-        if only is not None and name not in only:
+        if (only is not None and name not in only) or (name == "min_score" and scale):
             continue
         value = getattr(settings, name)
         keys = root + sub
@@ -291,6 +319,8 @@ def plan_export(path: Path, settings: SearchSettings, *, agent_index: int | None
         plan.refused.append(f"the edited file would not parse ({e})")
         return plan
     for name, sub in EXPORTED.items():  # every value must read back as meant
+        if name == "min_score" and scale:
+            continue
         back = dig(after, *root, *sub)
         if (only is None or name in only) and "list" not in root and not _same(
                 getattr(defaults, name) if back is None else back, getattr(settings, name)):

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..config import CONFIG_FILE, MemoryConfig, load_config
+from ..config import CONFIG_FILE, ChunkingConfig, MemoryConfig, load_config
 from ..index import MemoryIndex
 from .config import (
     CONFIG_NAME,
@@ -144,12 +144,19 @@ class OpenClawHome:
         """Reference defaults → ``openclaw.json`` → the workspace's TOML → ``overrides``.
 
         ``profile`` switches profile afterwards; ``maxResults`` from ``openclaw.json`` is kept
-        across the switch (it means the same under every fusion; ``minScore`` does not).
+        across the switch (it means the same under every fusion; ``minScore`` does not), and a
+        profile other than the reference chunks as that profile does (unless the TOML or the
+        overrides set ``chunking.mode``): the same index as ``memory-core -w <workspace>``.
         """
         cfg = load_config(self.workspace, overrides, base=self.base_config(),
                           base_source=str(self.config_path))
         if profile and profile != cfg.profile:
             cfg = cfg.with_profile(profile)
+            explicit = _toml_keys(self.workspace / CONFIG_FILE) | _flat_keys(overrides or {})
+            if profile != "reference" and "chunking.mode" not in explicit:
+                # the reference chunking came with the home's profile, not from the user:
+                # another profile chunks as it does everywhere else (`-w` on the CLI)
+                cfg.chunking.mode = ChunkingConfig().mode
             if "search.max_results" in self.mapped.provenance:
                 cfg.search = replace(cfg.settings(),
                                      max_results=self.mapped.overrides["search"]["max_results"])
