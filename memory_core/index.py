@@ -42,7 +42,7 @@ from .embeddings.batch import FLAVOURS as BATCH_APIS
 from .embeddings.batch import BatchingProvider, BatchState
 from .embeddings.batch import status_json as batch_status
 from .keyword import postings
-from .reading import PathRefused, ReadResult, read_lines, read_rendered
+from .reading import PathRefused, ReadResult, capped_path, read_lines, read_rendered
 from .rebuild import RebuildCause
 from .sources import SourceError, SourceFile, list_files, load
 from .store import (
@@ -598,7 +598,7 @@ class MemoryIndex:
         """``memory_get``: exact lines of a memory file, or of a session transcript the
         rendered lines search indexed, by the JSONL line numbers its citations name (refuses
         anything else: a ``.jsonl`` path must be one of the transcripts this index lists)."""
-        if not (path or "").strip().endswith(".jsonl"):
+        if not capped_path(path or "").strip().endswith(".jsonl"):
             return read_lines(self.workspace, self.config, path, from_line, lines)
         try:
             view = self.file_view(path.strip())
