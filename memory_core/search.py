@@ -24,7 +24,7 @@ from .config import SearchSettings
 from .embeddings import EmbeddingError, EmbeddingProvider
 from .keyword.fts import REFERENCE_TABLE
 from .keyword.plans import keyword_leg, phrase_counts
-from .query import extract_keywords
+from .query import distinct_terms, extract_keywords
 from .store import Store
 
 if TYPE_CHECKING:
@@ -62,6 +62,8 @@ def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: st
     133k chunks). ``None``: every hit's row, for callers that re-fuse under other settings.
     """
     q = query.strip()
+    if settings.keyword_query == "or":  # the default profile: a repeated term counts once
+        q = distinct_terms(q)
     timings: dict[str, float] = {}
     note = ""
     if not q:
