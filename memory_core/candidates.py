@@ -68,3 +68,6 @@ class Candidates:
     #: Empty for the reference's AND query.
     keyword_df: tuple[int, ...] = ()
     keyword_rows: int = 0
+    #: Why the answer is not what the mode promises ("" when it is): the query's embedding
+    #: failed and the keyword leg answered alone.
+    note: str = ""

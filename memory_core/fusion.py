@@ -94,6 +94,8 @@ class FusionResult:
     #: Why there is no hit, when there is none ("" otherwise): the gate, and the query's
     #: evidence when the scores are calibrated (``search --explain``, ``memory_status``).
     abstention: str = ""
+    #: The candidates' note (the provider was down: keyword results only), for the faces.
+    note: str = ""
 
 
 def snippet_of(text: str) -> str:

@@ -31,12 +31,18 @@ from .config import (
     profile_settings,
     provider_name,
 )
-from .embeddings import EmbeddingError, ProviderChoice, create_provider
+from .embeddings import (
+    EmbeddingError,
+    ProviderChoice,
+    VectorWidthChanged,
+    create_provider,
+    falls_back_to_keywords,
+)
 from .embeddings.batch import FLAVOURS as BATCH_APIS
 from .embeddings.batch import BatchingProvider, BatchState
 from .embeddings.batch import status_json as batch_status
 from .keyword import postings
-from .reading import PathRefused, ReadResult, read_lines, read_rendered
+from .reading import PathRefused, ReadResult, capped_path, read_lines, read_rendered
 from .rebuild import RebuildCause
 from .sources import SourceError, SourceFile, list_files, load
 from .store import (
@@ -296,22 +302,37 @@ class MemoryIndex:
         self.close()
         cleanup_stale_temp(self.store_path)
         tried: set[str] = set()
+        received: list[tuple[str, str, str, str, np.ndarray]] = []
         while True:
             choice = self.choice
+            indexer = Indexer(self.workspace, self.config, choice, progress, executor)
             try:
-                report = Indexer(self.workspace, self.config, choice, progress, executor).sync(
-                    self.store_path, force=force, verify=verify)
+                report = indexer.sync(self.store_path, force=force, verify=verify)
                 break
+            except VectorWidthChanged:
+                raise  # not the provider's absence: falling back would hide it
             except EmbeddingError as e:
+                received += indexer.received
                 tried.add(choice.id)
                 nxt = create_provider(self.config.provider, skip=tried)
-                if nxt.provider is not None and nxt.id in tried:
+                if (nxt.provider is not None and nxt.id in tried) or (
+                        nxt.provider is None and not falls_back_to_keywords(
+                            self.config.provider)):
+                    self._keep_received(received)
                     raise
                 reason = f"{choice.id} failed during indexing: {e}"
                 self._choice = replace(nxt, fallback_from=choice.id, reason=reason)
                 self.fallback = {"from": choice.id, "reason": reason}
                 if nxt.id == "none" and "none" in tried:
                     raise
+        if received:  # what the failed provider did answer, for its next run
+            self._keep_received(received)
+            report.warnings.append(
+                f"{self.fallback['from'] if self.fallback else 'the provider'} failed during "
+                f"indexing: the index is {self._choice.id if self._choice else 'none'}"
+                f"{' (keyword-only)' if self._choice and self._choice.provider is None else ''};"
+                f" the {len(received)} vectors received before the failure are cached for the "
+                "next run")
         if batching is not None:
             report.warnings.extend(batching.notes)
             batching.notes.clear()
@@ -332,6 +353,18 @@ class MemoryIndex:
         self._synced = True
         self.last_sync = report
         return report
+
+    def _keep_received(self, rows: list[tuple[str, str, str, str, np.ndarray]]) -> None:
+        """Cache the vectors a failed provider did answer in the index now in place (a
+        rebuild that failed took its own cache with it): its next run asks only for the rest."""
+        if not rows or not self.store_path.exists() or not self.config.store.cache_enabled:
+            return
+        try:
+            with self.transaction() as store:
+                for pid, model, key, h, v in rows:
+                    store.cache_put(pid, model, key, [(h, v)])
+        except (StoreError, DatabaseError):
+            return  # only a saving: the next run embeds them again
 
     def _batching(self, force: bool, progress: SyncProgress | None) -> BatchingProvider | None:
         """The provider's batch mode, if on: its state taken from the index meta once (so a
@@ -543,6 +576,8 @@ class MemoryIndex:
         cands = self.candidates(query, sources, s,
                                 rows_for=rows_needed(query, s), vector_hits=vector_hits)
         result = fuse(cands, s)
+        if cands.note:
+            result.note = cands.note
         if on_hits is not None and result.hits:
             on_hits(cands.query, result.hits)
         return result
@@ -572,7 +607,7 @@ class MemoryIndex:
         """``memory_get``: exact lines of a memory file, or of a session transcript the
         rendered lines search indexed, by the JSONL line numbers its citations name (refuses
         anything else: a ``.jsonl`` path must be one of the transcripts this index lists)."""
-        if not (path or "").strip().endswith(".jsonl"):
+        if not capped_path(path or "").strip().endswith(".jsonl"):
             return read_lines(self.workspace, self.config, path, from_line, lines)
         try:
             view = self.file_view(path.strip())

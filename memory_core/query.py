@@ -56,16 +56,45 @@ def or_fts_query(raw: str, *, bigrams: bool = True, drop_stop_words: bool = True
     """OR-joined, de-duplicated terms for BM25 ranking; CJK runs become their bigrams.
 
     With ``bigrams`` the query targets the bigram shadow table, whose text was rewritten the same
-    way. Stop words are dropped unless nothing else is left.
+    way. Stop words are dropped, all of them: a query of stop words only (``the``, ``a``,
+    ``的``) has no keyword query, since a match on a word every note holds is no evidence
+    (it scored 0.78-0.85 as calibrated probability before, issue #33).
     """
     text = cjk_bigrams(raw) if bigrams else raw
     toks = list(dict.fromkeys(t.lower() for t in tokens(text)))
     if drop_stop_words:
-        kept = [t for t in toks if t not in STOP_WORDS]
-        toks = kept or toks
+        toks = [t for t in toks if t not in STOP_WORDS]
     if not toks:
         return None
     return " OR ".join(_quote(t) for t in toks)
+
+
+#: A token of letters and digits in alternating runs (``ops2291``, ``v2beta``, ``2291ops``).
+_COMPOUND_RE = re.compile(r"(?:[^\W\d_]+|\d+)")
+
+
+def compound_parts(token: str) -> list[str]:
+    """The letter and digit runs of ``token`` when it has both (``ops2291`` → ``ops``, ``2291``):
+    how the index's tokenizer split the same identifier written ``OPS-2291``; else ``[]``."""
+    if not token.isalnum():
+        return []
+    runs = _COMPOUND_RE.findall(token)
+    if len(runs) < 2 or "".join(runs) != token:
+        return []
+    return runs
+
+
+def distinct_terms(query: str) -> str:
+    """``query`` with each whitespace-separated term kept once (the first time, compared without
+    case): ``crawler crawler crawler`` asks what ``crawler`` asks, and is evidence only once."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for term in query.split():
+        key = term.casefold()
+        if key not in seen:
+            seen.add(key)
+            out.append(term)
+    return " ".join(out)
 
 
 # --------------------------------------------------------------------------- FTS-only fallback

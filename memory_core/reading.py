@@ -50,6 +50,20 @@ class ReadResult:
         return d
 
 
+#: The longest path ``memory_get`` looks at (Linux's PATH_MAX): resolving a path costs time
+#: in its length times its depth (a 1 MB path of ``a/a/…`` took 42 s of CPU), and no real
+#: memory file's path comes near it.
+MAX_PATH_CHARS = 4096
+
+
+def capped_path(path: str) -> str:
+    """``path``, or :class:`PathRefused` when it is longer than :data:`MAX_PATH_CHARS`
+    (checked before any other work on it)."""
+    if len(path) > MAX_PATH_CHARS:
+        raise PathRefused(f"path is {len(path)} characters; at most {MAX_PATH_CHARS}")
+    return path
+
+
 def resolve_memory_path(workspace: Path, config: MemoryConfig, path: str) -> Path:
     """The real file ``path`` names, or :class:`PathRefused` with the reason.
 
@@ -57,7 +71,7 @@ def resolve_memory_path(workspace: Path, config: MemoryConfig, path: str) -> Pat
     listing (and so search) applies too: a file search can cite is a file ``memory_get`` reads,
     and the other way round.
     """
-    p = (path or "").strip()
+    p = capped_path(path or "").strip()
     if not p:
         raise PathRefused("path required")
     if "\x00" in p:
@@ -69,6 +83,19 @@ def resolve_memory_path(workspace: Path, config: MemoryConfig, path: str) -> Pat
         raise PathRefused(f"{display_path(p)}: not a memory file of this workspace (MEMORY.md, "
                           "memory/**, or a configured extra path and pattern; Markdown only)")
     return Path(real)
+
+
+def fitting(lines: list[str], max_chars: int) -> int:
+    """How many of ``lines``, from the first, fit in ``max_chars`` once joined by newlines
+    (at least one when there is one): one pass, where dropping the last line and joining
+    again until they fit was quadratic in a long read."""
+    size, keep = -1, 0
+    for line in lines:
+        size += len(line) + 1
+        if size > max_chars and keep:
+            break
+        keep += 1
+    return keep
 
 
 def line_window(from_line: int | None, lines: int | None) -> tuple[int, int]:
@@ -100,10 +127,9 @@ def read_lines(workspace: Path, config: MemoryConfig, path: str, from_line: int 
         return ReadResult(path, "", start, 0)
     window = all_lines[start - 1 : start - 1 + count]
     more_after = start - 1 + count < len(all_lines)
-    truncated = False
-    while len(window) > 1 and len("\n".join(window)) > max_chars:
-        window.pop()
-        truncated = True
+    keep = fitting(window, max_chars)
+    truncated = keep < len(window)
+    window = window[:keep]
     text = "\n".join(window)
     if len(text) > max_chars:  # one line alone is too long: hard cut, no nextFrom
         return ReadResult(path, text[:max_chars] + "\n\n[Truncated: the line exceeded the "
@@ -130,9 +156,7 @@ def read_rendered(path: str, text: str, line_map: list[int], from_line: int | No
     end = start + count - 1
     rendered = text.split("\n")[: len(line_map)]
     picked = [i for i, jl in enumerate(line_map[: len(rendered)]) if start <= jl <= end]
-    kept = list(picked)
-    while len(kept) > 1 and len("\n".join(rendered[i] for i in kept)) > max_chars:
-        kept.pop()
+    kept = picked[:fitting([rendered[i] for i in picked], max_chars)]
     body = "\n".join(rendered[i] for i in kept)
     if len(body) > max_chars:  # one message line alone is too long: hard cut, no nextFrom
         return ReadResult(path, body[:max_chars] + "\n\n[Truncated: the message exceeded the "

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 from .candidates import Candidates, ChunkInfo, LegHit
 from .config import SearchSettings
-from .embeddings import EmbeddingProvider
+from .embeddings import EmbeddingError, EmbeddingProvider
 from .keyword.fts import REFERENCE_TABLE
 from .keyword.plans import keyword_leg, phrase_counts
-from .query import extract_keywords
+from .query import distinct_terms, extract_keywords
 from .store import Store
 
 if TYPE_CHECKING:
@@ -61,7 +61,10 @@ def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: st
     133k chunks). ``None``: every hit's row, for callers that re-fuse under other settings.
     """
     q = query.strip()
+    if settings.keyword_query == "or":  # the default profile: a repeated term counts once
+        q = distinct_terms(q)
     timings: dict[str, float] = {}
+    note = ""
     if not q:
         return Candidates(query, "empty", (), (), {}, pool)
     if provider is None:
@@ -95,8 +98,15 @@ def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: st
         timings.update(vector_hits.timings)
     elif provider is not None:
         t1 = time.perf_counter()
-        qvec = (query_vector if query_vector is not None else
-                soon.result() if soon is not None else provider.embed_query(q))
+        try:
+            qvec = (query_vector if query_vector is not None else
+                    soon.result() if soon is not None else provider.embed_query(q))
+        except EmbeddingError as e:
+            if mode == "vector-only":
+                raise  # no keyword leg to answer instead
+            # the provider is down: the keyword leg answers alone, and says so
+            qvec, mode = None, "fts-only"
+            note = f"the query's embedding failed ({e}): keyword results only"
         timings["embed_ms"] = (time.perf_counter() - t1) * 1000  # with ``soon``: the wait left
         t2 = time.perf_counter()
         vector = vector_leg(store, qvec, pool, sources)
@@ -116,7 +126,7 @@ def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: st
     fb = tuple(tuple(_present(lst, chunks, cut)) for lst in fallback)
     dfs, n_rows = phrase_counts(store, match, table, settings)
     return Candidates(q, mode, tuple(vector), tuple(keyword), chunks, pool, match, table, fb,
-                      tuple(terms), timings, rows_for, dfs, n_rows)
+                      tuple(terms), timings, rows_for, dfs, n_rows, note)
 
 
 @dataclass(frozen=True)

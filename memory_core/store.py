@@ -14,6 +14,7 @@ import contextlib
 import importlib.util
 import json
 import os
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +51,10 @@ else:
 #: sqlite-vec's largest ``k``.
 _VEC0_MAX_K = 4096
 META_KEY = "memory_index_meta_v1"
+
+
+#: How many reads :meth:`Store.read_memo` remembers (most recently used first to stay).
+MEMO_ENTRIES = 4096
 
 
 @dataclass(frozen=True)
@@ -135,8 +140,10 @@ class Store:
         self._vec_dims: int | None = None
         self._matrix_cache: tuple[int, list[str], np.ndarray] | None = None
         self._sidecar: vectors.VectorMatrix | None = None
-        #: :meth:`read_memo`'s reads, valid while ``_memo_key`` (data_version, changes) holds
-        self._memo: dict[tuple[str, tuple[Any, ...]], list[Any]] = {}
+        #: :meth:`read_memo`'s reads, valid while ``_memo_key`` (data_version, changes) holds;
+        #: the :data:`MEMO_ENTRIES` most recently used (an MCP server's distinct queries would
+        #: otherwise grow it for as long as the index does not change)
+        self._memo: OrderedDict[tuple[str, tuple[Any, ...]], list[Any]] = OrderedDict()
         self._memo_key: tuple[int, int] = (-1, -1)
         #: Why the file is damaged, once a read has found out (``None``: not known damaged).
         self.damaged: str | None = None
@@ -596,13 +603,17 @@ class Store:
         changes (another connection's commit moves ``data_version``, ours ``total_changes``)."""
         key = (int(self.db.execute("PRAGMA data_version").fetchone()[0]), self.db.total_changes)
         if key != self._memo_key:
-            self._memo, self._memo_key = {}, key
+            self._memo, self._memo_key = OrderedDict(), key
         out = []
         for params in params_list:
             k = (sql, tuple(params))
             rows = self._memo.get(k)
             if rows is None:
                 rows = self._memo[k] = self.read(sql, params)
+                while len(self._memo) > MEMO_ENTRIES:
+                    self._memo.popitem(last=False)
+            else:
+                self._memo.move_to_end(k)
             out.append(rows)
         return out
 

@@ -26,7 +26,7 @@ from .common.dates import now_ms
 from .common.fileio import file_changed
 from .common.indexfiles import IndexFiles
 from .config import MemoryConfig, fingerprint
-from .embeddings import EmbeddingProvider, ProviderChoice
+from .embeddings import EmbeddingError, EmbeddingProvider, ProviderChoice
 from .embeddings.ahead import AheadExecutor
 from .embeddings.windows import POOLING, declared_limit, embed_whole, pooled_key
 from .keyword import postings
@@ -279,6 +279,11 @@ class Indexer:
         #: see :class:`EmbedExecutor`.
         self.executor = executor
         self._stream: EmbedStream | None = None
+        #: Every vector received from the provider in this sync (provider id, model, cache
+        #: key, text hash, vector): the fallback's index caches them when this sync fails.
+        self.received: list[tuple[str, str, str, str, np.ndarray]] = []
+        self._width_checked = False
+        self._width = 0
 
     # --------------------------------------------------------------- embedding
 
@@ -287,6 +292,7 @@ class Indexer:
         if self.provider is None:
             return {}
         p = self.provider
+        self._expect_width(store)
         whole, key, embedded = self._to_embed(pending)
         hashes = [c.hash for item in pending for c in item.chunks]
         cached: dict[str, np.ndarray] = {}
@@ -301,18 +307,71 @@ class Indexer:
             def progress(done: int, _total: int) -> None:
                 self.progress("embed", done_before + done, total)
 
-            if self._stream is not None:
-                mat = self._stream.take(texts)
-            else:
-                mat = (embed_whole(p, texts, progress) if whole
-                       else p.embed_documents(texts, progress))
+            try:
+                if self._stream is not None:
+                    mat = self._stream.take(texts)
+                else:
+                    mat = (embed_whole(p, texts, progress) if whole
+                           else p.embed_documents(texts, progress))
+            except EmbeddingError as e:
+                order = list(missing)
+                self._keep(store, key, [(embedded[order[i]][0], v) for i, v in e.received.items()
+                                        if 0 <= i < len(order)])
+                raise
             fresh = {h: mat[i] for i, h in enumerate(missing)}
             report.embedded += len(fresh)
             vectors.update(fresh)
-            if self.config.store.cache_enabled:
-                store.cache_put(p.id, p.model, key,
-                                [(embedded[h][0], v) for h, v in fresh.items()])
+            self._keep(store, key, [(embedded[h][0], v) for h, v in fresh.items()])
+        # a cache written before the model changed its width (``index --force`` after the
+        # error below) is embedded again, not mixed in
+        stale = [h for h, v in vectors.items() if p.dims and v.size != p.dims]
+        if stale:
+            texts = [embedded[h][1] for h in stale]
+            mat = embed_whole(p, texts) if whole else p.embed_documents(texts)
+            report.embedded += len(stale)
+            report.cache_hits -= len(stale)
+            vectors.update(zip(stale, mat, strict=True))
+            self._keep(store, key, [(embedded[h][0], vectors[h]) for h in stale])
+        self._check_width(vectors)
         return vectors
+
+    def _keep(self, store: Store, key: str, items: list[tuple[str, np.ndarray]]) -> None:
+        """Cache vectors just received (those of a call that failed too: the next run does not
+        ask for them again), and remember them for the fallback's index (:attr:`received`)."""
+        p = self.provider
+        if p is None or not items:
+            return
+        self.received.extend((p.id, p.model, key, h, v) for h, v in items)
+        if self.config.store.cache_enabled:
+            store.cache_put(p.id, p.model, key, items)
+
+    def _expect_width(self, store: Store) -> None:
+        """Tell the provider the width the index holds (an incremental sync's): an answer of
+        another width under the same model is then an error naming both widths."""
+        if self._width_checked or self.provider is None:
+            return
+        self._width_checked = True
+        expect = getattr(self.provider, "expect_dims", None)
+        dims = (store.get_meta() or {}).get("vectorDims") if expect is not None else None
+        if expect is not None and isinstance(dims, int) and dims > 0:
+            expect(dims)
+
+    def _check_width(self, vectors: dict[str, np.ndarray]) -> None:
+        """One width in the whole index: a group whose vectors differ from the groups written
+        before (cached under an older width, say) is an error, never a mixed index."""
+        widths = {int(v.size) for v in vectors.values()}
+        if self._width:
+            widths.add(self._width)
+        if len(widths) > 1:
+            from .embeddings import VectorWidthChanged
+
+            p = self.provider
+            raise VectorWidthChanged(
+                f"{p.id if p else '?'} embeddings: model {p.model if p else '?'} gives vectors "
+                f"of {' and '.join(f'{w}-d' for w in sorted(widths))}: its width changed under "
+                f"the same name; run `index --force` to embed everything again")
+        if widths:
+            self._width = widths.pop()
 
     def _to_embed(self, pending: list[_Pending]) -> tuple[bool, str, dict[str, tuple[str, str]]]:
         """Whether texts are embedded whole, the cache key, and chunk hash → (hash of the text

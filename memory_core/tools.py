@@ -189,6 +189,8 @@ def memory_search(index: MemoryIndex, query: object, maxResults: object = None,
            "fallback": index.fallback, "citations": mode}
     if res.abstention:  # an empty result says why: nothing relevant, and on what evidence
         out["debug"] = {"abstained": res.abstention}
+    if res.note:  # the provider was down: the keyword leg answered alone
+        out["note"] = res.note
     return out
 
 

@@ -34,7 +34,7 @@ def answers(idx: MemoryIndex, overlap: bool) -> list[Any]:
         try:
             res = idx.search(q)
             out.append([(h.path, h.start_line, h.end_line, round(h.score, 6), h.via)
-                        for h in res.hits])
+                        for h in res.hits] + ([("note", res.note)] if res.note else []))
         except Exception as e:  # the error is part of the behaviour compared
             out.append((type(e).__name__, str(e)))
     return out
@@ -55,9 +55,9 @@ def test_overlapped_query_embedding_answers_as_the_serial_path(demo_ws: Path,
         assert overlapped == serial
         assert n_overlapped == len(server.requests) == len(QUERIES)  # one request a query
         assert any(hits and hits[0][4] == "vector" for hits in serial)  # vectors were used
-        # a provider error surfaces the same way in both
+        # a provider error surfaces the same way in both: the keyword leg answers, with a note
         server.always_fail(400, "no such model")
         failed = answers(idx, True)
         assert failed == answers(idx, False)
-        assert all(isinstance(a, tuple) and "no such model" in a[1] for a in failed)
+        assert all(a[-1][0] == "note" and "no such model" in a[-1][1] for a in failed)
         server.always_fail(None)

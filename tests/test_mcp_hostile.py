@@ -167,3 +167,46 @@ def test_stdio_lone_surrogate_and_malformed_lines_are_answered(ws: Path) -> None
     finally:
         err = srv.close()
     assert srv.proc.returncode == 0 and "Traceback" not in err
+
+
+# ----------------------------------------------------------------------------- issue 33
+
+
+def test_http_chunked_body_over_the_cap_is_refused(http_server: HttpServer) -> None:
+    # no Content-Length: the body arrives in chunks, and is cut at the cap all the same
+    import http.client
+    from urllib.parse import urlsplit
+
+    url = urlsplit(http_server.url)
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
+    piece = b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "' + b"x" * 65536
+    try:
+        conn.putrequest("POST", url.path)
+        conn.putheader("Content-Type", "application/json")
+        conn.putheader("Accept", "application/json, text/event-stream")
+        conn.putheader("Transfer-Encoding", "chunked")
+        conn.endheaders()
+        try:
+            for _ in range(2 * MAX_BODY_BYTES // len(piece) + 1):
+                conn.send(b"%x\r\n%s\r\n" % (len(piece), piece))
+            conn.send(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # refused before the whole body was sent
+        resp = conn.getresponse()
+        assert resp.status == 413
+        assert "over" in json.loads(resp.read())["error"]
+    finally:
+        conn.close()
+
+
+def test_stdio_request_with_an_unreadable_id_is_answered(ws: Path) -> None:
+    srv = StdioServer(ws)
+    try:
+        line = json.dumps(_search(1, "COOKIE_EXPIRED_4711")).replace('"id": 1', '"id": 1e400')
+        r = srv.ask(line)
+        assert r["id"] is None and r["error"]["code"] == -32600
+        r = srv.ask(_search(9, "COOKIE_EXPIRED_4711"))  # and it still serves
+        assert r["id"] == 9 and "result" in r
+    finally:
+        err = srv.close()
+    assert srv.proc.returncode == 0 and "Traceback" not in err

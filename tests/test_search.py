@@ -25,7 +25,7 @@ def test_reference_fts_query_construction() -> None:
 def test_or_query_uses_bigrams_and_drops_stop_words() -> None:
     assert or_fts_query("What is the router VLAN?") == '"router" OR "vlan"'
     assert or_fts_query("连接池耗尽") == '"连接" OR "接池" OR "池耗" OR "耗尽"'
-    assert or_fts_query("the") == '"the"'  # nothing else left: keep it
+    assert or_fts_query("the") is None  # stop words alone are no evidence (issue #33)
 
 
 def test_bm25_rank_to_score() -> None:

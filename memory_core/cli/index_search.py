@@ -143,6 +143,8 @@ def _result_json(idx: MemoryIndex, res: FusionResult, explain: bool) -> dict[str
         out["fallback"] = idx.fallback
     if res.abstention:
         out["abstention"] = res.abstention
+    if res.note:
+        out["note"] = res.note
     if explain:
         out["belowGate"] = [h.to_result(True) for h in res.below_gate[:20]]
         out["settings"] = res.settings.__dict__
@@ -230,11 +232,11 @@ def cmd_search(args: argparse.Namespace) -> int:
         if args.json:
             out = _result_json(idx, res, args.explain)
             if note:
-                out["note"] = note
+                out["note"] = "; ".join(filter(None, [note, out.get("note")]))
             dump_json(out)
         else:
-            if note:
-                print(f"note: {note}", file=sys.stderr)
+            for said in filter(None, [note, res.note]):
+                print(f"note: {said}", file=sys.stderr)
             _print_hits(res.hits, args.explain, res.abstention)
     return 0
 

@@ -20,6 +20,7 @@ from .base import (
     ProgressFn,
     ProviderStats,
     ProviderUnavailable,
+    VectorWidthChanged,
     normalize_rows,
     provider_key_for,
 )
@@ -34,8 +35,10 @@ __all__ = [
     "ProviderChoice",
     "ProviderStats",
     "ProviderUnavailable",
+    "VectorWidthChanged",
     "build_provider",
     "create_provider",
+    "falls_back_to_keywords",
     "normalize_rows",
     "provider_key_for",
 ]
@@ -199,5 +202,17 @@ def create_provider(cfg: ProviderConfig, skip: set[str] | None = None) -> Provid
             return ProviderChoice(provider, cfg.provider, errors=errors)
         return ProviderChoice(provider, cfg.provider, fallback_from=cfg.provider,
                               reason="; ".join(errors) or "skipped", errors=errors)
+    if not falls_back_to_keywords(cfg):
+        raise ProviderUnavailable(
+            f"{'; '.join(errors) or 'no provider could start'} (fallback = "
+            f"{list(cfg.fallback)}: keyword-only is not among them)")
     return ProviderChoice(None, cfg.provider, fallback_from=cfg.provider,
                           reason="; ".join(errors) or "no provider could start", errors=errors)
+
+
+def falls_back_to_keywords(cfg: ProviderConfig) -> bool:
+    """Whether the configuration lets an embedding failure end keyword-only: ``none`` is the
+    provider or one of its fallbacks (the default ``fallback = ["none"]``), or ``auto``'s
+    selection (which is keyword-only when nothing starts, as the reference's). ``fallback =
+    []`` means no fallback: the failure is an error."""
+    return cfg.provider in ("none", "auto") or "none" in cfg.fallback

@@ -24,7 +24,22 @@ ProgressFn = Callable[[int, int], None]
 
 
 class EmbeddingError(RuntimeError):
-    """An embedding request failed for good (after retries). The message says why."""
+    """An embedding request failed for good (after retries). The message says why.
+
+    ``received``: the vectors that did arrive before the failure (input position → vector),
+    for a caller that keeps them (the index caches them), empty when none did.
+    """
+
+    received: dict[int, np.ndarray]
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        self.received = {}
+
+
+class VectorWidthChanged(EmbeddingError):
+    """The provider answers vectors of another width than the index holds, under the same
+    model name: an error to fix (``index --force``), never a reason to fall back."""
 
 
 class ProviderUnavailable(EmbeddingError):

@@ -51,6 +51,12 @@ FLAVOURS: dict[str, dict[str, Any]] = {
 WaitFn = Callable[[int, int, str], None]
 
 
+#: A batch job's output file is one answer for every text of the job (50,000 texts of 3,072
+#: floats: ~3 GB as JSON): its download is capped and bounded in time far above one request's.
+BATCH_MAX_BYTES = 4 * 1024**3
+BATCH_WHOLE_S = 3600.0
+
+
 class BatchJobError(EmbeddingError):
     """A batch job could not give the vectors (failed, expired, malformed output)."""
 
@@ -174,7 +180,8 @@ class BatchJobRunner:
         url = path if path.startswith(("http://", "https://")) else f"{p.base_url}{path}"
         for attempt in range(p.max_retries + 1):
             try:
-                return p.http(method, url, body, p.timeout_s, content_type)
+                return p.http(method, url, body, p.timeout_s, content_type,
+                              max_bytes=BATCH_MAX_BYTES, whole_s=BATCH_WHOLE_S)
             except RetryableError as e:
                 if attempt >= p.max_retries:
                     raise BatchJobError(f"{p.id} batch: {path}: {e}") from e

@@ -31,6 +31,7 @@ from .base import (
     ProgressFn,
     ProviderStats,
     ProviderUnavailable,
+    VectorWidthChanged,
     normalize_rows,
     provider_key_for,
 )
@@ -61,6 +62,15 @@ _RETRYABLE_TEXT = re.compile(
 
 #: Header names that carry a secret: never sent to logs, never part of a cache key.
 SECRET_HEADERS = frozenset({"authorization", "x-goog-api-key", "api-key", "x-api-key"})
+
+#: The largest answer read from an embedding request (96 texts of 3,072 floats take ~7 MB):
+#: a server whose body never ends is cut here instead of filling the memory.
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+
+
+class BadVectors(EmbeddingError):
+    """An answer held vectors that are not vectors: a NaN, an infinity, or only zeros (a row
+    that would be stored, cached and ranked as if it meant something)."""
 
 
 class _Cancelled(EmbeddingError):
@@ -274,7 +284,9 @@ class RemoteEmbeddingProvider:
 
         Batches run on up to ``concurrency`` threads; ``progress(done, total)`` is called (on
         the calling thread) after each batch completes. The first batch that fails for good
-        cancels those not yet started and raises :class:`EmbeddingError`.
+        cancels those not yet started and raises :class:`EmbeddingError`, whose ``received``
+        holds the vectors of the batches that did arrive (input position → vector), so that the
+        caller can keep them (the index caches them: the next run does not ask for them again).
         """
         items = [str(t) for t in texts]
         total = len(items)
@@ -282,6 +294,18 @@ class RemoteEmbeddingProvider:
             return np.zeros((0, self._dims), dtype=np.float32)
         batches = make_batches(items, self.max_batch_items, self.max_batch_bytes)
         results: list[np.ndarray | None] = [None] * len(batches)
+        try:
+            self._run_batches(batches, results, total, progress)
+        except EmbeddingError as e:
+            e.received = {start + i: row for (start, _), got in zip(batches, results, strict=True)
+                          if got is not None for i, row in enumerate(got)}
+            raise
+        return np.vstack([r for r in results if r is not None]).astype(np.float32)
+
+    def _run_batches(self, batches: list[tuple[int, list[str]]],
+                     results: list[np.ndarray | None], total: int,
+                     progress: ProgressFn | None) -> None:
+        """Embed ``batches`` into ``results`` (each batch's vectors at its position)."""
         done = 0
         if len(batches) == 1 or self.concurrency == 1:
             for n, (_, batch) in enumerate(batches):
@@ -319,7 +343,6 @@ class RemoteEmbeddingProvider:
                     for fut in pending:
                         fut.cancel()
                     raise
-        return np.vstack([r for r in results if r is not None]).astype(np.float32)
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one search query (trimmed, as the reference does) as a 1-D vector."""
@@ -394,8 +417,15 @@ class RemoteEmbeddingProvider:
         }
 
     def http(self, method: str, url: str, body: bytes | None, timeout_s: float,
-             content_type: str | None = "application/json") -> bytes:
+             content_type: str | None = "application/json",
+             max_bytes: int = MAX_ANSWER_BYTES, whole_s: float | None = None) -> bytes:
         """One HTTP exchange with this provider's headers; the answer's body.
+
+        ``timeout_s`` bounds each wait and ``whole_s`` (default ``timeout_s``) the whole
+        exchange, the body included (a server trickling a byte at a time is cut at that
+        deadline, not after each byte); an answer of more than
+        ``max_bytes`` is not read further. A redirect to another origin (scheme, host, port)
+        is refused: the key would follow it.
 
         Raises :class:`RetryableError` (429, 5xx, timeout, connection) or
         :class:`EmbeddingError` (another error answer, with the server's message).
@@ -412,9 +442,11 @@ class RemoteEmbeddingProvider:
         req = urllib.request.Request(url, data=body, headers=headers, method=method)
         with self._lock:
             self.stats.requests += 1
+        whole = timeout_s if whole_s is None else whole_s
+        deadline = time.monotonic() + whole
         try:
-            with urllib.request.urlopen(req, timeout=timeout_s) as resp:
-                return bytes(resp.read())
+            with _opener().open(req, timeout=timeout_s) as resp:
+                return read_bounded(resp, deadline, whole, max_bytes, url)
         except urllib.error.HTTPError as exc:
             self._raise_http_error(exc, url)
         except urllib.error.URLError as exc:
@@ -428,10 +460,19 @@ class RemoteEmbeddingProvider:
             raise RetryableError(f"connection to {self.base_url} failed: {exc!r}") from exc
 
     def _request(self, texts: list[str], timeout_s: float, kind: InputKind) -> np.ndarray:
-        """One HTTP attempt. Raises RetryableError or EmbeddingError on failure."""
+        """One HTTP attempt. Raises RetryableError or EmbeddingError on failure; an answer cut
+        short (not JSON) or holding vectors that are not vectors is retried, as a 5xx is."""
         body = json.dumps(self._payload(texts, kind), ensure_ascii=False).encode("utf-8")
         raw = self.http("POST", self._url(kind, len(texts)), body, timeout_s)
-        return self._parse(raw, len(texts), kind)
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            raise RetryableError(f"{self.id} embeddings: answer from {self.base_url} is not "
+                                 f"JSON (cut short?): {exc}") from exc
+        try:
+            return self._parse_data(data, len(texts), kind)
+        except BadVectors as exc:
+            raise RetryableError(str(exc)) from exc
 
     def _raise_http_error(self, exc: urllib.error.HTTPError, url: str) -> NoReturn:
         """Turn an HTTP error answer into a retryable or a final error with the server's text."""
@@ -456,7 +497,17 @@ class RemoteEmbeddingProvider:
     def _parse(self, raw: bytes, expected: int, kind: InputKind) -> np.ndarray:
         """Decode an answer, check its shape and width, normalise it if the provider does."""
         try:
-            vectors = self._vectors(json.loads(raw), kind)
+            data = json.loads(raw)
+        except ValueError as exc:
+            raise EmbeddingError(
+                f"{self.id} embeddings: malformed answer from {self.base_url}: {exc!r}"
+            ) from exc
+        return self._parse_data(data, expected, kind)
+
+    def _parse_data(self, data: Any, expected: int, kind: InputKind) -> np.ndarray:
+        """:meth:`_parse` of an answer already decoded."""
+        try:
+            vectors = self._vectors(data, kind)
         except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
             raise EmbeddingError(
                 f"{self.id} embeddings: malformed answer from {self.base_url}: {exc!r}"
@@ -476,18 +527,76 @@ class RemoteEmbeddingProvider:
             raise EmbeddingError(
                 f"{self.id} embeddings: expected {expected} vectors, got shape {matrix.shape}"
             )
+        bad = ~np.isfinite(matrix).all(axis=1)
+        if bad.any():
+            raise BadVectors(f"{self.id} embeddings: {int(bad.sum())} vector(s) from "
+                             f"{self.base_url} are not finite (NaN or infinity): refused")
+        zero = ~matrix.any(axis=1)
+        if zero.any():
+            raise BadVectors(f"{self.id} embeddings: {int(zero.sum())} vector(s) from "
+                             f"{self.base_url} are all zeros: refused")
         width = int(matrix.shape[1])
         with self._lock:
             if self._dims == 0:
                 self._dims = width
             elif width != self._dims:
-                raise EmbeddingError(
+                raise VectorWidthChanged(
                     f"{self.id} embeddings: model {self.model} returned {width}-d vectors, "
-                    f"expected {self._dims}"
+                    f"expected {self._dims}-d (its width changed under the same name)"
                 )
         if self.normalize:
             return normalize_rows(matrix)
-        return np.where(np.isfinite(matrix), matrix, 0.0).astype(np.float32)
+        return matrix.astype(np.float32)
+
+    def expect_dims(self, dims: int) -> None:
+        """The width the index holds for this provider's vectors: an answer of another width
+        raises :class:`VectorWidthChanged` (a no-op when the width is already known)."""
+        with self._lock:
+            if self._dims == 0 and dims > 0:
+                self._dims = int(dims)
+
+
+def _opener() -> Any:
+    """A ``urllib`` opener that follows redirects within one origin only (the key goes
+    with every request: another origin is not to see it)."""
+    import urllib.request
+
+    class SameOrigin(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any,
+                             newurl: str) -> Any:
+            old = urllib.parse.urlsplit(req.full_url)
+            new = urllib.parse.urlsplit(urllib.parse.urljoin(req.full_url, newurl))
+            if (old.scheme, old.hostname, old.port) != (new.scheme, new.hostname, new.port):
+                raise EmbeddingError(
+                    f"{req.full_url} redirected ({code}) to another origin "
+                    f"{new.scheme}://{new.netloc}: not followed (the API key would go with it)")
+            return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+    return urllib.request.build_opener(SameOrigin())
+
+
+def read_bounded(resp: Any, deadline: float, timeout_s: float, max_bytes: int,
+                 url: str) -> bytes:
+    """The body of ``resp``, read by pieces as they arrive until ``deadline`` (monotonic)
+    and up to ``max_bytes``: :class:`RetryableError` past the deadline, :class:`EmbeddingError`
+    past the size."""
+    cap = f"{max_bytes / 1048576:g} MiB"
+    length = resp.headers.get("Content-Length") if resp.headers is not None else None
+    if length and length.strip().isdigit() and int(length) > max_bytes:
+        raise EmbeddingError(f"answer from {url} is {int(length)} bytes, over the {cap} cap")
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        if time.monotonic() > deadline:
+            raise RetryableError(f"request timed out after {timeout_s:g} s (the answer was "
+                                 f"still arriving)")
+        piece = resp.read1(65536)
+        if not piece:
+            return b"".join(parts)
+        size += len(piece)
+        if size > max_bytes:
+            raise EmbeddingError(f"answer from {url} is over the {cap} cap: not read further")
+        parts.append(piece)
 
 
 def data_vectors(data: Any) -> list[Any]:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from ..candidates import LegHit
 from ..config import SearchSettings
-from ..query import or_fts_query, reference_fts_query
+from ..query import compound_parts, or_fts_query, reference_fts_query
 from ..store import OperationalError, Store
 from . import postings, reads
 from .fts import BIGRAM_TABLE, REFERENCE_TABLE, rank_to_score
@@ -25,6 +25,8 @@ def keyword_leg(store: Store, query: str, settings: SearchSettings, pool: int,
     if settings.keyword_query == "or":
         match = or_fts_query(query, bigrams=settings.cjk_bigrams)
         table = BIGRAM_TABLE if settings.cjk_bigrams else REFERENCE_TABLE
+        if match and store.fts_available:
+            match = identifier_spellings(store, table, match)
     else:
         match = reference_fts_query(query)
         table = REFERENCE_TABLE
@@ -37,6 +39,25 @@ def keyword_leg(store: Store, query: str, settings: SearchSettings, pool: int,
     hits = [LegHit(cid, rank_to_score(rank), i + 1, rank)
             for i, (cid, rank) in enumerate(rows)]
     return hits, match, table
+
+
+def identifier_spellings(store: Store, table: str, match: str) -> str:
+    """``match`` (an OR query) with each letters-and-digits phrase the index lacks (``ops2291``)
+    replaced by its runs as one phrase (``"ops 2291"``) when the index has that: the spelling
+    the tokenizer made of ``OPS-2291`` and ``OPS 2291``, so an identifier is found however the
+    query writes it. One phrase stays one phrase (the calibration's bound counts it once)."""
+    phrases = match.split(" OR ")
+    split = {i: " ".join(parts) for i, ph in enumerate(phrases)
+             if (parts := compound_parts(ph.strip('"')))}
+    if not split:
+        return match
+    asked = [phrases[i] for i in split] + [f'"{s}"' for s in split.values()]
+    dfs = reads.doc_counts(store, table, asked)
+    n = len(split)
+    for k, (i, s) in enumerate(split.items()):
+        if dfs[k] == 0 and dfs[n + k] > 0:
+            phrases[i] = f'"{s}"'
+    return " OR ".join(dict.fromkeys(phrases))
 
 
 def or_query_topk(store: Store, table: str, phrases: Sequence[str], pool: int,

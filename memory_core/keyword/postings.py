@@ -178,6 +178,9 @@ class Postings:
         are), so the arrays of recent terms are kept up to :data:`SCORE_CACHE_BYTES`."""
         got = self._scores.get(term)
         if got is not None:
+            with self._lock:  # least recently used first out (see below)
+                if term in self._scores:
+                    self._scores[term] = self._scores.pop(term)
             return got
         rows, tfs = self.term_rows(term)
         n = self.n

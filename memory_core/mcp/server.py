@@ -166,15 +166,44 @@ def bearer_guard(app: ASGIApp, token: str) -> ASGIApp:
 
 
 def body_limit(app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> ASGIApp:
-    """Refuse HTTP requests that declare a body over ``max_bytes`` (413, one JSON line)."""
+    """Refuse HTTP requests whose body is over ``max_bytes`` (413, one JSON line): one that
+    declares it is refused before it is read; one that does not (``Transfer-Encoding:
+    chunked``) is read up to the cap, then refused, or handed on whole."""
+    too_big = (f"request body over {max_bytes} bytes (a tool call is far smaller; a query is "
+               "capped at 8 KB)")
+
     async def limited(scope: Scope, receive: Any, send: Any) -> None:
-        if scope.get("type") == "http":
-            declared = dict(scope.get("headers") or []).get(b"content-length", b"0")
+        if scope.get("type") != "http":
+            await app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None:
             if not declared.isdigit() or int(declared) > max_bytes:
-                await _refuse(send, 413, f"request body over {max_bytes} bytes (a tool call "
-                              "is far smaller; a query is capped at 8 KB)")
+                await _refuse(send, 413, too_big)
                 return
-        await app(scope, receive, send)
+            await app(scope, receive, send)
+            return
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message.get("type") != "http.request":
+                return  # the client went away
+            body += message.get("body", b"")
+            if len(body) > max_bytes:
+                await _refuse(send, 413, too_big)
+                return
+            if not message.get("more_body", False):
+                break
+        given = False
+
+        async def replay() -> Scope:
+            nonlocal given
+            if not given:
+                given = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        await app(scope, replay, send)
 
     return limited
 

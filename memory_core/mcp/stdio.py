@@ -7,6 +7,11 @@ forever. :func:`serve_answering_malformed` sits between the transport and the se
 answers every such line with a JSON-RPC error: ``-32700`` (parse error) for a line that is not
 JSON the SDK can read, ``-32600`` (invalid request) for JSON that is not a JSON-RPC message;
 with the request's ``id`` whenever it can be read from the line, so the caller is answered.
+
+A request whose ``id`` is neither a string nor an integer (``{"id": 1e400, "method":
+"tools/call"}``) is read by the SDK as a notification (the id dropped) and never answered: a
+"notification" of a request's method (anything but ``notifications/…``) is answered ``-32600``
+with a ``null`` id instead.
 """
 
 from __future__ import annotations
@@ -44,6 +49,18 @@ def malformed_reply(exc: Exception) -> types.JSONRPCError:
                               error=types.ErrorData(code=code, message=message[:300]))
 
 
+def unreadable_id(message: Any) -> types.JSONRPCError | None:
+    """The error answering a request the SDK took for a notification because its ``id`` is
+    not a string or an integer (see the module's doc), or ``None`` for any other message."""
+    if not isinstance(message, types.JSONRPCNotification):
+        return None
+    if message.method.startswith("notifications/"):
+        return None
+    return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(
+        code=types.INVALID_REQUEST, message=f"Invalid request: {message.method[:80]!r} needs an "
+        "'id' that is a string or an integer"))
+
+
 async def serve_answering_malformed(server: Server[Any], read: Any, write: Any) -> None:
     """``server.run`` on the transport's streams, answering unreadable lines on ``write``."""
     send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
@@ -51,11 +68,13 @@ async def serve_answering_malformed(server: Server[Any], read: Any, write: Any) 
     async def forward() -> None:
         async with send:
             async for item in read:
-                if not isinstance(item, Exception):
+                reply = (malformed_reply(item) if isinstance(item, Exception)
+                         else unreadable_id(item.message))
+                if reply is None:
                     await send.send(item)
                     continue
                 try:
-                    await write.send(SessionMessage(malformed_reply(item)))
+                    await write.send(SessionMessage(reply))
                 except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                     return
 
