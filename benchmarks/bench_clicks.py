@@ -39,7 +39,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from workbench.testing import APP, streamlit_server  # noqa: E402
+from tests.apptesting import APP, streamlit_server  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_slider import ARGS, CHROMIUM, settle, summary  # noqa: E402  (the slider's browser)

@@ -15,8 +15,8 @@ from streamlit.testing.v1 import AppTest
 from memory_core import MemoryIndex
 from memory_core import evaluation as ev
 from memory_core.openclaw import open_home
+from tests.apptesting import APP, workbench_env
 from workbench import evalruns, state
-from workbench.testing import APP, workbench_env
 
 HOME = APP.parent / "examples" / "demo-home"
 
