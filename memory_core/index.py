@@ -762,6 +762,8 @@ class MemoryIndex:
             built_at=meta.get("builtAt"),
             last_sync=self.last_sync.to_dict() if self.last_sync else None,
             truncation=self.truncation() if deep else None,
+            superseded=len(sups := st.supersessions()),
+            stale_memory={r.old_line: r.new_citation for r in sups if r.old_path == "MEMORY.md"},
         )
 
     def _batch_state(self, meta: dict[str, Any]) -> BatchState:

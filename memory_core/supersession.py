@@ -29,6 +29,9 @@ from dataclasses import dataclass, replace
 
 from .common.dates import day_of, path_date
 
+#: Bumped when what :func:`detect` finds changes: a sync then recomputes the stored relation.
+DETECTOR_VERSION = 1
+
 
 @dataclass(frozen=True)
 class Statement:
@@ -294,7 +297,9 @@ def _stated(st: Statement, t: str) -> list[Fact]:
     for rx in (_EN_IS, _ZH_IS, _COLON):
         m = rx.search(t) if rx is _ZH_IS else rx.match(t)
         if m:
-            val = m.group("val")
+            # the value, not why or since when: "4gb after the Sunday peak" → "4gb"
+            val = re.split(r"\s(?:after|because|since|for|when|with|so|until|as|but)\b",
+                           m.group("val"))[0]
             now = bool(m.groupdict().get("now")) and m.group("now").strip() != "是"
             if _EVENT_VALUE.search(val) or len(val.split()) > 6:
                 continue  # an event, or a sentence rather than a value

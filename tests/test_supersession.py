@@ -109,3 +109,31 @@ def test_demo_home_changing_facts_found_and_nothing_else() -> None:
         ("memory/2026-11-06.md", 4): "memory/2026-11-24.md#L4",
     }
     assert isinstance(ws, Path)
+
+
+def _diaries(root: Path, days: dict[str, str]) -> None:
+    mem = root / "memory"
+    mem.mkdir(exist_ok=True)
+    for day, text in days.items():
+        (mem / f"{day}.md").write_text(f"# {day}\n\n{text}\n", encoding="utf-8")
+
+
+def test_sync_stores_the_relation_and_status_counts_it(tmp_path: Path) -> None:
+    from memory_core import MemoryIndex
+
+    _diaries(tmp_path, {"2026-03-02": "- Redis maxmemory is 2gb on the frontier host.",
+                        "2026-05-11": "- Redis maxmemory set to 4gb after the Sunday peak."})
+    (tmp_path / "MEMORY.md").write_text("# Memory\n\n- Redis maxmemory is 2gb.\n")
+    import os
+    os.utime(tmp_path / "MEMORY.md", (1772409600, 1772409600))  # 2026-03-02
+    with MemoryIndex.open(tmp_path, provider="none") as idx:
+        idx.sync()
+        st = idx.status()
+        assert st.superseded == 2
+        assert st.stale_memory == {3: "memory/2026-05-11.md#L3"}
+        assert st.to_json()["staleMemory"] == [{"line": 3,
+                                                "supersededBy": "memory/2026-05-11.md#L3"}]
+        # an edit that gives the current value again: nothing superseded any more in it
+        (tmp_path / "memory" / "2026-05-11.md").write_text("# x\n\n- Redis maxmemory is 2gb.\n")
+        idx.sync()
+        assert idx.status().superseded == 0

@@ -297,6 +297,10 @@ def cmd_status(args: argparse.Namespace) -> int:
             print(f"Malformed transcript lines skipped: {st.bad_jsonl_lines}")
         if st.skipped_files:
             print(f"Files skipped (unreadable; see warnings): {st.skipped_files}")
+        if st.fts is not None:
+            print(f"Superseded memory lines: {st.superseded}")
+        for line, newer in sorted(st.stale_memory.items()):
+            print(f"stale in MEMORY.md: line {line}, superseded by {newer}")
         t = st.truncation
         if t is not None and t.available:
             print(f"Model truncation: {t.truncated}/{t.chunks} chunks ({t.share:.0%}) cut; "
