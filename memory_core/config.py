@@ -328,6 +328,14 @@ class SearchSettings:
     #: A question coordinating two things is also asked per conjunct; their keyword legs lift
     #: a chunk to ``max(original, decompose × sub-query)``; 0 = off.
     decompose: float = setting(0.0, ge=0.0, le=1.0, help="weight of per-conjunct sub-queries")
+    #: A question about now (or with no time cue) asking for an attribute's value: a hit
+    #: covering a statement of it that a later line superseded (memory_core.supersession)
+    #: scores × (1 - supersession_penalty); a hit holding its current statement gains
+    #: current_boost × the best hit's score. 0 = off.
+    supersession_penalty: float = setting(0.0, ge=0.0, le=1.0, slider=(0.0, 1.0, 0.05),
+                                          help="a superseded statement's score loses this share")
+    current_boost: float = setting(0.0, ge=0.0, le=2.0, slider=(0.0, 2.0, 0.1),
+                                   help="a current statement gains this × the best score")
     #: ``normalized`` fusion reads the cosine as ``(cos - vector_floor) / (1 - vector_floor)``
     #: (at least 0): a model whose cosines sit in a narrow band (e5: unrelated text near 0.75)
     #: gets MiniLM's spread; 0 = the cosine as it is.
@@ -453,6 +461,10 @@ def _profile_settings(profile: ProfileName | str) -> SearchSettings:
             cjk_bigrams=True,
             date_hint=0.4,
             vector_floor=0.2,
+            # issue #34: a question about now gets the newest statement of what it asks
+            # (memory_core.supersession; docs/retrieval.md "Memory that is current")
+            supersession_penalty=0.5,
+            current_boost=1.0,
             # issue #21: scores are calibrated probabilities of relevance, and nothing is
             # returned when the best is below the gate chosen with the model (held out)
             calibration=DEFAULT_CALIBRATION if DEFAULT_CALIBRATION in CALIBRATED_GATES else "",

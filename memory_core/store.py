@@ -579,6 +579,18 @@ class Store:
             return []
         return [Supersession(*r) for r in rows]
 
+    def marked_chunk_ids(self) -> frozenset[str]:
+        """The chunks holding a line of a stored supersession, either side (memoised)."""
+        try:
+            (rows,) = self.read_memo(
+                "SELECT c.id FROM supersessions s JOIN chunks c ON c.path = s.old_path AND"
+                " s.old_line BETWEEN c.start_line AND c.end_line UNION SELECT c.id FROM"
+                " supersessions s JOIN chunks c ON c.path = s.new_path AND"
+                " s.new_line BETWEEN c.start_line AND c.end_line", [()])
+        except OperationalError:
+            return frozenset()
+        return frozenset(r[0] for r in rows)
+
     def replace_supersessions(self, rows: Sequence[Supersession]) -> None:
         """Store ``rows`` in place of the old ones (inside a transaction)."""
         self.db.execute("DELETE FROM supersessions")

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from .common.dates import day_of, path_date
 
 #: Bumped when what :func:`detect` finds changes: a sync then recomputes the stored relation.
-DETECTOR_VERSION = 1
+DETECTOR_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -380,7 +380,7 @@ def detect(statements: Iterable[Statement]) -> list[Supersession]:
     def mark(old: Fact, new: Fact) -> None:
         key = (old.stmt.path, old.stmt.line)
         if key not in out and (new.stmt.path, new.stmt.line) != key:
-            label = " ".join(sorted(old.subject & new.subject or old.subject))[:80]
+            label = " ".join(sorted(old.subject | new.subject))[:200]
             out[key] = Supersession(key[0], key[1], new.stmt.path, new.stmt.line, label)
 
     for i, new in enumerate(facts):
@@ -438,10 +438,82 @@ def statements_of_chunks(chunks: Iterable[tuple[str, str, int, str, int]]
     return out
 
 
-def superseding(rows: Sequence[Supersession], path: str, start: int, end: int
-                ) -> Supersession | None:
-    """The first supersession of a line in ``path`` lines ``start``..``end`` (a chunk), if any."""
+@dataclass(frozen=True)
+class ChunkMarks:
+    """The supersession facts of a set of chunks, by chunk id (what fusion reads)."""
+
+    #: a chunk covering a statement a later line superseded → that line's citation
+    superseded: dict[str, str]
+    #: the chunks holding a current statement (one that superseded another and still stands)
+    current: frozenset[str]
+    #: each marked chunk's attributes: the subject words of its supersessions
+    subjects: dict[str, tuple[frozenset[str], ...]]
+
+
+def chunk_marks(rows: Sequence[Supersession], chunks: Iterable[tuple[str, str, int, int]]
+                ) -> ChunkMarks:
+    """The :class:`ChunkMarks` of ``(id, path, start_line, end_line)`` chunks.
+
+    A chunk holding both a superseded and a current statement (a diary section that states
+    one value and changes another) is only current: a hit on it may be a hit on its current
+    statement, and a wrong "superseded" costs more than a missed one.
+    """
+    old_by_path: dict[str, list[Supersession]] = {}
+    new_by_path: dict[str, list[Supersession]] = {}
+    olds = {(r.old_path, r.old_line) for r in rows}
     for r in rows:
-        if r.old_path == path and start <= r.old_line <= end:
-            return r
-    return None
+        old_by_path.setdefault(r.old_path, []).append(r)
+        if (r.new_path, r.new_line) not in olds:
+            new_by_path.setdefault(r.new_path, []).append(r)
+    superseded: dict[str, str] = {}
+    current: set[str] = set()
+    subjects: dict[str, tuple[frozenset[str], ...]] = {}
+    for cid, path, start, end in chunks:
+        heads = [r for r in new_by_path.get(path, ()) if start <= r.new_line <= end]
+        olds_in = [r for r in old_by_path.get(path, ()) if start <= r.old_line <= end]
+        if heads:
+            current.add(cid)
+        elif olds_in:
+            superseded[cid] = olds_in[0].new_citation
+        if heads or olds_in:
+            subjects[cid] = tuple(frozenset(r.subject.split()) for r in heads or olds_in)
+    return ChunkMarks(superseded, frozenset(current), subjects)
+
+
+#: "what", "which", "who", "how many", "when", "多少", "哪", "谁", "几": a question after a value.
+_VALUE_QUESTION = re.compile(
+    r"\b(?:what|which|who|whom|whose|how (?:many|much|big|large|long|often|high|low)|when|"
+    r"where)\b|多少|哪|谁|几|什么", re.I)
+
+
+def asks_about(query: str, subjects: Sequence[frozenset[str]]) -> bool:
+    """Whether ``query`` asks for the value of one of these attributes: a question after a
+    value whose words hold at least two of an attribute's subject words (or all of a shorter
+    one's)."""
+    if not _VALUE_QUESTION.search(query):
+        return False
+    words = subject_words(query)
+    return any(len(words & s) >= min(2, len(s)) for s in subjects)
+
+
+# --------------------------------------------------------------------------- the question's time
+
+_PAST = re.compile(
+    r"\b(?:before|previously|formerly|originally|initially|used to|earlier|at first|at the "
+    r"start|back in|back when|in the past|last (?:year|month|spring|summer|autumn|fall|winter)"
+    r"|(?:what|which|who|how \w+) (?:was|were|did)|in (?:january|february|march|april|may|june|"
+    r"july|august|september|october|november|december)|(?:jan|feb|mar|apr|jun|jul|aug|sep|sept"
+    r"|oct|nov|dec)\b|first|old|older|original|until|prior)\b"
+    r"|以前|之前|原来|原先|过去|当初|最初|一开始|起初|曾经|早先|\d{1,2}\s*月|\d{4}-\d{2}", re.I)
+_PRESENT = re.compile(
+    r"\b(?:now|currently|current|latest|these days|at the moment|right now|today|nowadays|"
+    r"still|at present|newest|most recent)\b|现在|目前|当前|如今|最新|眼下|这几天", re.I)
+
+
+def time_focus(query: str) -> str:
+    """What time a question asks about: ``past`` ("before", "in April", "used to", "以前",
+    "之前", "原来"…, and no present cue), else ``now`` ("now", "currently", "latest", "现在",
+    "目前"…, or no time cue at all: a question about a fact asks for its value today)."""
+    if _PRESENT.search(query):
+        return "now"
+    return "past" if _PAST.search(query) else "now"
