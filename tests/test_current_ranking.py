@@ -109,3 +109,32 @@ def test_search_json_marks_superseded_hits_end_to_end(tmp_path: Path) -> None:
     assert old["supersededBy"] == "memory/2026-11-18.md#L4"
     assert past[0]["path"] == "memory/2026-08-14.md"
     json.dumps(now)  # the shape search --json prints
+
+
+def test_mcp_structured_content_carries_superseded_by(tmp_path: Path) -> None:
+    """A real ``memory-core mcp`` process: the search tool's outputSchema declares
+    ``supersededBy`` and its structured content carries it on the superseded hit."""
+    import anyio
+    from mcp import Client
+
+    from tests.test_mcp import stdio_params, structured
+
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory" / "2026-08-14.md").write_text(
+        "# 2026-08-14\n\n- Redis maxmemory is 4gb on the frontier host.\n", encoding="utf-8")
+    (ws / "memory" / "2026-11-18.md").write_text(
+        "# 2026-11-18\n\n- Raised Redis maxmemory from 4gb to 8gb.\n", encoding="utf-8")
+
+    async def run() -> None:
+        async with Client(stdio_params(ws)) as c:
+            tool = next(t for t in (await c.list_tools()).tools if t.name == "memory_search")
+            item = tool.output_schema["properties"]["results"]["items"]  # type: ignore[index]
+            assert item["properties"]["supersededBy"]["type"] == "string"
+            r = await c.call_tool("memory_search", {"query": "What was Redis maxmemory before?"})
+            hits = structured(r)["results"]
+            old = next(h for h in hits if h["path"] == "memory/2026-08-14.md")
+            assert old["supersededBy"] == "memory/2026-11-18.md#L3"
+            assert all("supersededBy" not in h for h in hits if h is not old)
+
+    anyio.run(run)

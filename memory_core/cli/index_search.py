@@ -162,6 +162,11 @@ def _print_hits(hits: Sequence[Hit], explain: bool, abstention: str = "") -> Non
                   f"text {h.text_score:.3f} (rank {tr}); score = {parts}")
             if h.evidence is not None:
                 print("      " + calibration_text(h.evidence))
+            if h.superseded_by is not None or h.currency != 1.0:
+                print(f"      current: ×{h.currency:.2f} before calibration"
+                      + (f"; superseded by {h.superseded_by}" if h.superseded_by else ""))
+        elif h.superseded_by is not None:
+            print(f"      superseded by {h.superseded_by}")
         print("      " + h.snippet.replace("\n", "\n      ")[:400])
 
 
