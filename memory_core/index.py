@@ -50,6 +50,7 @@ from .store import (
     StoreError,
     StoreLocked,
 )
+from .supersession import Supersession
 from .sync import (
     EmbedExecutor,
     Indexer,
@@ -585,6 +586,11 @@ class MemoryIndex:
         with self._lock:
             st = self._open_store()
             return st.chunks_for_path(path) if path else st.all_chunks()
+
+    def supersessions(self) -> list[Supersession]:
+        """Memory lines a later line superseded, as the last sync found them."""
+        with self._lock:
+            return self._open_store().supersessions()
 
     def chunk_rows(self, ids: Sequence[str]) -> dict[str, ChunkRow]:
         """The rows of the chunks ``ids`` (missing ids left out): a map samples 20k of 133k."""
