@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from .common.dates import day_of, path_date
 
 #: Bumped when what :func:`detect` finds changes: a sync then recomputes the stored relation.
-DETECTOR_VERSION = 2
+DETECTOR_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,10 @@ class Fact:
     values: frozenset[str]
     old: frozenset[str]  # the value an explicit change names as the one replaced
     explicit: bool  # "from X to Y", "no longer", "is now", "改成", "现在"…
-    kind: str  # "attr" (X is V), "change" (from X to Y), "count", "version"
+    #: "attr" (X is V), "change" (from X to Y), "count", "version"; "passive": a statement
+    #: that a later explicit change may supersede but that replaces nothing itself (a
+    #: measurement, "错误率 1.2%", or who leads what, without "now")
+    kind: str
     codes: frozenset[str] = frozenset()  # the line's backticked code (`0 2 * * *`)
 
 
@@ -183,15 +186,29 @@ def _numeric(values: frozenset[str]) -> bool:
 # --------------------------------------------------------------------------- patterns
 
 _CHANGE_VERB = (r"(?:chang|rais|lower|increas|decreas|reduc|bump|switch|mov|migrat|upgrad|"
-                r"downgrad|updat|cut|drop|replac|swapp|shift|adjust|set|went|grew|rotat|tun)")
+                r"downgrad|updat|cut|drop|replac|swapp|shift|adjust|set|went|grew|rotat|tun|"
+                r"tighten|loosen|extend|shorten|extended|pinn|doubl|halv)")
 _EN_FROM_TO = re.compile(
     rf"^(?P<pre>.*?\b{_CHANGE_VERB}\w*\b.*?)\bfrom\s+(?P<old>.+?)\s+(?:to|→|->)\s+"
     r"(?P<new>`[^`]+`|[^\s,;:()]+(?:\s?(?:gb|mb|kb|ms|%|workers?))?)", re.I)
+#: "Bumped `max_connections` on staging to 200", "API SLO tightened to 99.9%": a change
+#: without the old value.
+_EN_TO = re.compile(
+    rf"^(?P<pre>.*?\b{_CHANGE_VERB}\w*\b.*?)\s+to\s+"
+    r"(?P<new>`[^`]+`|\d[\d.:,]*\s?(?:%|gb|mb|kb|ms|s|days?|hours?|minutes?|workers?)?"
+    r"|[A-Z][\w.-]+(?:\s[A-Z][\w.-]+)?)(?=[\s,;:.()]|$)", re.I)
+#: "Jonas leads the mobile team": who holds a role (the attribute "mobile team lead").
+_EN_LEADS = re.compile(r"^(?P<val>[A-Z][\w-]+)\s+(?:leads|heads)\s+"
+                       r"(?:the\s+)?(?P<subj>[a-z][\w -]{2,30}?)(?:[:,;.(]|\s+\(|$)")
+#: "应用日志保留 7 天": an amount stated after its attribute, in Chinese.
+_ZH_AMOUNT = re.compile(rf"(?P<subj>[{_CJK}]{{2,10}})\s*(?P<val>\d+(?:\.\d+)?)\s*"
+                        r"(?=天|个|小时|分钟|秒|台|人|次|GB|MB|%|元|欧元|美元)")
 _ARROW = re.compile(r"^(?P<pre>.*?)(?P<old>[^\s→]+)\s*(?:→|->)\s*(?P<new>[^\s,;:()，。]+)")
 _EN_IS = re.compile(
     r"^(?P<subj>[^:;,.]{2,60}?)\s+(?:is|are|was set to|is set to|set to|are set to|runs at|"
-    r"run at|starts at|runs every|costs)\s+"
-    r"(?P<now>now\s+)?(?:set to\s+|at\s+|running\s+|on\s+)?(?P<val>(?:[^,;:(]|(?<=\d):(?=\d))+)",
+    r"run at|starts at|runs every|costs|runs on|run on|uses|use|are kept for|is kept for)\s+"
+    r"(?P<now>now\s+)?(?:set to\s+|at\s+|running\s+|on\s+|kept for\s+)?"
+    r"(?P<val>(?:[^,;:(]|(?<=\d):(?=\d))+)",
     re.I)
 _EN_NOW_OUR = re.compile(
     r"^(?P<val>`[^`]+`|[A-Z][\w-]+)\s+(?:is|are)\s+now\s+(?:our|the)\s+"
@@ -208,7 +225,8 @@ _ZH_FROM_TO = re.compile(rf"(?P<pre>[^，。；]*?)从\s*(?P<old>`[^`]+`|[^，�
                          r"(?P<new>`[^`]+`|[^\s，。,；;（(]+)")
 _ZH_TO = re.compile(rf"(?P<subj>[^，。；,;]*?)\s*{_ZH_VERB}\s*(?P<new>`[^`]+`|[^\s，。,；;（(]+)")
 _ZH_IS = re.compile(
-    rf"(?P<subj>[{_CJK}A-Za-z`_ ]{{2,16}}?)\s*(?P<now>现在是|目前是|现为|现在为|是)\s*"
+    rf"(?P<subj>[{_CJK}A-Za-z`_ ]{{2,16}}?)\s*(?P<now>现在是|目前是|现为|现在为|是|定在|定为|设为|"
+    r"设置为|设在)\s*"
     r"(?P<val>`[^`]+`|[^\s，。,；;（(]+)")
 _ZH_CUE = re.compile(r"从今天起|从今晚开始|从今天开始|从本周起|从下周起|现在|目前|今后|以后")
 _EN_CUE = re.compile(r"\b(?:now|currently|from now on|as of|starting|switched|moved to)\b", re.I)
@@ -261,6 +279,11 @@ def _changes(st: Statement, t: str) -> list[Fact | None]:
             pre = m.group("pre")
             out.append(_fact(st, _clause_subject(pre), value_tokens(m.group("new")),
                              value_tokens(m.group("old")), True, "change", pre))
+    m = _EN_TO.search(t)
+    if m and not out and " from " not in m.group("pre"):
+        pre = m.group("pre")
+        out.append(_fact(st, _clause_subject(pre), value_tokens(m.group("new")), frozenset(),
+                         True, "change", pre))
     m = _ARROW.search(t)
     if m and not out and (_NUM.search(m.group("old")) or m.group("old")[:1].isupper()):
         out.append(_fact(st, _clause_subject(m.group("pre")), value_tokens(m.group("new")),
@@ -286,6 +309,17 @@ def _stated(st: Statement, t: str) -> list[Fact]:
     if m:
         f = _fact(st, m.group("subj"), value_tokens(m.group("val")), frozenset(), True, "attr")
         return [f] if f else []
+    m = _EN_LEADS.match(t)
+    if m:
+        f = _fact(st, m.group("subj") + " lead", value_tokens(m.group("val")), frozenset(),
+                  cue, "passive" if not cue else "attr")
+        return [f] if f else []
+    m = _ZH_AMOUNT.search(t)
+    if m and not _ZH_FROM_TO.search(t):
+        f = _fact(st, m.group("subj"), frozenset({m.group("val")}), frozenset(), cue,
+                  "attr" if cue else "passive")
+        if f:
+            return [f]
     clause = re.split(r"[,;:(]|\s(?:after|for|because|since|with)\s", t)[0]
     m = _COUNT.search(clause)
     if m and cue:  # "Now 38 retailers tracked", "44 retailers tracked now"
@@ -300,11 +334,15 @@ def _stated(st: Statement, t: str) -> list[Fact]:
             # the value, not why or since when: "4gb after the Sunday peak" → "4gb"
             val = re.split(r"\s(?:after|because|since|for|when|with|so|until|as|but)\b",
                            m.group("val"))[0]
-            now = bool(m.groupdict().get("now")) and m.group("now").strip() != "是"
-            if _EVENT_VALUE.search(val) or len(val.split()) > 6:
+            verb = (m.groupdict().get("now") or "").strip()
+            now = bool(verb) and verb not in ("是", "定在", "定为", "设为", "设置为", "设在")
+            if (_EVENT_VALUE.search(val) and verb[:1] not in ("定", "设")) or len(
+                    val.split()) > 6:
                 continue  # an event, or a sentence rather than a value
-            if rx is _ZH_IS and not (now or cue):
-                continue  # "…是…" is everywhere in Chinese prose: only with 现在/目前/从今天起
+            if (rx is _ZH_IS and verb == "是" and not (now or cue)
+                    and not re.match(r"`|\d", val.strip())):
+                continue  # "…是…" is everywhere in Chinese prose: a code or a number, or with
+                # 现在/目前/从今天起
             f = _fact(st, _clause_subject(m.group("subj")), value_tokens(val), frozenset(),
                       now or cue, "attr", m.group("subj"))
             if f:
@@ -321,6 +359,8 @@ def _stated(st: Statement, t: str) -> list[Fact]:
 
 def _same_subject(new: Fact, old: Fact) -> bool:
     if new.kind == "version" or old.kind == "version":
+        if new.kind == "change" and new.old & old.values:  # "Node 18.19 → 20.11"
+            return bool(new.subject & old.subject)
         return new.kind == old.kind and new.subject == old.subject
     if new.keys & old.keys:
         return True
@@ -329,10 +369,17 @@ def _same_subject(new: Fact, old: Fact) -> bool:
         return False
     small = min(len(new.subject), len(old.subject))
     if not new.explicit:  # a plain restatement: the very same attribute's name
-        return new.subject == old.subject and new.kind == old.kind
-    if new.old and new.old & old.values:
+        return new.subject == old.subject and new.kind == old.kind != "passive"
+    if new.old and _names_old(new, old):
         return len(shared) / small >= 0.5 or len(shared) >= 2
-    return len(shared) / small >= 0.67 and len(shared) >= 2
+    return len(shared) / small >= 0.67 and len(shared) >= min(2, small)
+
+
+def _names_old(new: Fact, old: Fact) -> bool:
+    """``new`` names ``old``'s value as the one it replaces (a Chinese name may sit inside a
+    longer run: "阿里云" in "阿里云短信服务")."""
+    return bool(new.old & old.values) or any(
+        len(o) >= 2 and _CJK_RUN.fullmatch(o) and o in v for o in new.old for v in old.values)
 
 
 def _later(new: Fact, old: Fact) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from memory_core.supersession import Statement, detect, statements_of_chunks
@@ -89,12 +90,16 @@ def test_an_undated_file_replaces_a_diary_only_explicitly() -> None:
 
 
 def test_demo_home_changing_facts_found_and_nothing_else() -> None:
-    """The demo home's diaries: each of its changing facts' old statements, and no other line."""
+    """The demo home's diaries: each of its changing facts' old statements; besides them only
+    the everyday dependency bumps ("Bumped httpx to 2.0.1" … "把 httpx 升到 3.1.4"), which the
+    text does change, and no other line."""
     ws = ROOT / "examples" / "demo-home" / "workspace"
     rows = [(p.relative_to(ws).as_posix(), "memory", 1, p.read_text(encoding="utf-8"), 0)
             for p in sorted((ws / "memory").glob("*.md"))]
-    found = {(s.old_path, s.old_line): s.new_citation for s in detect(statements_of_chunks(rows))}
-    assert found == {
+    sts = statements_of_chunks(rows)
+    text = {(s.path, s.line): s.text for s in sts}
+    found = {(s.old_path, s.old_line): s.new_citation for s in detect(sts)}
+    facts = {
         ("memory/2026-08-05.md", 34): "memory/2026-09-10.md#L34",
         ("memory/2026-09-10.md", 34): "memory/2026-10-21.md#L43",
         ("memory/2026-08-10.md", 39): "memory/2026-09-14.md#L40",
@@ -108,7 +113,11 @@ def test_demo_home_changing_facts_found_and_nothing_else() -> None:
         ("memory/2026-10-20.md", 13): "memory/2026-11-17.md#L4",
         ("memory/2026-11-06.md", 4): "memory/2026-11-24.md#L4",
     }
-    assert isinstance(ws, Path)
+    assert {k: found.get(k) for k in facts} == facts
+    bump = re.compile(r"^- (?:(?:Bumped|Upgraded) \S+ (?:\S+ )?(?:to |\S+ → )|把 \S+ 升到 )")
+    for key in set(found) - set(facts):
+        path, line = found[key].split("#L")
+        assert bump.match(text[key]) and bump.match(text[(path, int(line))]), text[key]
 
 
 def _diaries(root: Path, days: dict[str, str]) -> None:
