@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from .common.dates import day_of, path_date
 
 #: Bumped when what :func:`detect` finds changes: a sync then recomputes the stored relation.
-DETECTOR_VERSION = 3
+DETECTOR_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -249,6 +249,8 @@ def _fact(st: Statement, subj_text: str, values: frozenset[str], old: frozenset[
     if kind == "attr" and _DONE.match(subj_text):
         return None
     subject = subject_words(subj_text)
+    if kind == "change":  # the verb of the change is not the attribute's name
+        subject = frozenset(w for w in subject if not re.match(_CHANGE_VERB, w))
     keys = _keys(keys_from or subj_text)
     if not values or (not subject and not keys):
         return None
@@ -372,7 +374,7 @@ def _same_subject(new: Fact, old: Fact) -> bool:
         return new.subject == old.subject and new.kind == old.kind != "passive"
     if new.old and _names_old(new, old):
         return len(shared) / small >= 0.5 or len(shared) >= 2
-    return len(shared) / small >= 0.67 and len(shared) >= min(2, small)
+    return 3 * len(shared) >= 2 * small and len(shared) >= min(2, small)
 
 
 def _names_old(new: Fact, old: Fact) -> bool:
