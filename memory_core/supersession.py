@@ -223,6 +223,7 @@ _NO_LONGER = re.compile(
 _ZH_VERB = r"(?:改成|改为|改到|换成|换为|调到|调成|调整为|调整到|升级到|升到|降到|变成|切换到|切到)"
 _ZH_FROM_TO = re.compile(rf"(?P<pre>[^，。；]*?)从\s*(?P<old>`[^`]+`|[^，。；\s]+?)\s*{_ZH_VERB}\s*"
                          r"(?P<new>`[^`]+`|[^\s，。,；;（(]+)")
+_ZH_VERB_RE = re.compile(_ZH_VERB)
 _ZH_TO = re.compile(rf"(?P<subj>[^，。；,;]*?)\s*{_ZH_VERB}\s*(?P<new>`[^`]+`|[^\s，。,；;（(]+)")
 _ZH_IS = re.compile(
     rf"(?P<subj>[{_CJK}A-Za-z`_ ]{{2,16}}?)\s*(?P<now>现在是|目前是|现为|现在为|是|定在|定为|设为|"
@@ -275,26 +276,28 @@ def facts_of(st: Statement) -> list[Fact]:
 def _changes(st: Statement, t: str) -> list[Fact | None]:
     """Explicit changes: "from X to Y", "X → Y", "no longer X", "从 X 改成 Y", "改到 Y"."""
     out: list[Fact | None] = []
-    for rx in (_EN_FROM_TO, _ZH_FROM_TO):
-        m = rx.search(t)
+    low = t.lower()
+    zh = bool(_ZH_VERB_RE.search(t))  # each pattern only where its words are (a sync's cost)
+    for rx, word in ((_EN_FROM_TO, "from " in low), (_ZH_FROM_TO, zh and "从" in t)):
+        m = rx.search(t) if word else None
         if m:
             pre = m.group("pre")
             out.append(_fact(st, _clause_subject(pre), value_tokens(m.group("new")),
                              value_tokens(m.group("old")), True, "change", pre))
-    m = _EN_TO.search(t)
+    m = _EN_TO.search(t) if " to " in low and not out else None
     if m and not out and " from " not in m.group("pre"):
         pre = m.group("pre")
         out.append(_fact(st, _clause_subject(pre), value_tokens(m.group("new")), frozenset(),
                          True, "change", pre))
-    m = _ARROW.search(t)
+    m = _ARROW.search(t) if "→" in t or "->" in t else None
     if m and not out and (_NUM.search(m.group("old")) or m.group("old")[:1].isupper()):
         out.append(_fact(st, _clause_subject(m.group("pre")), value_tokens(m.group("new")),
                          value_tokens(m.group("old")), True, "change", m.group("pre")))
-    m = _NO_LONGER.search(t)
+    m = _NO_LONGER.search(t) if "no longer" in low else None
     if m:
         out.append(_fact(st, m.group("subj"), frozenset({"(none)"}),
                          value_tokens(m.group("old")), True, "change", m.group("subj")))
-    for m in _ZH_TO.finditer(t):
+    for m in _ZH_TO.finditer(t) if zh else ():
         if "从" not in _ZH_CUE.sub("", m.group("subj")):  # not "从 X 改成 Y" again
             out.append(_fact(st, _clause_subject(m.group("subj")),
                              value_tokens(m.group("new")), frozenset(), True, "change",
