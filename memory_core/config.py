@@ -325,17 +325,11 @@ class SearchSettings:
     prf_terms: int = setting(0, ge=0, help="pseudo-relevance feedback terms (0: off)")
     prf_docs: int = setting(3, ge=1, help="feedback from this many keyword chunks")
     prf_weight: float = setting(0.3, ge=0.0, le=1.0, help="the feedback query's weight")
-    #: A question coordinating two things is also asked per conjunct; their keyword legs lift
-    #: a chunk to ``max(original, decompose × sub-query)``; 0 = off.
+    #: A question coordinating two things is also asked per conjunct; max(original, decompose ×
+    #: sub-query). About now (issue #34): superseded × (1 - penalty), current + boost × the best.
     decompose: float = setting(0.0, ge=0.0, le=1.0, help="weight of per-conjunct sub-queries")
-    #: A question about now (or with no time cue) asking for an attribute's value: a hit
-    #: covering a statement of it that a later line superseded (memory_core.supersession)
-    #: scores × (1 - supersession_penalty); a hit holding its current statement gains
-    #: current_boost × the best hit's score. 0 = off.
-    supersession_penalty: float = setting(0.0, ge=0.0, le=1.0, slider=(0.0, 1.0, 0.05),
-                                          help="a superseded statement's score loses this share")
-    current_boost: float = setting(0.0, ge=0.0, le=2.0, slider=(0.0, 2.0, 0.1),
-                                   help="a current statement gains this × the best score")
+    supersession_penalty: float = setting(0.0, ge=0.0, le=1.0, help="superseded lines lose this")
+    current_boost: float = setting(0.0, ge=0.0, le=2.0, help="current lines gain this × the best")
     #: ``normalized`` fusion reads the cosine as ``(cos - vector_floor) / (1 - vector_floor)``
     #: (at least 0): a model whose cosines sit in a narrow band (e5: unrelated text near 0.75)
     #: gets MiniLM's spread; 0 = the cosine as it is.
@@ -456,15 +450,10 @@ def _profile_settings(profile: ProfileName | str) -> SearchSettings:
             # issue #21, on whole-chunk (windowed) vectors: English leans on the vector leg,
             # a mostly-CJK query keeps equal weights (MiniLM reads no Chinese)
             cjk_vector_weight=0.5,
-            min_score=0.0,
-            keyword_query="or",
+            min_score=0.0, keyword_query="or",
             cjk_bigrams=True,
-            date_hint=0.4,
-            vector_floor=0.2,
-            # issue #34: a question about now gets the newest statement of what it asks
-            # (memory_core.supersession; docs/retrieval.md "Memory that is current")
-            supersession_penalty=0.5,
-            current_boost=1.0,
+            date_hint=0.4, vector_floor=0.2,
+            supersession_penalty=0.5, current_boost=1.0,  # issue #34: the newest value first
             # issue #21: scores are calibrated probabilities of relevance, and nothing is
             # returned when the best is below the gate chosen with the model (held out)
             calibration=DEFAULT_CALIBRATION if DEFAULT_CALIBRATION in CALIBRATED_GATES else "",
