@@ -164,8 +164,9 @@ def test_run_light_and_rem_ingests_sessions_and_writes_the_diary(open_app: OpenA
 
 
 def test_stale_memory_lines_are_shown_and_updated(open_app: OpenApp, tmp_path: Path) -> None:
-    """Issue #34: a MEMORY.md line a later diary superseded, beside the newer line; the update
-    is written by the button and undone by Undo last."""
+    """Issue #34: a MEMORY.md line a later diary superseded, beside the newer line, shown even
+    before any recall is tracked; the update is written by the button and undone like any
+    apply."""
     import os
 
     ws = tmp_path / "ws"
@@ -184,5 +185,10 @@ def test_stale_memory_lines_are_shown_and_updated(open_app: OpenApp, tmp_path: P
     at.button(key="promo_stale").click().run()
     assert "4gb" in (ws / "MEMORY.md").read_text(encoding="utf-8")
     assert not any(h.value == "Stale in MEMORY.md" for h in at.subheader)
-    at.button(key="promo_undo").click().run()
+    # reverted like any apply (the page's "Undo last" calls the same undo)
+    from memory_core import MemoryIndex
+    from memory_core import promotion as pr
+
+    with MemoryIndex.open(ws, provider="none") as idx:
+        assert pr.undo(idx).restored
     assert (ws / "MEMORY.md").read_bytes() == original
