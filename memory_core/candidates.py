@@ -71,3 +71,10 @@ class Candidates:
     #: Why the answer is not what the mode promises ("" when it is): the query's embedding
     #: failed and the keyword leg answered alone.
     note: str = ""
+    #: The supersession facts of these chunks (``memory_core.supersession.chunk_marks``): a
+    #: chunk covering a statement a later line superseded → that line's citation; the chunks
+    #: holding a current statement (one that superseded another and still stands); each
+    #: marked chunk's attributes (their subject words).
+    superseded: dict[str, str] = field(default_factory=dict)
+    current: frozenset[str] = frozenset()
+    subjects: dict[str, tuple[frozenset[str], ...]] = field(default_factory=dict)

@@ -325,9 +325,11 @@ class SearchSettings:
     prf_terms: int = setting(0, ge=0, help="pseudo-relevance feedback terms (0: off)")
     prf_docs: int = setting(3, ge=1, help="feedback from this many keyword chunks")
     prf_weight: float = setting(0.3, ge=0.0, le=1.0, help="the feedback query's weight")
-    #: A question coordinating two things is also asked per conjunct; their keyword legs lift
-    #: a chunk to ``max(original, decompose × sub-query)``; 0 = off.
+    #: A question coordinating two things is also asked per conjunct; max(original, decompose ×
+    #: sub-query). About now (issue #34): superseded × (1 - penalty), current + boost × the best.
     decompose: float = setting(0.0, ge=0.0, le=1.0, help="weight of per-conjunct sub-queries")
+    supersession_penalty: float = setting(0.0, ge=0.0, le=1.0, help="superseded lines lose this")
+    current_boost: float = setting(0.0, ge=0.0, le=2.0, help="current lines gain this × the best")
     #: ``normalized`` fusion reads the cosine as ``(cos - vector_floor) / (1 - vector_floor)``
     #: (at least 0): a model whose cosines sit in a narrow band (e5: unrelated text near 0.75)
     #: gets MiniLM's spread; 0 = the cosine as it is.
@@ -448,11 +450,10 @@ def _profile_settings(profile: ProfileName | str) -> SearchSettings:
             # issue #21, on whole-chunk (windowed) vectors: English leans on the vector leg,
             # a mostly-CJK query keeps equal weights (MiniLM reads no Chinese)
             cjk_vector_weight=0.5,
-            min_score=0.0,
-            keyword_query="or",
+            min_score=0.0, keyword_query="or",
             cjk_bigrams=True,
-            date_hint=0.4,
-            vector_floor=0.2,
+            date_hint=0.4, vector_floor=0.2,
+            supersession_penalty=0.5, current_boost=1.0,  # issue #34: the newest value first
             # issue #21: scores are calibrated probabilities of relevance, and nothing is
             # returned when the best is below the gate chosen with the model (held out)
             calibration=DEFAULT_CALIBRATION if DEFAULT_CALIBRATION in CALIBRATED_GATES else "",

@@ -23,6 +23,7 @@ from .config import FusionMode, SearchSettings
 from .expansion import boost_adjacent, diversify
 from .query import DateSpan, date_closeness, date_hints, lexical_tokens, tokens
 from .rerank import mmr_order
+from .supersession import asks_about, time_focus
 from .text import truncate_utf16
 
 SNIPPET_MAX_CHARS = 700
@@ -57,6 +58,10 @@ class Hit:
     #: With a calibration: its features, each one's part of the logit, the logit, the
     #: normalized fusion's score it replaced and the probability (= ``score`` before decay).
     evidence: dict[str, object] | None = None
+    #: The citation of the line that superseded a statement this chunk covers (the ``current``
+    #: step, memory_core.supersession), and what that step multiplied the score by.
+    superseded_by: str | None = None
+    currency: float = 1.0
 
     @property
     def citation(self) -> str:
@@ -72,6 +77,8 @@ class Hit:
             "vectorScore": self.vector_score, "textScore": self.text_score,
             "citation": self.citation,
         }
+        if self.superseded_by is not None:
+            d["supersededBy"] = self.superseded_by
         if explain:
             d["explain"] = {
                 "id": self.id, "vectorRank": self.vector_rank, "textRank": self.text_rank,
@@ -80,6 +87,9 @@ class Hit:
             }
             if self.evidence is not None:
                 d["explain"]["calibration"] = self.evidence  # type: ignore[index]
+            if self.superseded_by is not None or self.currency != 1.0:
+                d["explain"]["current"] = {  # type: ignore[index]
+                    "supersededBy": self.superseded_by, "factor": self.currency}
         return d
 
 
@@ -392,7 +402,7 @@ def _normalized(cands: Candidates, s: SearchSettings) -> FusionResult:
     vector-only hit 0.65 × its cosine read from the floor (a mostly-CJK query: 0.5 and 0.5,
     ``cjk_vector_weight``); and minScore means the same on any corpus.
     """
-    vector, keyword = _with_dated(cands, s, *_leg_maps(cands, s))
+    vector, keyword = _with_current(cands, s, *_with_dated(cands, s, *_leg_maps(cands, s)))
     wv, wt = s.weights_for(cands.query)
     if cands.mode == "fts-only" or not cands.vector:
         wv, wt = 0.0, 1.0
@@ -469,8 +479,8 @@ def _calibrate(hits: list[Hit], cands: Candidates, s: SearchSettings
 # fusion's order of steps is data (:data:`TAILS`). A step reads the settings and does nothing
 # when they leave it off, so a tail lists every step its fusion may take.
 
-TailStep = Literal["date_hint", "adjacent", "decay", "sort", "diversify", "mmr", "calibrate",
-                   "gate", "relaxed", "floor", "fill"]
+TailStep = Literal["date_hint", "adjacent", "current", "decay", "sort", "diversify", "mmr",
+                   "calibrate", "gate", "relaxed", "floor", "fill"]
 
 #: Each fusion's tail, in order. The three ``reference`` tails are OpenClaw 2026.5.20's
 #: (spec §4.2, the search flow; §4.5, the merge: decay → sort → MMR; §4.6–4.7) and must not
@@ -484,8 +494,8 @@ TAILS: dict[str, tuple[TailStep, ...]] = {
     "reference:fts-only": ("decay", "sort", "gate", "floor"),
     # ours
     "rrf": ("date_hint", "decay", "sort", "mmr", "gate"),
-    "normalized": ("date_hint", "adjacent", "decay", "sort", "diversify", "mmr", "calibrate",
-                   "gate", "fill"),
+    "normalized": ("date_hint", "adjacent", "current", "decay", "sort", "diversify", "mmr",
+                   "calibrate", "gate", "fill"),
 }
 
 
@@ -509,6 +519,54 @@ def _step_date_hint(t: _Tail) -> bool:
 def _step_adjacent(t: _Tail) -> bool:
     boost_adjacent(t.hits, t.s.adjacent)
     return False
+
+
+def _step_current(t: _Tail) -> bool:
+    """Statements a later line superseded, against the time the question asks about.
+
+    Each hit covering a superseded statement is marked with the line that superseded it. For
+    a question about now (or with no time cue, :func:`time_focus`) that asks for the value of
+    that statement's attribute (:func:`asks_about`), its score is multiplied by
+    ``1 - supersession_penalty``, and a hit holding the attribute's current statement gains
+    ``current_boost`` × the best score (the newest value is the answer, even where another
+    note's words match the question better). A question about the past keeps both as they
+    are: it still finds the old value. Off at 0 and 0.
+    """
+    s, c = t.s, t.cands
+    if (s.supersession_penalty <= 0 and s.current_boost <= 0) or not c.subjects:
+        return False
+    now = time_focus(c.query) == "now"
+    best = max((h.score for h in t.hits), default=0.0)
+    for h in t.hits:
+        h.superseded_by = c.superseded.get(h.id)
+        if not now or h.id not in c.subjects or not asks_about(c.query, c.subjects[h.id]):
+            continue
+        old = h.score
+        if h.superseded_by is not None:
+            h.score *= 1.0 - s.supersession_penalty
+        elif h.id in c.current:
+            h.score += s.current_boost * best
+        if h.score != old and old > 0:
+            h.currency = h.score / old
+            h.components = {k: v * h.currency for k, v in h.components.items()}
+    return False
+
+
+def _with_current(cands: Candidates, s: SearchSettings, vector: list[LegHit],
+                  keyword: list[LegHit]) -> tuple[list[LegHit], list[LegHit]]:
+    """The legs' cut lists plus every hit of their fetched pools holding the current statement
+    of an attribute a question about now asks for (the ``current`` step's), each in the leg
+    that found it: the newest line may be written in other words than the question (or in
+    Chinese) and sit below the cut while the older lines it replaced rank high."""
+    if s.current_boost <= 0 or not cands.current or time_focus(cands.query) != "now":
+        return vector, keyword
+    want = {cid for cid in cands.current if cid in cands.chunks
+            and asks_about(cands.query, cands.subjects.get(cid, ()))}
+    have = {h.id for h in vector} | {h.id for h in keyword}
+    extra_v = [h for h in cands.vector if h.id in want and h.id not in have]
+    have.update(h.id for h in extra_v)
+    extra_k = [h for h in cands.keyword if h.id in want and h.id not in have] if keyword else []
+    return vector + extra_v, keyword + extra_k
 
 
 def _step_decay(t: _Tail) -> bool:
@@ -575,7 +633,8 @@ def _step_fill(t: _Tail) -> bool:
 
 #: A step changes the tail's state and says whether the tail ends there.
 STEPS: dict[TailStep, Callable[[_Tail], bool]] = {
-    "date_hint": _step_date_hint, "adjacent": _step_adjacent, "decay": _step_decay,
+    "date_hint": _step_date_hint, "adjacent": _step_adjacent, "current": _step_current,
+    "decay": _step_decay,
     "sort": _step_sort, "diversify": _step_diversify, "mmr": _step_mmr,
     "calibrate": _step_calibrate, "gate": _step_gate, "relaxed": _step_relaxed,
     "floor": _step_floor, "fill": _step_fill}

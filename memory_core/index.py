@@ -56,6 +56,7 @@ from .store import (
     StoreError,
     StoreLocked,
 )
+from .supersession import Supersession
 from .sync import (
     EmbedExecutor,
     Indexer,
@@ -630,6 +631,11 @@ class MemoryIndex:
             st = self._open_store()
             return st.chunks_for_path(path) if path else st.all_chunks()
 
+    def supersessions(self) -> list[Supersession]:
+        """Memory lines a later line superseded, as the last sync found them."""
+        with self._lock:
+            return self._open_store().supersessions()
+
     def chunk_rows(self, ids: Sequence[str]) -> dict[str, ChunkRow]:
         """The rows of the chunks ``ids`` (missing ids left out): a map samples 20k of 133k."""
         with self._lock:
@@ -804,6 +810,8 @@ class MemoryIndex:
             built_at=meta.get("builtAt"),
             last_sync=self.last_sync.to_dict() if self.last_sync else None,
             truncation=self.truncation() if deep else None,
+            superseded=len(sups := st.supersessions()),
+            stale_memory={r.old_line: r.new_citation for r in sups if r.old_path == "MEMORY.md"},
         )
 
     def _batch_state(self, meta: dict[str, Any]) -> BatchState:

@@ -158,8 +158,26 @@ def m006_owned_skipped_aligned(db: Any) -> None:
                    [(rid, cjk_bigrams(text), cid, source) for rid, cid, source, text in rows])
 
 
+def m007_supersessions(db: Any) -> None:
+    """Which memory line a later line superseded (``memory_core.supersession``, issue #34):
+    rebuilt from the chunks by every sync that changed something, read by each search."""
+    run_statements(db,
+        """
+        CREATE TABLE IF NOT EXISTS supersessions (
+            old_path TEXT NOT NULL,
+            old_line INTEGER NOT NULL,
+            new_path TEXT NOT NULL,
+            new_line INTEGER NOT NULL,
+            subject TEXT NOT NULL,
+            PRIMARY KEY (old_path, old_line)
+        )
+        """
+    )
+
+
 MIGRATIONS: list[Migration] = [m001_initial, m002_fts, m003_file_diagnostics, m004_recalls,
-                               m005_stemmed_keyword_table, m006_owned_skipped_aligned]
+                               m005_stemmed_keyword_table, m006_owned_skipped_aligned,
+                               m007_supersessions]
 
 
 def migrate(db: Any) -> int:

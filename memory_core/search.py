@@ -26,6 +26,7 @@ from .keyword.fts import REFERENCE_TABLE
 from .keyword.plans import keyword_leg, phrase_counts
 from .query import distinct_terms, extract_keywords
 from .store import Store
+from .supersession import chunk_marks
 
 if TYPE_CHECKING:
     import numpy as np
@@ -115,6 +116,9 @@ def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: st
     cut = max(len(vector), len(keyword), *map(len, fallback), 0) if rows_for is None else max(
         0, rows_for)
     ids = {h.id for h in vector[:cut]} | {h.id for h in keyword[:cut]}
+    if rows_for is not None:  # the fetched pools' chunks with a supersession (fusion may
+        marked = store.marked_chunk_ids()  # draw current statements from the whole pool)
+        ids |= {h.id for h in (*vector, *keyword) if h.id in marked}
     for lst in fallback:
         ids |= {h.id for h in lst[:cut]}
     rows = store.chunk_rows(ids)
@@ -125,8 +129,11 @@ def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: st
     keyword = _present(keyword, chunks, cut)
     fb = tuple(tuple(_present(lst, chunks, cut)) for lst in fallback)
     dfs, n_rows = phrase_counts(store, match, table, settings)
+    marks = chunk_marks(
+        store.supersessions(), ((c.id, c.path, c.start_line, c.end_line) for c in chunks.values()))
     return Candidates(q, mode, tuple(vector), tuple(keyword), chunks, pool, match, table, fb,
-                      tuple(terms), timings, rows_for, dfs, n_rows, note)
+                      tuple(terms), timings, rows_for, dfs, n_rows, note, marks.superseded,
+                      marks.current, marks.subjects)
 
 
 @dataclass(frozen=True)

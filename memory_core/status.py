@@ -240,6 +240,10 @@ class Status:
     provider_unavailable_reason: str | None = None
     #: What a search's ``score`` means under the settings in force, and when it abstains.
     scores: dict[str, Any] | None = None
+    #: Memory lines a later line superseded (``memory_core.supersession``), and those of them
+    #: in ``MEMORY.md`` (stale long-term memory: line → the newer line's citation).
+    superseded: int = 0
+    stale_memory: dict[int, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The reference's camelCase shape (the keys of ``memory-core status --json``)."""
@@ -269,6 +273,9 @@ class Status:
                 badJsonlLines=self.bad_jsonl_lines, fileWarnings=dict(self.file_warnings),
                 skippedFiles=self.skipped_files,
                 builtAt=self.built_at,
+                superseded=self.superseded,
+                staleMemory=[{"line": n, "supersededBy": c}
+                             for n, c in sorted(self.stale_memory.items())],
             )
             if self.batch is not None:
                 out["batch"] = dict(self.batch)

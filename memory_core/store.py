@@ -42,6 +42,7 @@ from .indexfile import damage_found as damage_found
 from .indexfile import owner_stamp as owner_stamp
 from .indexfile import stamp_owner as stamp_owner
 from .keyword.fts import BIGRAM_TABLE, REFERENCE_TABLE, TABLES
+from .supersession import Supersession
 
 if TYPE_CHECKING:
     import numpy as np
@@ -566,6 +567,44 @@ class Store:
             " COALESCE(f.mtime, 0) FROM chunks c LEFT JOIN files f ON f.path = c.path"
             " ORDER BY c.path, c.start_line, c.end_line")
         return [ChunkRow(*r) for r in rows]
+
+    def statement_chunks(self) -> list[tuple[str, str, int, str, int]]:
+        """Every chunk as ``(path, source, start_line, text, file mtime)``: what the supersession
+        detector reads its statements from (``supersession.statements_of_chunks``)."""
+        return self.db.execute(
+            "SELECT c.path, c.source, c.start_line, c.text, COALESCE(f.mtime, 0) FROM chunks c"
+            " LEFT JOIN files f ON f.path = c.path ORDER BY c.path, c.start_line").fetchall()
+
+    def supersessions(self) -> list[Supersession]:
+        """The stored supersessions (memoised until the index changes); none on an index built
+        before migration 7 opened read-only."""
+        try:
+            (rows,) = self.read_memo(
+                "SELECT old_path, old_line, new_path, new_line, subject FROM supersessions"
+                " ORDER BY old_path, old_line", [()])
+        except OperationalError:
+            return []
+        return [Supersession(*r) for r in rows]
+
+    def marked_chunk_ids(self) -> frozenset[str]:
+        """The chunks holding a line of a stored supersession, either side (memoised)."""
+        try:
+            (rows,) = self.read_memo(
+                "SELECT c.id FROM supersessions s JOIN chunks c ON c.path = s.old_path AND"
+                " s.old_line BETWEEN c.start_line AND c.end_line UNION SELECT c.id FROM"
+                " supersessions s JOIN chunks c ON c.path = s.new_path AND"
+                " s.new_line BETWEEN c.start_line AND c.end_line", [()])
+        except OperationalError:
+            return frozenset()
+        return frozenset(r[0] for r in rows)
+
+    def replace_supersessions(self, rows: Sequence[Supersession]) -> None:
+        """Store ``rows`` in place of the old ones (inside a transaction)."""
+        self.db.execute("DELETE FROM supersessions")
+        self.db.executemany(
+            "INSERT OR REPLACE INTO supersessions(old_path, old_line, new_path, new_line, subject)"
+            " VALUES (?,?,?,?,?)",
+            [(r.old_path, r.old_line, r.new_path, r.new_line, r.subject) for r in rows])
 
     def embeddings(self, sources: Sequence[str] | None = None) -> tuple[list[str], np.ndarray]:
         """Every chunk id with a vector, and the matrix of vectors (rows in the same order)."""

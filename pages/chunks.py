@@ -78,6 +78,11 @@ with right:
                  column_config={"id": None, "start": None, "end": None,
                                 "match": st.column_config.CheckboxColumn() if needle else None,
                                 "preview": st.column_config.TextColumn(width="large")})
+    # issue #34: this file's lines a later memory line superseded, each with the newer line
+    sup = [r for r in idx.supersessions() if r.old_path == path]
+    if sup:
+        st.caption("Superseded: " + "; ".join(f"L{r.old_line} by `{r.new_citation}`"
+                                                for r in sup), help="memory_core.supersession")
     total = int(frame["tokens (est.)"].sum())
     st.caption(f"{len(frame)} chunks, ~{total} tokens; overlaps are shared lines with the "
                "neighbouring chunk (the chunker carries the tail of one chunk into the next).")

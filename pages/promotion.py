@@ -205,6 +205,25 @@ m[0].metric("Tracked entries", len(cands))
 m[1].metric("Pass the gates", len(passed))
 m[2].metric("Likely duplicates of MEMORY.md",
             sum(1 for c in passed if c.duplicate is not None and c.duplicate.likely))
+# issue #34: MEMORY.md lines a later memory line superseded, the newer line beside each
+upd = pr.preview_update(idx) if not read_only else None
+if upd is not None and upd.stale:
+    st.subheader("Stale in MEMORY.md")
+    st.dataframe(pd.DataFrame([{"line": s.line, "MEMORY.md says": s.text.strip(),
+                                "newer line": s.newer_text.strip(), "where": s.superseded_by}
+                               for s in upd.stale]), hide_index=True)
+    st.code(upd.diff, language="diff", wrap_lines=True)
+    if st.button("Update the stale lines", key="promo_stale"):
+        try:
+            pr.apply_update(idx, upd)
+        except Exception as e:  # PromotionError: MEMORY.md changed since the preview
+            st.error(f"Not updated: {e}")
+        else:
+            state.bump_generation(key)
+            st.session_state["promo_last"] = (f"Updated {len(upd.stale)} stale line(s) of "
+                                              "MEMORY.md (Undo last reverts it).")
+            st.rerun()
+
 if not cands:
     st.info("No recall signals yet. Search with “Record as recall” on Search & tune, or "
             "replay a query log above.")

@@ -96,3 +96,14 @@ def test_text_filter_narrows_files_and_marks_chunks(at: AppTest) -> None:
     assert "match" in at.selectbox(key="chunks_chunk").value  # the first matching chunk
     html = "".join(h.proto.body for h in at.get("html"))
     assert "<mark>连接池</mark>" in html
+
+
+def test_superseded_lines_are_marked_with_the_newer_line(at: AppTest) -> None:
+    """Issue #34: the demo's 2026-10-20 diary states three values later diaries changed."""
+    at.selectbox(key="chunks_file").set_value("memory/2026-10-20.md").run()
+    assert not at.exception
+    marked = next(c.value for c in at.caption if c.value.startswith("Superseded: "))
+    assert "L10 by `memory/2026-10-23.md#L11`" in marked
+    assert "L11 by `memory/2026-11-14.md#L7`" in marked
+    at.selectbox(key="chunks_file").set_value("memory/2026-11-20.md").run()
+    assert not any(c.value.startswith("Superseded: ") for c in at.caption)

@@ -167,3 +167,34 @@ def test_run_light_and_rem_ingests_sessions_and_writes_the_diary(open_app: OpenA
         "[main/sessions/today.jsonl#L3] Assistant: The staging database listens on port 5433."]
     assert (demo_ws / "DREAMS.md").is_file()
     assert list((demo_ws / "memory" / "dreaming" / "light").glob("*.md"))
+
+
+def test_stale_memory_lines_are_shown_and_updated(open_app: OpenApp, tmp_path: Path) -> None:
+    """Issue #34: a MEMORY.md line a later diary superseded, beside the newer line, shown even
+    before any recall is tracked; the update is written by the button and undone like any
+    apply."""
+    import os
+
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Memory\n\n- Redis maxmemory is 2gb on the frontier host.\n",
+                                  encoding="utf-8")
+    os.utime(ws / "MEMORY.md", (1772323200, 1772323200))  # 2026-03-01
+    (ws / "memory" / "2026-05-11.md").write_text(
+        "# 2026-05-11\n\n- Raised Redis maxmemory from 2gb to 4gb.\n", encoding="utf-8")
+    original = (ws / "MEMORY.md").read_bytes()
+    at = open_app(ws, PAGE, timeout=300)
+    assert not at.exception
+    assert any(h.value == "Stale in MEMORY.md" for h in at.subheader)
+    table = next(d.value for d in at.dataframe if "newer line" in d.value.columns)
+    assert list(table["where"]) == ["memory/2026-05-11.md#L3"]
+    at.button(key="promo_stale").click().run()
+    assert "4gb" in (ws / "MEMORY.md").read_text(encoding="utf-8")
+    assert not any(h.value == "Stale in MEMORY.md" for h in at.subheader)
+    # reverted like any apply (the page's "Undo last" calls the same undo)
+    from memory_core import MemoryIndex
+    from memory_core import promotion as pr
+
+    with MemoryIndex.open(ws, provider="none") as idx:
+        assert pr.undo(idx).restored
+    assert (ws / "MEMORY.md").read_bytes() == original

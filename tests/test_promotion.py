@@ -612,17 +612,10 @@ def test_demo_replay_then_promote_json_then_apply(tmp_path: Path,
 
     assert main(["promote", *common, "--apply", "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
-    assert res["wrote"] and res["memoryPath"] == str(ws / "MEMORY.md")
-    text = (ws / "MEMORY.md").read_text(encoding="utf-8")
-    assert text.startswith(original.decode("utf-8"))
-    assert "\n## Promoted From Short-Term Memory (2026-11-30)\n\n" in text
-    for key in res["applied"]:
-        assert f"<!-- openclaw-memory-promotion:{key} -->\n- " in text
-    assert len(res["applied"]) + len(res["skipped"]) == len(cands)
-
-    assert main(["promote", *common, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["candidates"] == []
-    assert main(["promote", *common, "--undo"]) == 0
-    capsys.readouterr()
+    # issue #34: the entry the replay made a candidate (2026-10-20) is recalled for the
+    # crawler concurrency, the Postgres version and the report time, each changed by a later
+    # diary: nothing of it is written, and it says so (apply/undo: the tests above)
+    assert not res["wrote"] and res["skipped"] and all(
+        why.startswith("its lines are superseded") for why in res["skipped"].values())
     assert (ws / "MEMORY.md").read_bytes() == original
     assert main(["promote", *common, "--undo"]) == 2  # nothing left to undo

@@ -164,6 +164,11 @@ def _print_hits(hits: Sequence[Hit], explain: bool, abstention: str = "") -> Non
                   f"text {h.text_score:.3f} (rank {tr}); score = {parts}")
             if h.evidence is not None:
                 print("      " + calibration_text(h.evidence))
+            if h.superseded_by is not None or h.currency != 1.0:
+                print(f"      current: ×{h.currency:.2f} before calibration"
+                      + (f"; superseded by {h.superseded_by}" if h.superseded_by else ""))
+        elif h.superseded_by is not None:
+            print(f"      superseded by {h.superseded_by}")
         print("      " + h.snippet.replace("\n", "\n      ")[:400])
 
 
@@ -303,6 +308,10 @@ def cmd_status(args: argparse.Namespace) -> int:
         if notes:  # what was repaired or skipped, file and line (the full list: --json)
             print(f"Files with warnings: {len(st.file_warnings)}")
             print("".join(f"  {w}\n" for w in notes[:10]), end="")
+        if st.fts is not None:
+            print(f"Superseded memory lines: {st.superseded}")
+        for line, newer in sorted(st.stale_memory.items()):
+            print(f"stale in MEMORY.md: line {line}, superseded by {newer}")
         t = st.truncation
         if t is not None and t.available:
             print(f"Model truncation: {t.truncated}/{t.chunks} chunks ({t.share:.0%}) cut; "

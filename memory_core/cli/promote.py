@@ -88,6 +88,8 @@ def cmd_promote(args: argparse.Namespace) -> int:
             else:
                 _print_explain(info)
             return 0
+        if args.stale:
+            return _stale(idx, args, now)
         if args.timezone:
             pr.set_timezone(idx, args.timezone)
         if args.ingest_daily:
@@ -122,6 +124,28 @@ def cmd_promote(args: argparse.Namespace) -> int:
             print("Use --all to list every tracked entry with its reasons.")
         if passed:
             print("Apply with --apply (preview the diff with --preview; undo with --undo).")
+    return 0
+
+
+def _stale(idx: Any, args: argparse.Namespace, now: int | None) -> int:
+    """``--stale``: the MEMORY.md lines a later memory line superseded, the newer line beside
+    each, and the update's diff; with ``--apply`` the update is written (``--undo`` reverts)."""
+    from .. import promotion as pr
+
+    plan = pr.preview_update(idx)
+    res = pr.apply_update(idx, plan, now=now) if args.apply and plan.stale else None
+    if args.json:
+        dump_json({**plan.to_dict(), "applied": res.to_dict() if res else None})
+        return 0
+    if not plan.stale:
+        print("No stale line in MEMORY.md.")
+        return 0
+    for st in plan.stale:
+        print(f"stale in MEMORY.md line {st.line}: {st.text.strip()}")
+        print(f"    newer, {st.superseded_by}: {st.newer_text.strip()}")
+    print(plan.diff, end="")
+    print(f"Updated MEMORY.md (undo with --undo); backup {res.backup_path}" if res else
+          "Write this update with --stale --apply (undo with --undo).")
     return 0
 
 
@@ -336,6 +360,9 @@ def _promote_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--diary", action="store_true",
                    help="with --apply: note what was promoted in the dream diary DREAMS.md")
     p.add_argument("--undo", action="store_true", help="restore MEMORY.md before the last apply")
+    p.add_argument("--stale", action="store_true",
+                   help="MEMORY.md lines a later memory line superseded, and the update's diff "
+                        "(with --apply: write it)")
     p.add_argument("--force", action="store_true",
                    help="with --undo: restore even if MEMORY.md was edited since the apply")
     p.add_argument("--min-score", type=float, help=f"default {pr.DEFAULT_MIN_SCORE}")

@@ -36,6 +36,9 @@ SEARCH_RESULT_ITEM: Schema = {
         "citation": {"type": "string"},
         "vectorScore": {"type": "number"},
         "textScore": {"type": "number"},
+        "supersededBy": {"type": "string", "description": "'path#Ln' of a later line that "
+                         "states another value for what this hit states: prefer it for the "
+                         "present, keep this one for the past"},
     },
     "required": ["path", "startLine", "endLine", "score", "snippet", "source", "corpus"],
 }

@@ -69,6 +69,7 @@ from .signals import (
     set_timezone,
 )
 from .simulation import ImpactReport, impact_preview, load_query_log, replay, replay_tool_results
+from .stale import StaleLine, UpdatePlan, apply_update, preview_update, stale_lines
 from .state import open_state, state_of, state_path
 
 __all__ = [
@@ -91,7 +92,10 @@ __all__ = [
     "PromotionCandidate",
     "PromotionError",
     "RecallEntry",
+    "StaleLine",
+    "UpdatePlan",
     "apply",
+    "apply_update",
     "check_duplicates",
     "daily_snippets",
     "dream",
@@ -108,6 +112,7 @@ __all__ = [
     "now_ms",
     "open_state",
     "preview_apply",
+    "preview_update",
     "promoted_sections",
     "promoted_snippets",
     "promotion_lock",
@@ -123,6 +128,7 @@ __all__ = [
     "run_sweep",
     "score_entry",
     "set_timezone",
+    "stale_lines",
     "state_of",
     "state_path",
     "undo",

@@ -344,3 +344,48 @@ def undo(index: MemoryIndex, *, force: bool = False, now: Now = None,
     if notes:
         msg += " (" + "; ".join(notes) + ")"
     return UndoResult(True, msg, last["id"], last["keys"], path, saved)
+
+
+def write_reviewed(index: MemoryIndex, old_bytes: bytes | None, new_text: str, *,
+                   now: Now = None, resync: bool = True) -> ApplyResult:
+    """Write a reviewed edit of ``MEMORY.md`` (``new_text``, shown as a diff from
+    ``old_bytes``) as an apply: under the promotion lock, refused if the file changed since the
+    review, with a backup and a history row, so :func:`undo` reverts it like any apply (the
+    update of stale lines, :mod:`.stale`; issue #34). No recall entry changes."""
+    ws = index.workspace
+    path = memory_path(ws)
+    notes: list[str] = []
+    at = now_ms(now)
+    new_bytes = new_text.encode("utf-8")
+    with promotion_lock(ws):
+        if read_memory_bytes(ws) != old_bytes:
+            raise PromotionError(f"{MEMORY_FILE} changed since this preview; preview again "
+                                 "before applying")
+        write_target(path)  # refuse early, with one line
+        backup: Path | None = None
+        written = committed = False
+        failed: Exception | None = None
+        history_id = None
+        try:
+            with state_of(index) as st, st.transaction():
+                if old_bytes is not None:
+                    backup = _backup(ws, old_bytes, at)
+                history_id = st.promotion_add(
+                    at, MEMORY_FILE, str(backup.relative_to(ws)) if backup else None,
+                    None if old_bytes is None else hashlib.sha256(old_bytes).hexdigest(),
+                    hashlib.sha256(new_bytes).hexdigest(), [], [], None)
+                write_memory(path, new_bytes)
+                written = True
+            committed = True
+        except (StateError, OSError) as e:
+            failed = e
+        finally:
+            if not committed:
+                if written:
+                    _put_back(path, old_bytes, notes)
+                _discard(backup)
+        if failed is not None:
+            raise _not_recorded("update", failed, notes, ws) from failed
+    if resync:
+        _resync(index, notes)
+    return ApplyResult(True, [], {}, [], [], path, backup, history_id, "", notes)

@@ -129,6 +129,9 @@ def _plan_entries(index: MemoryIndex, candidates: Sequence[PromotionCandidate],
     with state_of(index) as st:
         rows = {c.key: st.recall_entry(c.key) for c in candidates}
         policy = policy_for(index)
+        # issue #34: a line a later line superseded is never promoted (the default's policy)
+        stale = ({(r.old_path, r.old_line): r.new_citation for r in index.supersessions()}
+                 if policy.clean_lines else {})
         # the agent's own queries that recalled each entry: the default writes the lines
         # they were after, not the whole search chunk
         queries = {c.key: [ev["query"] for ev in st.recall_events(c.key)
@@ -181,6 +184,9 @@ def _plan_entries(index: MemoryIndex, candidates: Sequence[PromotionCandidate],
                 # is still there as it was (an edited range keeps the re-located window)
                 a, b = c.start_line, c.end_line
             rng = [text] if loc.loose else lines[a - 1:b]
+            gone = [stale[(rel, n)] for n in range(a, b + 1) if (rel, n) in stale]
+            if gone and not loc.loose:
+                rng = ["" if (rel, n) in stale else x for n, x in enumerate(rng, a)]
             if is_corpus_path(c.path):
                 rng = [corpus_text(x) for x in rng]
             qs = queries.get(c.key, ())
@@ -188,7 +194,8 @@ def _plan_entries(index: MemoryIndex, candidates: Sequence[PromotionCandidate],
                                           min_share=policy.min_match_share,
                                           min_queries=policy.min_matching_queries))
             if not shown:
-                skipped[c.key] = _no_lines_why(rng, qs, lines, policy)
+                skipped[c.key] = (f"its lines are superseded (by {gone[0]})" if gone
+                                  else _no_lines_why(rng, qs, lines, policy))
                 continue
         # a corpus line is a transcript turn by design; the default writes it without the
         # prefix that kept it from looking like one
