@@ -358,12 +358,15 @@ def write_reviewed(index: MemoryIndex, old_bytes: bytes | None, new_text: str, *
     at = now_ms(now)
     new_bytes = new_text.encode("utf-8")
     with promotion_lock(ws):
-        if read_memory_bytes(ws) != old_bytes:
+        current = read_memory_bytes(ws)
+        appended = old_bytes is not None and current is not None and current.startswith(old_bytes)
+        if current != old_bytes and not appended:  # the agent's appends are kept (rebased)
             raise PromotionError(f"{MEMORY_FILE} changed since this preview; preview again "
                                  "before applying")
         write_target(path)  # refuse early, with one line
         backup: Path | None = None
         written = committed = False
+        wrote: bytes | None = None
         failed: Exception | None = None
         history_id = None
         try:
@@ -374,7 +377,7 @@ def write_reviewed(index: MemoryIndex, old_bytes: bytes | None, new_text: str, *
                     at, MEMORY_FILE, str(backup.relative_to(ws)) if backup else None,
                     None if old_bytes is None else hashlib.sha256(old_bytes).hexdigest(),
                     hashlib.sha256(new_bytes).hexdigest(), [], [], None)
-                write_memory(path, new_bytes)
+                wrote = write_memory(path, rebased(old_bytes or b"", new_bytes))
                 written = True
             committed = True
         except (StateError, OSError) as e:
@@ -382,7 +385,7 @@ def write_reviewed(index: MemoryIndex, old_bytes: bytes | None, new_text: str, *
         finally:
             if not committed:
                 if written:
-                    _put_back(path, old_bytes, notes)
+                    _put_back(path, wrote, old_bytes, notes)
                 _discard(backup)
         if failed is not None:
             raise _not_recorded("update", failed, notes, ws) from failed
