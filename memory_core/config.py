@@ -17,7 +17,7 @@ import string
 import tomllib
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
@@ -491,13 +491,22 @@ class MemoryConfig:
         return resolve_settings(self.profile, provider or self.provider.provider,
                                 self.search, self.search_keys)
 
-    def with_profile(self, profile: ProfileName | str) -> MemoryConfig:
-        """A copy for ``profile``; the reference profile also chunks as the reference does."""
+    def with_profile(self, profile: ProfileName | str,
+                     keep: Collection[str] | None = None) -> MemoryConfig:
+        """A copy for ``profile``; the reference profile also chunks as the reference does.
+
+        The profile is the base and the ``[search]`` keys the user gave stay on top of it
+        (issue #36: ``--profile default`` dropped a workspace's ``abstain_below = 0``);
+        ``keep`` narrows which of them stay (an OpenClaw home keeps its TOML's, not all of
+        ``openclaw.json``'s). Per-call flags override both, at search time.
+        """
         cfg = copy.deepcopy(self)
-        profile_settings(profile)  # validates
+        base = profile_settings(profile)  # validates
         cfg.profile = profile  # type: ignore[assignment]  # validated just above
-        cfg.search = None
-        cfg.search_keys = ()
+        keys = tuple(k for k in self.search_keys if keep is None or k in keep)
+        given = {k: getattr(self.search, k) for k in keys} if self.search else {}
+        cfg.search = replace(base, **given) if given else None
+        cfg.search_keys = tuple(given)
         if profile == "reference":
             cfg.chunking.mode = "reference"
         return cfg

@@ -113,8 +113,8 @@ def test_an_explicit_vector_weight_wins(tmp_path: Path) -> None:
     assert (s.text_weight, s.vector_floor) == WEIGHTS["e5"][1:]
     idx = _open(ws, "e5")
     assert idx.settings() == s
-    # switching profile drops the explicit keys with the settings they belonged to
-    assert _weights(cfg.with_profile("default").settings()) == WEIGHTS["e5"]
+    # an explicit profile keeps the key the user wrote (issue #36); the rest follow the model
+    assert cfg.with_profile("default").settings() == s
 
 
 def _openai(limit: int) -> ProviderChoice:

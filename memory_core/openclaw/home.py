@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 import os
 import tomllib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -151,15 +151,17 @@ class OpenClawHome:
         cfg = load_config(self.workspace, overrides, base=self.base_config(),
                           base_source=str(self.config_path))
         if profile and profile != cfg.profile:
-            cfg = cfg.with_profile(profile)
+            # the workspace's and the caller's [search] keys stay; openclaw.json's are the
+            # reference's, and only maxResults means the same under every profile
             explicit = _toml_keys(self.workspace / CONFIG_FILE) | _flat_keys(overrides or {})
+            own = {k.partition(".")[2] for k in explicit if k.startswith("search.")}
+            if "search.max_results" in self.mapped.provenance:
+                own.add("max_results")
+            cfg = cfg.with_profile(profile, keep=own)
             if profile != "reference" and "chunking.mode" not in explicit:
                 # the reference chunking came with the home's profile, not from the user:
                 # another profile chunks as it does everywhere else (`-w` on the CLI)
                 cfg.chunking.mode = ChunkingConfig().mode
-            if "search.max_results" in self.mapped.provenance:
-                cfg.search = replace(cfg.settings(),
-                                     max_results=self.mapped.overrides["search"]["max_results"])
         if provider:
             cfg.provider.provider = provider
         return cfg
