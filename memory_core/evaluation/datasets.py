@@ -123,8 +123,6 @@ def available_query_sets() -> list[str]:
                 out.append(f"locomo-{shape}:all")
                 out.extend(f"locomo-{shape}:{c}" for c in convs)
     out.extend(n for n, sub in BEIR_SETS.items() if (ds / sub / "corpus.jsonl").is_file())
-    if (ds / "longmemeval-s" / "longmemeval_s_dev.json.gz").is_file():
-        out.extend(["longmemeval-s", "longmemeval-s-all"])
     return out
 
 

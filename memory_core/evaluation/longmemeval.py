@@ -27,12 +27,16 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ..common.fileio import atomic_write
 from ..common.locations import datasets_dir
-from .datasets import DatasetMissing, EvalQuery, Evidence, QuerySet, cache_dir
+from ..config import profile_settings
+from .datasets import DatasetMissing, EvalQuery, Evidence, QuerySet, cache_dir, load_query_set
+from .report import EvalReport
+from .runner import EvalConfig, Progress, run_eval
 
 DEFAULT_FILE = Path("longmemeval-s") / "longmemeval_s_dev.json.gz"
 VARIANTS: dict[str, str] = {"user": "user turns only, one diary file per session",
@@ -171,3 +175,56 @@ def load_longmemeval(name: str) -> QuerySet:
     return QuerySet(label, queries, workspaces, stores, "lines", skipped,
                     f"LongMemEval-S ({path.name}, {len(instances)} questions): "
                     f"{VARIANTS[variant]}", sessions=True)
+
+
+# =============================================================================== running it
+
+#: What the ranked list turns off: every gate (the list peers publish: 50 results, no floor).
+RANKED_OFF: dict[str, Any] = {"max_results": 50, "min_score": 0.0, "abstain_below": 0.0,
+                              "relaxed_min_score": 0.0}
+
+
+def lme_configs(profile: str = "default", provider: str | None = "local") -> list[EvalConfig]:
+    """The ranked list (first: its candidate pool is the larger), then what an agent receives
+    (the profile's own settings: at most 6 hits, abstention on)."""
+    base = profile_settings(profile, provider)
+    return [EvalConfig(f"{profile} ranked (gate off, 50)", replace(base, **RANKED_OFF)),
+            EvalConfig(f"{profile} agent (its settings)", base)]
+
+
+def run_longmemeval(n: int | None = None, variant: str = "user", *, profile: str = "default",
+                    provider: str | None = None, path: str | None = None,
+                    progress: Progress | None = None, executor: str = "serial") -> EvalReport:
+    """Evaluate ``profile`` on LongMemEval-S (``n`` questions stratified by type, or all):
+    one index per question, the ranked list and the agent's view from one candidate fetch."""
+    name = "longmemeval-s" + ("-all" if variant == "all" else "") + (f":{path}" if path else
+                                                                        "") + (f"#{n}" if n else "")
+    qs = load_query_set(name)
+    configs = lme_configs(profile, provider or "local")
+    if executor == "ray":
+        from .ray_executor import run_eval_ray
+
+        return run_eval_ray(None, qs, configs, progress, profile=profile, provider=provider,
+                            audit=False)
+    return run_eval(None, qs, configs, progress, profile=profile, provider=provider,
+                    audit=False)
+
+
+def summary_rows(report: EvalReport, variant: str = "user") -> list[dict[str, Any]]:
+    """One row per run: the headline figures, with the variant and the question counts."""
+    rows = []
+    for run in report.runs:
+        m = run.metrics
+        s = m.get("session", {})
+        row: dict[str, Any] = {
+            "run": run.label, "variant": VARIANTS.get(variant, variant),
+            "questions": m["n_queries"], "recall_any@5": s.get("recall_any@5"),
+            "recall_all@5": s.get("recall_all@5"), "ndcg_any@5": s.get("ndcg_any@5"),
+            "recall_any@10": s.get("recall_any@10"), "recall_all@10": s.get("recall_all@10"),
+            "chunk Success@5": m["chunk"]["success@5"],
+            "empty (answerable)": m["zero_result_rate"]}
+        if "apart" in m:
+            row["abstention questions"] = m["apart"]["n_queries"]
+            row["empty (abstention)"] = m["apart"]["zero_result_rate"]
+        rows.append(row)
+    return rows
