@@ -157,3 +157,14 @@ def test_the_markdown_report_shows_the_session_table(lme_file: Path) -> None:
     text = run_eval(None, f"longmemeval-s:{lme_file}", provider="none").to_markdown()
     assert "Session level, LongMemEval's mapping" in text
     assert "| single-session-user (1) |" in text
+
+
+def test_a_file_level_trec_run_names_the_benchmark_sessions(lme_file: Path, tmp_path: Path
+                                                            ) -> None:
+    from memory_core.cli import main
+
+    out = tmp_path / "run.trec"
+    assert main(["eval", "--queries", f"longmemeval-s:{lme_file}", "--provider", "none",
+                 "--max-results", "50", "--run-out", str(out), "--no-progress"]) == 0
+    docs = {line.split()[2] for line in out.read_text(encoding="utf-8").splitlines()}
+    assert docs <= {"answer_1", "s2"} and "answer_1" in docs

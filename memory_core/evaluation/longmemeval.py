@@ -116,9 +116,10 @@ def render_session(sid: str, date: str, turns: Sequence[Mapping[str, Any]], vari
     return "\n".join(lines) + "\n", evidence
 
 
-def write_workspace(inst: Mapping[str, Any], variant: str, root: Path) -> tuple[Path, list[
-        Evidence]]:
-    """Write (once) one question's haystack as a workspace; return it and the evidence."""
+def write_workspace(inst: Mapping[str, Any], variant: str, root: Path,
+                    doc_ids: dict[str, str] | None = None) -> tuple[Path, list[Evidence]]:
+    """Write (once) one question's haystack as a workspace; return it and the evidence.
+    ``doc_ids`` collects each file's session id (what a file-level TREC run names)."""
     ws = root / re.sub(r"[^A-Za-z0-9._-]", "_", str(inst["question_id"]))
     files: dict[str, str] = {}
     evidence: list[Evidence] = []
@@ -128,6 +129,8 @@ def write_workspace(inst: Mapping[str, Any], variant: str, root: Path) -> tuple[
         path = _session_file(str(sid), str(date))
         text, lines = render_session(str(sid), str(date), turns, variant)
         files[path] = text
+        if doc_ids is not None:
+            doc_ids[path] = str(sid)
         evidence.extend(Evidence(path, ln) for ln in lines)
     stamp = hashlib.sha256(json.dumps([_LAYOUT, sorted(files.items())]).encode()).hexdigest()
     marker = ws / ".complete"
@@ -158,10 +161,11 @@ def load_longmemeval(name: str) -> QuerySet:
     stores: dict[str, Path | None] = {}
     queries: list[EvalQuery] = []
     skipped: dict[str, int] = {}
+    doc_ids: dict[str, str] = {}
     for inst in instances:
         qid = str(inst["question_id"])
         abstain = qid.endswith("_abs")
-        ws, evidence = write_workspace(inst, variant, root)
+        ws, evidence = write_workspace(inst, variant, root, doc_ids)
         if not evidence and not abstain:
             skipped["no evidence in the variant"] = skipped.get(
                 "no evidence in the variant", 0) + 1
@@ -174,7 +178,7 @@ def load_longmemeval(name: str) -> QuerySet:
     label = f"longmemeval-s-{variant}" + (f"#{m.group('n')}" if m.group("n") else "")
     return QuerySet(label, queries, workspaces, stores, "lines", skipped,
                     f"LongMemEval-S ({path.name}, {len(instances)} questions): "
-                    f"{VARIANTS[variant]}", sessions=True)
+                    f"{VARIANTS[variant]}", doc_ids, sessions=True)
 
 
 # =============================================================================== running it
