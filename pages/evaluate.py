@@ -117,14 +117,20 @@ def _saved_runs_section() -> None:
 if lme.available():  # LongMemEval-S by the benchmark's metric (memory_core.evaluation)
     with st.expander("LongMemEval-S: the benchmark's own session-level metric"):
         lc = st.columns([1.4, 1.4, 1])
-        lme_n = lc[0].select_slider("Questions (stratified by type)", [6, 12, 30, 60, 249],
-                                    value=6, key="lme_n")
-        lme_variant = lc[1].selectbox("Haystack written as", list(lme.VARIANTS),
-                                      format_func=lme.VARIANTS.get, key="lme_variant")
+        lme_n = int(lc[0].select_slider("Questions (stratified by type)", [6, 12, 30, 60, 249],
+                                        value=6, key="lme_n"))
+        lme_variants: list[str] = list(lme.VARIANTS)
+        lme_variant = str(lc[1].selectbox("Haystack written as", lme_variants,
+                                          format_func=lambda v: lme.VARIANTS[str(v)],
+                                          key="lme_variant"))
         if lc[2].button("Run LongMemEval-S", key="lme_run"):
             lme_bar = st.progress(0.0, text="LongMemEval-S…")
-            lme_rep = lme.run_longmemeval(lme_n, lme_variant, progress=lambda s, d, t: (
-                lme_bar.progress(min(1.0, d / t) if t else 0.0, text=f"{s} {d}/{t}")))
+
+            def _lme_progress(stage: str, done: int, total: int) -> None:
+                lme_bar.progress(min(1.0, done / total) if total else 0.0,
+                                 text=f"{stage} {done}/{total}")
+
+            lme_rep = lme.run_longmemeval(lme_n, lme_variant, progress=_lme_progress)
             lme_bar.empty()
             st.session_state["lme_rows"] = lme.summary_rows(lme_rep, lme_variant)
         if st.session_state.get("lme_rows"):
