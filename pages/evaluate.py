@@ -12,6 +12,7 @@ import streamlit as st
 
 from memory_core import evaluation as ev
 from memory_core import openclaw as oc
+from memory_core.evaluation import longmemeval as lme
 from memory_core.evaluation import runs as saved_runs
 from workbench import charts, evalruns, state, tuning
 
@@ -141,6 +142,32 @@ def _saved_runs_section() -> None:
         col.dataframe(frame, hide_index=True, width="stretch", key=f"eval_side_{tag}")
     st.caption("★ gold: the hit holds a labelled evidence line (or is a relevant file).")
 
+
+if lme.available():  # LongMemEval-S by the benchmark's metric (memory_core.evaluation)
+    with st.expander("LongMemEval-S: the benchmark's own session-level metric"):
+        lc = st.columns([1.4, 1.4, 1])
+        lme_n = int(lc[0].select_slider("Questions (stratified by type)", [6, 12, 30, 60, 249],
+                                        value=6, key="lme_n"))
+        lme_variants: list[str] = list(lme.VARIANTS)
+        lme_variant = str(lc[1].selectbox("Haystack written as", lme_variants,
+                                          format_func=lambda v: lme.VARIANTS[str(v)],
+                                          key="lme_variant"))
+        if lc[2].button("Run LongMemEval-S", key="lme_run"):
+            lme_bar = st.progress(0.0, text="LongMemEval-S…")
+
+            def _lme_progress(stage: str, done: int, total: int) -> None:
+                lme_bar.progress(min(1.0, done / total) if total else 0.0,
+                                 text=f"{stage} {done}/{total}")
+
+            lme_rep = lme.run_longmemeval(lme_n, lme_variant, progress=_lme_progress)
+            lme_bar.empty()
+            st.session_state["lme_rows"] = lme.summary_rows(lme_rep, lme_variant)
+        if st.session_state.get("lme_rows"):
+            st.dataframe(pd.DataFrame(st.session_state["lme_rows"]), hide_index=True,
+                         width="stretch", key="lme_table")
+        st.caption("One index per question (the local model; ~1-2 min a question on a busy "
+                   "2-core machine). Ranked list: gate off, 50 results (what peers publish); "
+                   "agent: the profile's settings. Published figures: docs/retrieval.md.")
 
 sets = ev.available_query_sets() + (["labels"] if labels.exists() else [])
 if not sets:

@@ -10,6 +10,8 @@ Examples::
     memory-core eval --cv --queries locomo-markdown:all,xquad-en,xquad-zh \\
         --grid vector_weight=0.4,0.5,0.6 --grid date_hint=0,0.3     # held-out figures
     memory-core eval --queries locomo-markdown:all --executor ray   # one Ray task per workspace
+    memory-core eval --queries 'longmemeval-s#30' --max-results 50 --set abstain_below=0
+        # LongMemEval-S (one workspace per question; -all: every turn; :PATH; #N stratified)
     memory-core eval --queries locomo-markdown:all --executor ray --address ray://head:10001
 
 Named sets read ``../shared/datasets`` beside the project; where it is absent the command says so
@@ -88,8 +90,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("action", nargs="*", metavar="compare RUN_A RUN_B | runs",
                    help="compare two runs (TREC files with --qrels, or saved runs) with 95%% "
                    "intervals and p-values; or list the saved runs")
-    p.add_argument("--queries", "-q", help="a query set name (see --list), a LoCoMo-style .jsonl "
-                   "file (with --workspace) or a BEIR folder")
+    p.add_argument("--queries", "-q", help="a query set name (see --list; also "
+                   "longmemeval-s[-all][:PATH][#N]), a LoCoMo-style .jsonl file (with "
+                   "--workspace) or a BEIR folder")
     p.add_argument("--list", action="store_true", help="list the query sets available here")
     p.add_argument("--workspace", "-w", help="workspace the .jsonl queries are judged against "
                    "(named sets bring their own)")

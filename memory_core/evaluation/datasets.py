@@ -93,6 +93,9 @@ class QuerySet:
     description: str = ""
     #: workspace path → the dataset's own document id (BEIR), for TREC runs in its ids
     doc_ids: dict[str, str] = field(default_factory=dict)
+    #: also score LongMemEval's session-level metrics (files are sessions; see
+    #: :func:`~memory_core.evaluation.metrics.session_metrics`)
+    sessions: bool = False
 
     def limited(self, n: int | None) -> QuerySet:
         """The first ``n`` queries of each workspace (all when ``n`` is None), kept in order."""
@@ -130,7 +133,8 @@ def load_query_set(name_or_path: str | os.PathLike[str], workspace: str | os.Pat
 
     Names: ``demo``, ``demo-home`` (the rich demo); ``locomo-markdown:<conv>|all`` and
     ``locomo-sessions:<conv>|all``;
-    ``xquad-en``, ``xquad-zh``, ``scifact``. A ``.jsonl`` file is judged against ``workspace``
+    ``xquad-en``, ``xquad-zh``, ``scifact``; ``longmemeval-s[-all][:PATH][#N]`` (one workspace
+    per question, see :mod:`.longmemeval`). A ``.jsonl`` file is judged against ``workspace``
     (or the index given to :func:`run_eval`). Raises :class:`DatasetMissing` when the data is
     absent.
     """
@@ -145,6 +149,10 @@ def load_query_set(name_or_path: str | os.PathLike[str], workspace: str | os.Pat
         return _load_locomo(m.group(1), m.group(2) or "all")
     if raw in BEIR_SETS:
         return _load_beir(datasets_dir() / BEIR_SETS[raw], raw)
+    if raw.startswith("longmemeval-s"):
+        from .longmemeval import load_longmemeval  # a leaf module that imports this one
+
+        return load_longmemeval(raw)
     p = Path(os.path.expanduser(raw))
     if p.is_dir() and (p / "corpus.jsonl").is_file():
         return _load_beir(p, p.name)

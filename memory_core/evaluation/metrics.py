@@ -77,8 +77,8 @@ def _idcg(n: int) -> float:
 
 
 def score_ranking(ranked: Sequence[tuple[str, int, int]], relevant: Sequence[Evidence],
-                  ideal_chunks: int | None = None, ideal_files: int | None = None
-                  ) -> dict[str, Any]:
+                  ideal_chunks: int | None = None, ideal_files: int | None = None,
+                  corpus: tuple[int, int] | None = None) -> dict[str, Any]:
     """The protocol's metrics for one ranked list of ``(path, start_line, end_line)``.
 
     Duplicates (same path and lines) are collapsed first. A chunk gains 1 when it covers an
@@ -86,7 +86,9 @@ def score_ranking(ranked: Sequence[tuple[str, int, int]], relevant: Sequence[Evi
     the best ranking of this index could earn (see :func:`ideal_counts`); without them the ideal
     assumes every unit can be found by its own chunk. Returns ``{"chunk": {...}, "file": {...},
     "n_results": int}`` with ``recall@k``, ``success@k``, ``mrr@10``, ``ndcg@10`` and
-    ``first_rank`` (``None`` when no relevant chunk is in the list).
+    ``first_rank`` (``None`` when no relevant chunk is in the list). With ``corpus``
+    (the index's chunk count and how many cover evidence) also ``"session"``: LongMemEval's
+    metrics (:func:`session_metrics`).
     """
     seen: set[tuple[str, int, int]] = set()
     unique = []
@@ -114,7 +116,10 @@ def score_ranking(ranked: Sequence[tuple[str, int, int]], relevant: Sequence[Evi
     file = _level_metrics([bool(g) for g in file_gains], file_gains, found_files, len(rel_files),
                           ideal_files if ideal_files is not None else len(rel_files))
     file.update(peer_metrics(files, rel_files))
-    return {"chunk": chunk, "file": file, "n_results": len(unique)}
+    out: dict[str, Any] = {"chunk": chunk, "file": file, "n_results": len(unique)}
+    if corpus is not None:
+        out["session"] = session_metrics(unique, units, *corpus)
+    return out
 
 
 def peer_metrics(files: Sequence[str], relevant: Sequence[str]) -> dict[str, float]:
@@ -132,6 +137,68 @@ def peer_metrics(files: Sequence[str], relevant: Sequence[str]) -> dict[str, flo
         top = set(files[:k])
         out[f"recall_any@{k}"] = 1.0 if rel & top else 0.0
         out[f"recall_all@{k}"] = 1.0 if rel and rel <= top else 0.0
+    return out
+
+
+#: LongMemEval's cut-offs (``src/retrieval/run_retrieval.py``).
+SESSION_KS: tuple[int, ...] = (1, 3, 5, 10, 30, 50)
+SESSION_KEYS: tuple[str, ...] = tuple(f"{m}@{k}" for m in ("recall_any", "recall_all",
+                                                           "ndcg_any") for k in SESSION_KS)
+
+
+def chunk_sessions(ranked: Sequence[tuple[str, int, int]], relevant: Sequence[Evidence]
+                   ) -> list[tuple[str, bool]]:
+    """Each ranked chunk as LongMemEval's turn-to-session mapping sees it: ``(session, gold)``.
+
+    The benchmark names a turn of an answer session that does not hold the answer
+    ``…noans…``: it is another "session", neither gold nor the gold one's. So a chunk is
+    ``(path, True)`` when it covers an evidence line, ``(path + "#noans", False)`` when its file
+    holds evidence elsewhere, and ``(path, False)`` otherwise.
+    """
+    gold_files = {ev.path for ev in relevant}
+    out = []
+    for path, start, end in ranked:
+        if any(covers(path, start, end, ev) for ev in relevant):
+            out.append((path, True))
+        else:
+            out.append((path + "#noans" if path in gold_files else path, False))
+    return out
+
+
+def _lme_dcg(rels: Sequence[int], k: int) -> float:
+    """``dcg`` of ``eval_utils.py``: the first gain undiscounted, the i-th (0-based, i ≥ 1)
+    divided by log2(i + 1) (so ranks 1 and 2 weigh the same)."""
+    r = rels[:k]
+    return float(r[0] + sum(g / math.log2(i + 1) for i, g in enumerate(r) if i)) if r else 0.0
+
+
+def session_metrics(ranked: Sequence[tuple[str, int, int]], relevant: Sequence[Evidence],
+                    n_corpus: int, n_gold: int) -> dict[str, float]:
+    """LongMemEval's session-level ``recall_any@k``, ``recall_all@k``, ``ndcg_any@k``.
+
+    As ``evaluate_retrieval_turn2session`` in the benchmark's ``src/retrieval/eval_utils.py``
+    (xiaowu0162/LongMemEval): chunks map to sessions (:func:`chunk_sessions`), the cut grows
+    from k until k distinct sessions are in it (or past the corpus, ``n_corpus`` chunks); any /
+    all gold sessions (files holding evidence) among the cut's; nDCG over the cut's chunks with
+    binary gains (a chunk covering evidence), the ideal being the index's ``n_gold`` such chunks
+    first. ``ranked`` may be shorter than the corpus: what it lacks counts as a miss.
+    """
+    docs = chunk_sessions(ranked, relevant)
+    gold = {ev.path for ev in relevant}
+    out: dict[str, float] = {}
+    for k in SESSION_KS:
+        eff = k
+        while eff <= n_corpus and len({d for d, _ in docs[:eff]}) < k:
+            if eff >= len(docs):  # nothing more to see: the benchmark's loop runs to the end
+                eff = n_corpus + 1
+                break
+            eff += 1
+        top = {d for d, _ in docs[:eff]}
+        out[f"recall_any@{k}"] = float(any(g in top for g in gold))
+        out[f"recall_all@{k}"] = float(all(g in top for g in gold))
+        ideal = _lme_dcg([1] * min(n_gold, eff), eff)
+        out[f"ndcg_any@{k}"] = (_lme_dcg([int(g) for _, g in docs[:eff]], eff) / ideal
+                                if ideal else 0.0)
     return out
 
 
@@ -163,6 +230,13 @@ def ideal_counts(index: MemoryIndex, relevant: Sequence[Evidence]) -> tuple[int,
             sets.append(frozenset(i for i, ev in enumerate(units)
                                   if covers(r.path, r.start_line, r.end_line, ev)))
     return max_new_unit_sequence(sets, DEPTH), min(files, DEPTH)
+
+
+def gold_chunk_count(index: MemoryIndex, relevant: Sequence[Evidence]) -> int:
+    """How many of ``index``'s chunks cover an evidence line (LongMemEval's ideal nDCG)."""
+    return sum(1 for path in dict.fromkeys(ev.path for ev in relevant)
+               for r in index.chunks(path)
+               if any(covers(r.path, r.start_line, r.end_line, ev) for ev in relevant))
 
 
 METRIC_KEYS: tuple[str, ...] = (*(f"recall@{k}" for k in KS), *(f"success@{k}" for k in KS),
@@ -197,6 +271,9 @@ def _agg_block(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         out[level] = {k: _mean([r["metrics"][level][k] for r in rows]) for k in METRIC_KEYS}
     out["file"].update({k: _mean([r["metrics"]["file"].get(k, 0.0) for r in rows])
                         for k in PEER_KEYS})
+    if rows and all("session" in r["metrics"] for r in rows):
+        out["session"] = {k: _mean([r["metrics"]["session"][k] for r in rows])
+                          for k in SESSION_KEYS}
     out["zero_result_rate"] = _mean([1.0 if r["metrics"]["n_results"] == 0 else 0.0 for r in rows])
     out["mean_results"] = _mean([r["metrics"]["n_results"] for r in rows])
     lat = sorted(r["latency_ms"] for r in rows)

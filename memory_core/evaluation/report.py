@@ -86,9 +86,12 @@ class EvalReport:
                 lines.append(f"| {r.label} | " + " | ".join(
                     f"{bc[c]['chunk']['success@5']:.3f} / {bc[c]['chunk']['recall@5']:.3f}"
                     if c in bc else "–" for c in cats) + " |")
+        if self.runs and "session" in self.runs[0].metrics:
+            lines += ["", *session_markdown(self.runs)]
         apart = [(r.label, r.metrics["apart"]) for r in self.runs if "apart" in r.metrics]
         if apart:
-            lines += ["", "Reported apart (adversarial: false premise):", ""]
+            lines += ["", "Reported apart (adversarial: false premise; LongMemEval: abstention):",
+                      ""]
             lines += markdown_table(apart)
         if self.audit:
             lines += ["", f"Leg audit of {self.audit['config']} (pool {self.audit['pool']} per "
@@ -113,6 +116,31 @@ def markdown_table(rows: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
             f"{c['recall@10']:.3f} | {c['mrr@10']:.3f} | {c['ndcg@10']:.3f} | "
             f"{f['success@5']:.3f} | {f['ndcg@10']:.3f} | {m['zero_result_rate']:.1%} | "
             f"{m['mean_results']:.1f} | {lat:.0f} |")
+    return out
+
+
+def session_markdown(runs: Sequence[RunResult]) -> list[str]:
+    """LongMemEval's session-level metrics (the benchmark's own mapping) per run, then
+    ``recall_any@5`` / ``recall_all@5`` by question type."""
+    ks = (1, 3, 5, 10, 30, 50)
+    out = ["Session level, LongMemEval's mapping (recall_any / recall_all / ndcg_any):", "",
+           "| run | " + " | ".join(f"@{k}" for k in ks) + " |", "|---" * (len(ks) + 1) + "|"]
+    for r in runs:
+        s = r.metrics.get("session", {})
+        out.append(f"| {r.label} | " + " | ".join(
+            f"{s.get(f'recall_any@{k}', 0):.3f} / {s.get(f'recall_all@{k}', 0):.3f} / "
+            f"{s.get(f'ndcg_any@{k}', 0):.3f}" for k in ks) + " |")
+    cats = list(runs[0].metrics["by_category"]) if runs else []
+    out += ["", "recall_any@5 / recall_all@5 / chunk Success@5 by question type:", "",
+            "| run | " + " | ".join(
+                f"{c} ({runs[0].metrics['by_category'][c]['n_queries']})" for c in cats) + " |",
+            "|---" * (len(cats) + 1) + "|"]
+    for r in runs:
+        bc = r.metrics["by_category"]
+        out.append(f"| {r.label} | " + " | ".join(
+            f"{bc[c]['session']['recall_any@5']:.3f} / {bc[c]['session']['recall_all@5']:.3f}"
+            f" / {bc[c]['chunk']['success@5']:.3f}" if c in bc and "session" in bc[c] else "–"
+            for c in cats) + " |")
     return out
 
 

@@ -25,7 +25,15 @@ from ..config import PROFILES, SearchSettings, profile_settings
 from ..fusion import fuse
 from ..index import MemoryIndex
 from .datasets import EvalQuery, Evidence, QuerySet, cache_dir, load_query_set
-from .metrics import DEPTH, METRIC_KEYS, aggregate, covers, ideal_counts, score_ranking
+from .metrics import (
+    DEPTH,
+    METRIC_KEYS,
+    aggregate,
+    covers,
+    gold_chunk_count,
+    ideal_counts,
+    score_ranking,
+)
 from .report import EvalReport, RunResult
 
 #: ``progress(stage, done, total)``: indexing and querying report through it.
@@ -123,6 +131,8 @@ class CollectedQuery:
     ideal_chunks: int
     ideal_files: int
     fetch_ms: dict[tuple[Any, ...], float]
+    #: the index's chunk count and how many cover evidence (session metrics' sets only)
+    corpus: tuple[int, int] | None = None
 
 
 def open_eval_index(query_set: QuerySet, key: str, *, profile: str | None = None,
@@ -303,7 +313,9 @@ def collect_workspace(query_set: QuerySet, ws_key: str, queries: Sequence[EvalQu
                                             query_vector=qvec)
                 fetch_ms[key] = embed_ms + (time.perf_counter() - t1) * 1000
             ic, ifl = ideal_counts(idx, q.relevant)
-            out.append(CollectedQuery(q, cands, ic, ifl, fetch_ms))
+            corpus = ((int(st.get("chunks") or 0), gold_chunk_count(idx, q.relevant))
+                      if query_set.sessions else None)
+            out.append(CollectedQuery(q, cands, ic, ifl, fetch_ms, corpus))
             prog("query", len(out), len(queries))
         if cfile is not None:
             out = _shared_chunks(out)
@@ -352,7 +364,8 @@ def evaluate_rows(collected: Sequence[CollectedQuery], config: EvalConfig
         t0 = time.perf_counter()
         ranked, scores, _ = _ranked(config, cands)
         fuse_ms = (time.perf_counter() - t0) * 1000
-        m = score_ranking(ranked, c.query.relevant, c.ideal_chunks, c.ideal_files)
+        m = score_ranking(ranked, c.query.relevant, c.ideal_chunks, c.ideal_files,
+                          getattr(c, "corpus", None))
         rows.append({
             "qid": c.query.qid, "query": c.query.query, "category": c.query.category,
             "workspace": c.query.workspace, "apart": c.query.apart,
