@@ -7,8 +7,8 @@ import gzip
 import json
 from pathlib import Path
 
+from tests.apptesting import OpenApp
 from tests.test_longmemeval import _instance
-from workbench.testing import OpenApp
 
 
 def test_the_evaluate_page_runs_longmemeval_and_shows_the_session_figures(
