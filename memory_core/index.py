@@ -499,7 +499,10 @@ class MemoryIndex:
         """
         s = checked_settings(settings or self.settings(**overrides), "search",
                              max_results=max_results, min_score=min_score)
-        return self._answer(query, sources, s, on_hits, use_numpy=use_numpy)
+        from .query import cap_query
+
+        query, note = cap_query(query)
+        return self._answer(query, sources, s, on_hits, use_numpy=use_numpy, note=note)
 
     def search_many(self, queries: Sequence[str], *, max_results: int | None = None,
                     min_score: float | None = None, sources: Sequence[str] | None = None,
@@ -516,24 +519,29 @@ class MemoryIndex:
         """
         s = checked_settings(settings or self.settings(**overrides), "search",
                              max_results=max_results, min_score=min_score)
-        qs = list(queries)
+        from .query import cap_query
+
+        capped = [cap_query(q) for q in queries]
+        qs = [q for q, _ in capped]
         legs: list[VectorLeg | None] = [None] * len(qs)
         if len(qs) > 1:
             self.ensure_synced()
             legs = self._group_legs(qs, self._source_filter(sources))
-        for query, leg in zip(qs, legs, strict=True):
-            yield self._answer(query, sources, s, on_hits, vector_hits=leg)
+        for (query, note), leg in zip(capped, legs, strict=True):
+            yield self._answer(query, sources, s, on_hits, vector_hits=leg, note=note)
 
     def _answer(self, query: str, sources: Sequence[str] | None, s: SearchSettings,
                 on_hits: OnHits | None, *, use_numpy: bool = False,
-                vector_hits: VectorLeg | None = None) -> FusionResult:
-        """One query of :meth:`search` or :meth:`search_many`: its candidates (only the rows
-        one fusion under ``s`` reads), the fusion, then ``on_hits``."""
+                vector_hits: VectorLeg | None = None, note: str = "") -> FusionResult:
+        """One query of :meth:`search` or :meth:`search_many` (already capped; ``note`` says
+        how): its candidates (only the rows one fusion under ``s`` reads), the fusion, then
+        ``on_hits``."""
         from .fusion import fuse, rows_needed
 
         cands = self.candidates(query, sources, s, use_numpy=use_numpy,
                                 rows_for=rows_needed(query, s), vector_hits=vector_hits)
         result = fuse(cands, s)
+        result.note = note
         if on_hits is not None and result.hits:
             on_hits(cands.query, result.hits)
         return result
