@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import PROFILES, SearchSettings, check_values, setting_meta
+from ..config import PROFILES, PROVIDERS, SearchSettings, check_values, setting_meta
 from ..index import MemoryIndex
 
 if TYPE_CHECKING:
@@ -160,8 +160,8 @@ def add_workspace_args(p: argparse.ArgumentParser, profile: bool = True) -> None
     p.add_argument("--agent", metavar="ID",
                    help="with --openclaw-home: the agent (default: the home's default, main)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--provider", help="embedding provider: local, e5, openai, ollama, lmstudio, "
-                   "gemini, voyage, mistral, auto, none (keyword-only)")
+    p.add_argument("--provider", help="embedding provider: " + ", ".join(PROVIDERS)
+                   + " (none: keyword-only)")
     p.add_argument("--db", help="index file (default: inside the workspace, .memory/)")
     if profile:
         p.add_argument("--profile", choices=PROFILES, help="ranking profile (default: default)")
