@@ -233,7 +233,9 @@ class OpenedFallback(BuiltinBackend):
         self.fallback = note
 
     def over(self, reader: Callable[[], MemoryIndex]) -> OpenedFallback:
-        return OpenedFallback(reader(), self.note)
+        """It answers from the index qmd's fallback was opened over, as qmd would from its
+        own: nothing waits for the live index."""
+        return self
 
     def sync(self, *, force: bool = False, progress: SyncProgress | None = None,
              verify: bool = False, executor: Any = None) -> BackendSync:
