@@ -24,15 +24,16 @@ if TYPE_CHECKING:
         clear_open_failures,
         open_backend,
     )
-    from .protocol import BackendSearch, BackendStatus, BackendSync, FallbackNote, MemoryBackend
+    from .protocol import BackendSearch, BackendStatus, FallbackNote, MemoryBackend
     from .qmd import QmdBackend, QmdCollection, resolve_collections
     from .qmd_process import QmdError, resolve_command
+    from .sync_answer import BackendSync
 
 BACKENDS: tuple[str, ...] = ("builtin", "qmd")
 
 #: Public name → the module that defines it, imported the first time it is asked for.
 _LAZY = {
-    "BackendSearch": "protocol", "BackendStatus": "protocol", "BackendSync": "protocol",
+    "BackendSearch": "protocol", "BackendStatus": "protocol", "BackendSync": "sync_answer",
     "FallbackNote": "protocol",
     "MemoryBackend": "protocol",
     "OPEN_FAILURE_COOLDOWN_S": "fallback", "FallbackBackend": "fallback",

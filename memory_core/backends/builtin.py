@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     # the face's classes (and Status under them) are imported by the first search or status,
     # not by a no-op ``index``
     from ..fusion import FusionResult
-    from .protocol import BackendSearch, BackendStatus, BackendSync, FallbackNote, Follower, OnHits
+    from .protocol import BackendSearch, BackendStatus, FallbackNote, Follower, OnHits
+    from .sync_answer import BackendSync
 
 
 class BuiltinBackend:
@@ -124,7 +125,7 @@ class BuiltinBackend:
 
 def sync_answer(idx: MemoryIndex, report: SyncReport) -> BackendSync:
     """The builtin sync's report in the face's shape: what ``memory-core index`` prints."""
-    from .protocol import BackendSync
+    from .sync_answer import BackendSync
 
     kind = f"full rebuild ({report.reason})" if report.full else "incremental"
     summary = [

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from ..reading import ReadResult
 from ..status import Status
 from ..sync import SyncProgress
+from .sync_answer import BackendSync
 
 if TYPE_CHECKING:  # fusion is loaded by the first search, not by a no-op ``index``
     from ..fusion import FusionResult, Hit
@@ -88,16 +89,6 @@ class BackendSearch:
         if self.note:
             out["note"] = self.note
         return out
-
-
-@dataclass
-class BackendSync:
-    """What one sync did, whichever backend ran it: ``report`` as JSON, ``summary`` lines for a
-    person, and ``warnings`` (one line each)."""
-
-    report: dict[str, Any]
-    summary: list[str]
-    warnings: list[str] = field(default_factory=list)
 
 
 class Follower(Protocol):
