@@ -55,6 +55,13 @@ FUSION_MODES: tuple[FusionMode, ...] = get_args(FusionMode)
 PROVIDERS: tuple[ProviderName, ...] = get_args(ProviderName)
 #: The placeholders ``[store] path`` may use.
 STORE_PATH_FIELDS = ("chunking", "provider")
+#: The real limits of a search, declared once and read by the settings' bounds (so by the CLI's
+#: flags, the tools' schema and the workbench's sliders): the tools' ``maxResults`` (the
+#: reference's tool caps it), each leg's fetch multiplier (the reference clamps it to 20) and
+#: the pool one leg fetches at most (the reference's 200 candidates).
+MAX_RESULTS_LIMIT = 100
+CANDIDATE_MULTIPLIER_LIMIT = 20
+LEG_POOL_LIMIT = 200
 
 
 class ConfigError(ValueError):
@@ -69,16 +76,20 @@ def setting(default: Any = MISSING, *, factory: Callable[[], Any] | None = None,
             le: float | None = None, lt: float | None = None, min_length: int | None = None,
             validate_as: Any = None, before: Callable[[Any], Any] | None = None,
             after: Callable[[Any], Any] | None = None,
-            slider: tuple[float, float, float] | None = None) -> Any:
+            slider: tuple[float, float, float] | None = None, fetch: bool = False) -> Any:
     """One setting: its default, range and help, declared once on the dataclass field.
 
     The validation models (:data:`CONFIG_MODELS`), the CLI's flags and choices, the tools'
     schema bounds and the workbench's slider bounds are all generated from these. ``validate_as``
     narrows the field's type for validation only (a ``str`` field checked as a ``Literal``);
     ``before``/``after`` are pydantic field validators (plain functions of the value);
-    ``slider``: the workbench's ``(low, high, step)`` for it, within the range.
+    ``slider``: the workbench's ``(low, high, step)`` for it, within the range. ``fetch``: the
+    setting changes what the candidates hold (:data:`FETCH_SETTINGS`), so changing it needs a
+    new fetch, not only a new fusion.
     """
     meta: dict[str, Any] = {"help": help}
+    if fetch:
+        meta["fetch"] = True
     for key, value in (("ge", ge), ("gt", gt), ("le", le), ("lt", lt),
                        ("min_length", min_length), ("validate_as", validate_as),
                        ("before", before), ("after", after), ("slider", slider)):
@@ -287,20 +298,23 @@ class SearchSettings:
     The defaults are the ``reference`` profile's; :func:`profile_settings` gives each profile's.
     """
 
-    max_results: int = setting(6, ge=1, slider=(1, 30, 1), help="results returned at most")
+    max_results: int = setting(6, ge=1, le=MAX_RESULTS_LIMIT, slider=(1, 30, 1),
+                               help="results returned at most")
     min_score: float = setting(0.35, ge=0.0, le=1.0, slider=(0.0, 1.0, 0.01),
                                help="drop hits scoring below this")
     vector_weight: float = setting(0.7, ge=0.0, le=1.0, slider=(0.0, 1.0, 0.05),
                                    help="the vector leg's weight")
     text_weight: float = setting(0.3, ge=0.0, le=1.0, slider=(0.0, 1.0, 0.05),
                                  help="the keyword leg's weight")
-    candidate_multiplier: int = setting(4, ge=1, slider=(1, 20, 1),
-                                        help="each leg fetches max_results × this (≤ 20)")
+    candidate_multiplier: int = setting(4, ge=1, le=CANDIDATE_MULTIPLIER_LIMIT,
+                                        slider=(1, CANDIDATE_MULTIPLIER_LIMIT, 1),
+                                        help="each leg fetches max_results × this")
     hybrid: bool = setting(True, help="both legs (off: vector only)")
     fusion: FusionMode = setting("reference", help="how the two legs are combined")
     rrf_k: int = setting(60, ge=0, slider=(1, 200, 1), help="rrf fusion's rank constant")
-    keyword_query: KeywordQueryMode = setting("and", help="how the keyword leg joins terms")
-    cjk_bigrams: bool = setting(False, help="the keyword leg reads CJK as bigrams")
+    keyword_query: KeywordQueryMode = setting("and", fetch=True,
+                                              help="how the keyword leg joins terms")
+    cjk_bigrams: bool = setting(False, fetch=True, help="the keyword leg reads CJK as bigrams")
     keyword_only_fill: bool = setting(False, help="keyword-only hits may fill unused slots")
     relaxed_min_score: float = setting(0.0, ge=0.0, le=1.0,
                                        help="the gate when strict finds nothing (0: off)")
@@ -322,12 +336,15 @@ class SearchSettings:
     #: from the top ``prf_docs`` keyword chunks into the keyword leg with weight ``prf_weight``.
     diversity: float = setting(0.0, ge=0.0, help="penalty per earlier chunk of a file")
     adjacent: float = setting(0.0, ge=0.0, help="a strong hit's neighbours gain this × its score")
-    prf_terms: int = setting(0, ge=0, help="pseudo-relevance feedback terms (0: off)")
-    prf_docs: int = setting(3, ge=1, help="feedback from this many keyword chunks")
-    prf_weight: float = setting(0.3, ge=0.0, le=1.0, help="the feedback query's weight")
-    #: A question coordinating two things is also asked per conjunct; max(original, decompose ×
-    #: sub-query). About now (issue #34): superseded × (1 - penalty), current + boost × the best.
-    decompose: float = setting(0.0, ge=0.0, le=1.0, help="weight of per-conjunct sub-queries")
+    prf_terms: int = setting(0, ge=0, fetch=True, help="pseudo-relevance feedback terms (0: off)")
+    prf_docs: int = setting(3, ge=1, fetch=True, help="feedback from this many keyword chunks")
+    prf_weight: float = setting(0.3, ge=0.0, le=1.0, fetch=True,
+                                help="the feedback query's weight")
+    #: A question coordinating two things is also asked per conjunct; their keyword legs lift
+    #: a chunk to ``max(original, decompose × sub-query)``; 0 = off.
+    decompose: float = setting(0.0, ge=0.0, le=1.0, fetch=True,
+                               help="weight of per-conjunct sub-queries")
+    #: About now (issue #34): superseded × (1 - penalty), current + boost × the best.
     supersession_penalty: float = setting(0.0, ge=0.0, le=1.0, help="superseded lines lose this")
     current_boost: float = setting(0.0, ge=0.0, le=2.0, help="current lines gain this × the best")
     #: ``normalized`` fusion reads the cosine as ``(cos - vector_floor) / (1 - vector_floor)``
@@ -372,9 +389,25 @@ class SearchSettings:
             return 0.7, 0.3
         return v / total, t / total
 
+    def fetch_key(self) -> tuple[Any, ...]:
+        """The values of the settings that change what the candidates hold
+        (:data:`FETCH_SETTINGS`): settings with the same key re-fuse the same candidates
+        (a cache keyed by it is right); another key needs a new fetch."""
+        return tuple(getattr(self, name) for name in FETCH_SETTINGS)
+
     def candidate_count(self) -> int:
-        mult = min(20, max(1, int(self.candidate_multiplier)))
-        return min(200, max(1, int(self.max_results * mult)))
+        """How many hits each leg fetches: ``max_results × candidate_multiplier``, at most
+        :data:`LEG_POOL_LIMIT` (the settings' bounds are checked where values come in; a value
+        built in Python without that check is held to them here rather than fetch unbounded)."""
+        mult = min(CANDIDATE_MULTIPLIER_LIMIT, max(1, int(self.candidate_multiplier)))
+        return min(LEG_POOL_LIMIT, max(1, int(self.max_results * mult)))
+
+
+#: The settings that change what :meth:`MemoryIndex.candidates` fetches (the keyword query's
+#: form, the expansions' extra keyword queries), declared with ``setting(fetch=True)``; the
+#: others only change fusion, a pure function of the candidates.
+FETCH_SETTINGS: tuple[str, ...] = tuple(f.name for f in fields(SearchSettings)
+                                        if f.metadata.get("fetch"))
 
 
 #: Constants of a profile that depend on the embedding model in use (its cosine scale), chosen

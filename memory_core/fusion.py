@@ -62,6 +62,14 @@ class Hit:
     #: step, memory_core.supersession), and what that step multiplied the score by.
     superseded_by: str | None = None
     currency: float = 1.0
+    #: The step that removed a hit that is not returned ("" for a returned one), recorded by
+    #: fusion so that no face works it out again from scores: ``gate`` (below minScore, or
+    #: below the relaxed gate), ``abstention`` (a calibrated search that returns nothing),
+    #: ``maxResults`` (passed every gate, past the cut); a tail's other gates by their name.
+    removed_by: str = ""
+    #: The fusion's own arithmetic: each leg's ``(weight, value)`` whose product is its
+    #: component before calibration (``--explain``: ``0.65×vector 0.496``).
+    terms: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     @property
     def citation(self) -> str:
@@ -85,6 +93,8 @@ class Hit:
                 "components": self.components, "decay": self.decay, "via": self.via,
                 "passed": self.passed,
             }
+            if self.removed_by:
+                d["explain"]["removedBy"] = self.removed_by  # type: ignore[index]
             if self.evidence is not None:
                 d["explain"]["calibration"] = self.evidence  # type: ignore[index]
             if self.superseded_by is not None or self.currency != 1.0:
@@ -104,7 +114,10 @@ class FusionResult:
     #: Why there is no hit, when there is none ("" otherwise): the gate, and the query's
     #: evidence when the scores are calibrated (``search --explain``, ``memory_status``).
     abstention: str = ""
-    #: The candidates' note (the provider was down: keyword results only), for the faces.
+    #: Why the answer is not what was asked ("" when nothing): the provider was down and the
+    #: keyword leg answered alone, or the library cut a query over
+    #: :data:`~memory_core.query.MAX_QUERY_TERMS` terms or its characters; every face reports
+    #: this note rather than a rule of its own.
     note: str = ""
 
 
@@ -207,13 +220,17 @@ def _fts_only(cands: Candidates, s: SearchSettings) -> FusionResult:
 
 
 def _finish(chosen: list[Hit], ranked: list[Hit], s: SearchSettings, mode: str,
-            evidence: calibration.QueryEvidence | None = None) -> FusionResult:
+            evidence: calibration.QueryEvidence | None = None,
+            removed: dict[str, str] | None = None) -> FusionResult:
+    """The first ``max_results`` of ``chosen``; every other hit of ``ranked`` marked with the
+    step that removed it (``removed``: the tail's gates; past the cut: ``maxResults``)."""
     keep = chosen[: max(0, s.max_results)]
     kept = {h.id for h in keep}
     below = []
     for h in ranked:
         if h.id not in kept:
-            below.append(replace(h, passed=False))
+            why = (removed or {}).get(h.id, "maxResults")
+            below.append(replace(h, passed=False, removed_by=why))
     return FusionResult(keep, below, s, mode, _abstention(keep, ranked, s, evidence))
 
 
@@ -269,6 +286,7 @@ def _reference_hybrid(cands: Candidates, s: SearchSettings) -> FusionResult:
     wv, wt = s.normalized_weights()
     merged = _merge(cands, vector, keyword)
     for h in merged:
+        h.terms = {"vector": (wv, h.vector_score), "text": (wt, h.text_score)}
         h.components = {"vector": wv * h.vector_score, "text": wt * h.text_score}
         h.score = h.components["vector"] + h.components["text"]
     return _run_tail("reference", cands, s, merged, keyword)
@@ -426,6 +444,7 @@ def _normalized(cands: Candidates, s: SearchSettings) -> FusionResult:
         cos = max(0.0, h.vector_score)
         if s.vector_floor > 0:
             cos = max(0.0, (cos - s.vector_floor) / (1.0 - s.vector_floor))
+        h.terms = {"vector": (wv, cos), "text": (wt, t)}
         h.components = {"vector": wv * cos, "text": wt * t}
         h.score = h.components["vector"] + h.components["text"]
     return _run_tail("normalized", cands, s, merged, keyword)
@@ -464,10 +483,11 @@ def _calibrate(hits: list[Hit], cands: Candidates, s: SearchSettings
         raw = calibration.sigmoid(z)
         p = model.correct(raw)
         fused = h.score
+        h.evidence = {"features": x, "logit_terms": terms, "intercept": model.intercept,
+                      "logit": z, "logistic": raw, "probability": p, "model": model.name,
+                      "fused_components": dict(h.components)}
         h.components = ({k: v * p / fused for k, v in h.components.items()} if fused > 0
                         else {"evidence": p})
-        h.evidence = {"features": x, "logit_terms": terms, "intercept": model.intercept,
-                      "logit": z, "logistic": raw, "probability": p, "model": model.name}
         h.score = p
     return q
 
@@ -499,6 +519,11 @@ TAILS: dict[str, tuple[TailStep, ...]] = {
 }
 
 
+#: The name a removal step gives the hits it leaves out (:attr:`Hit.removed_by`), where it
+#: differs from the step's: a calibrated search that returns nothing abstained.
+REMOVED_BY: dict[str, str] = {"calibrate": "abstention"}
+
+
 @dataclass
 class _Tail:
     """One fusion call's state as its tail's steps pass it along (nothing outlives the call)."""
@@ -509,6 +534,19 @@ class _Tail:
     keyword: Sequence[LegHit]  # the keyword leg's cut list: the relaxed fallback's and fill's
     chosen: list[Hit] | None = None  # what passes, once a gate ran
     evidence: calibration.QueryEvidence | None = None
+    #: hit id → the step that left it out of ``chosen`` (and no later step took it back)
+    removed: dict[str, str] = field(default_factory=dict)
+
+    def mark(self, step: TailStep) -> None:
+        """``chosen`` was just set by ``step``: a hit it leaves out is removed by ``step``
+        unless an earlier gate removed it already; a hit it takes (back) is not removed."""
+        kept = {h.id for h in self.chosen or ()}
+        label = REMOVED_BY.get(step, step)
+        for h in self.hits:
+            if h.id in kept:
+                self.removed.pop(h.id, None)
+            else:
+                self.removed.setdefault(h.id, label)
 
 
 def _step_date_hint(t: _Tail) -> bool:
@@ -645,10 +683,14 @@ def _run_tail(tail: str, cands: Candidates, s: SearchSettings, hits: list[Hit],
     """Run :data:`TAILS` ``[tail]`` over the scored ``hits``; a tail with no gate keeps all."""
     t = _Tail(cands, s, hits, keyword)
     for step in TAILS[tail]:
-        if STEPS[step](t):
+        before = t.chosen
+        ends = STEPS[step](t)
+        if t.chosen is not before:
+            t.mark(step)
+        if ends:
             break
     chosen = t.hits if t.chosen is None else t.chosen
-    return _finish(chosen, t.hits, s, cands.mode, t.evidence)
+    return _finish(chosen, t.hits, s, cands.mode, t.evidence, t.removed)
 
 
 FUSIONS: dict[FusionMode, Callable[[Candidates, SearchSettings], FusionResult]] = {

@@ -75,7 +75,7 @@ if TYPE_CHECKING:
     from .candidates import Candidates
     from .fusion import FusionResult, Hit
     from .search import VectorLeg
-    from .status import Status, TruncationInfo
+    from .status import IdentityInfo, Status, TruncationInfo
 else:
     from .common.lazy import numpy as np
 
@@ -542,7 +542,10 @@ class MemoryIndex:
         """
         s = checked_settings(settings or self.settings(**overrides), "search",
                              max_results=max_results, min_score=min_score)
-        return self._answer(query, sources, s, on_hits)
+        from .query import cap_query
+
+        query, note = cap_query(query)
+        return self._answer(query, sources, s, on_hits, note=note)
 
     def search_many(self, queries: Sequence[str], *, max_results: int | None = None,
                     min_score: float | None = None, sources: Sequence[str] | None = None,
@@ -559,26 +562,29 @@ class MemoryIndex:
         """
         s = checked_settings(settings or self.settings(**overrides), "search",
                              max_results=max_results, min_score=min_score)
-        qs = list(queries)
+        from .query import cap_query
+
+        capped = [cap_query(q) for q in queries]
+        qs = [q for q, _ in capped]
         legs: list[VectorLeg | None] = [None] * len(qs)
         if len(qs) > 1:
             self.ensure_synced()
             legs = self._group_legs(qs, self._source_filter(sources))
-        for query, leg in zip(qs, legs, strict=True):
-            yield self._answer(query, sources, s, on_hits, vector_hits=leg)
+        for (query, note), leg in zip(capped, legs, strict=True):
+            yield self._answer(query, sources, s, on_hits, vector_hits=leg, note=note)
 
     def _answer(self, query: str, sources: Sequence[str] | None, s: SearchSettings,
                 on_hits: OnHits | None, *,
-                vector_hits: VectorLeg | None = None) -> FusionResult:
-        """One query of :meth:`search` or :meth:`search_many`: its candidates (only the rows
-        one fusion under ``s`` reads), the fusion, then ``on_hits``."""
+                vector_hits: VectorLeg | None = None, note: str = "") -> FusionResult:
+        """One query of :meth:`search` or :meth:`search_many` (already capped; ``note`` says
+        how): its candidates (only the rows one fusion under ``s`` reads), the fusion, then
+        ``on_hits``."""
         from .fusion import fuse, rows_needed
 
         cands = self.candidates(query, sources, s,
                                 rows_for=rows_needed(query, s), vector_hits=vector_hits)
         result = fuse(cands, s)
-        if cands.note:
-            result.note = cands.note
+        result.note = "; ".join(filter(None, [note, cands.note]))
         if on_hits is not None and result.hits:
             on_hits(cands.query, result.hits)
         return result
@@ -718,33 +724,20 @@ class MemoryIndex:
 
         ``deep`` also measures how many chunks the local model truncates (slow: tokenises all).
         """
-        from .fusion import scores_info
-
         # imported here: a no-op ``index`` (no ``--json``) reports without it (~5 ms of frozen
         # dataclasses at import)
         from .status import (
             CacheInfo,
-            ChunkingInfo,
             FallbackInfo,
-            FtsInfo,
             IdentityInfo,
             SourceCount,
             Status,
-            VectorInfo,
             is_dirty,
             multilingual_warning,
-            sample_texts,
         )
 
         cfg = self.config
-        base: dict[str, Any] = dict(
-            backend="builtin", workspace_dir=str(self.workspace), db_path=str(self.store_path),
-            profile=cfg.profile, requested_provider=cfg.provider.provider,
-            sources=list(cfg.sources.sources),
-            extra_paths=[e.path for e in cfg.sources.extra_paths],
-            chunking=ChunkingInfo(cfg.chunking.tokens, cfg.chunking.overlap, cfg.chunking.mode),
-            scores=scores_info(self.settings()),
-        )
+        base = self._status_base()
         guard_index_path(self.store_path, self.workspace, cfg)  # a user's file: refused
         listing = list_files(self.workspace, cfg)
         base["warnings"] = list(listing.warnings)
@@ -752,53 +745,29 @@ class MemoryIndex:
             return Status(**base, indexed=False, dirty=True,
                           identity=IdentityInfo("missing", RebuildCause.NO_INDEX.text()))
         try:
-            with self._lock:
-                st = self._open_store()
-                try:
-                    meta = st.get_meta() or {}
-                    counts = st.counts()
-                    rows = st.files()
-                    skipped = st.skipped()
-                    cache_entries = st.cache_count()
-                    language_sample = sample_texts(st, list(rows))
-                    damage = st.damaged or (st.check_integrity() if deep else None)
-                except StoreCorrupt as e:
-                    raise st.confirm_damage(e) from e
-                if damage:
-                    raise st.confirm_damage(Exception(damage))
+            st, read = self._status_read(deep)
         except IndexPathRefused:
             raise
         except StoreError as e:
             return Status(**base, indexed=False, error=str(e), dirty=True)
+        meta, counts, rows, skipped = read["meta"], read["counts"], read["rows"], read["skipped"]
         provider = meta.get("provider")
-        warn = multilingual_warning(provider, meta.get("model"), language_sample)
+        warn = multilingual_warning(provider, meta.get("model"), read["sample"])
         if warn:
             base["warnings"].append(warn)
-        identity = None
-        if self._choice is not None:
-            want = index_identity(cfg, self.workspace, self._choice)
-            change = identity_diff(meta, want)
-            identity = IdentityInfo("mismatch" if change else "valid",
-                                    change.reason if change else None)
         return Status(
-            **base,
+            **base, **self._leg_status(st, meta),
             indexed=bool(meta), files=sum(c["files"] for c in counts.values()),
             chunks=sum(c["chunks"] for c in counts.values()),
             dirty=is_dirty(listing.files, rows, skipped),
             source_counts=[SourceCount(k, v["files"], v["chunks"])
                            for k, v in sorted(counts.items())],
-            identity=identity,
+            identity=self._identity_status(meta),
             generation=_as_int(meta.get("generation")),
             last_sync_at=meta.get("syncedAt") or meta.get("builtAt"),
             provider=provider, model=meta.get("model"),
-            cache=CacheInfo(cfg.store.cache_enabled, cache_entries, cfg.store.cache_max_entries),
-            fts=FtsInfo(True, st.fts_available, st.fts_error,
-                        st.fts_available and postings.for_store(st, verify=True) is not None),
-            vector=VectorInfo(provider not in (None, "none"), st.vec_available, st.vec_error,
-                              meta.get("vectorDims"),
-                              "sidecar" if (vm := st.vector_matrix(verify=True)) is not None
-                              else "sqlite-vec" if st.vec_available else "numpy",
-                              rows=vm.rows if vm is not None else None),
+            cache=CacheInfo(cfg.store.cache_enabled, read["cache_entries"],
+                            cfg.store.cache_max_entries),
             fallback=FallbackInfo.from_dict(meta.get("fallback") or self.fallback),
             batch=batch_status(cfg.provider.batch, self._batch_state(meta)),
             provider_unavailable_reason=meta.get("providerUnavailableReason"),
@@ -810,9 +779,68 @@ class MemoryIndex:
             built_at=meta.get("builtAt"),
             last_sync=self.last_sync.to_dict() if self.last_sync else None,
             truncation=self.truncation() if deep else None,
-            superseded=len(sups := st.supersessions()),
-            stale_memory={r.old_line: r.new_citation for r in sups if r.old_path == "MEMORY.md"},
+            superseded=len(read["sups"]),
+            stale_memory={r.old_line: r.new_citation for r in read["sups"]
+                          if r.old_path == "MEMORY.md"},
         )
+
+    def _status_base(self) -> dict[str, Any]:
+        """What :meth:`status` says from the configuration alone (before reading the index)."""
+        from .fusion import scores_info
+        from .status import ChunkingInfo
+
+        cfg = self.config
+        return dict(
+            backend="builtin", workspace_dir=str(self.workspace), db_path=str(self.store_path),
+            profile=cfg.profile, requested_provider=cfg.provider.provider,
+            sources=list(cfg.sources.sources),
+            extra_paths=[e.path for e in cfg.sources.extra_paths],
+            chunking=ChunkingInfo(cfg.chunking.tokens, cfg.chunking.overlap, cfg.chunking.mode),
+            scores=scores_info(self.settings()),
+        )
+
+    def _status_read(self, deep: bool) -> tuple[Store, dict[str, Any]]:
+        """The index's side of :meth:`status`, read under the lock: its store and what it
+        holds; a damaged index raises (confirmed by ``PRAGMA quick_check``)."""
+        from .status import sample_texts
+
+        with self._lock:
+            st = self._open_store()
+            try:
+                rows = st.files()
+                read = {"meta": st.get_meta() or {}, "counts": st.counts(), "rows": rows,
+                        "skipped": st.skipped(), "cache_entries": st.cache_count(),
+                        "sample": sample_texts(st, list(rows)), "sups": st.supersessions()}
+                damage = st.damaged or (st.check_integrity() if deep else None)
+            except StoreCorrupt as e:
+                raise st.confirm_damage(e) from e
+            if damage:
+                raise st.confirm_damage(Exception(damage))
+        return st, read
+
+    def _identity_status(self, meta: dict[str, Any]) -> IdentityInfo | None:
+        """Whether the index was built as the configuration asks (once a provider is chosen)."""
+        from .status import IdentityInfo
+
+        if self._choice is None:
+            return None
+        change = identity_diff(meta, index_identity(self.config, self.workspace, self._choice))
+        return IdentityInfo("mismatch" if change else "valid", change.reason if change else None)
+
+    def _leg_status(self, st: Store, meta: dict[str, Any]) -> dict[str, Any]:
+        """The keyword and vector legs' part of :meth:`status`: which path answers each."""
+        from .status import FtsInfo, VectorInfo
+
+        provider = meta.get("provider")
+        vm = st.vector_matrix(verify=True)
+        return {
+            "fts": FtsInfo(True, st.fts_available, st.fts_error,
+                           st.fts_available and postings.for_store(st, verify=True) is not None),
+            "vector": VectorInfo(provider not in (None, "none"), st.vec_available, st.vec_error,
+                                 meta.get("vectorDims"),
+                                 "sidecar" if vm is not None
+                                 else "sqlite-vec" if st.vec_available else "numpy",
+                                 rows=vm.rows if vm is not None else None)}
 
     def _batch_state(self, meta: dict[str, Any]) -> BatchState:
         live = self._choice.provider if self._choice is not None else None

@@ -16,10 +16,12 @@ from datetime import date, timedelta
 from .common.lazy import lazy_pattern
 from .text import cjk_bigrams
 
-#: Whitespace-separated terms of a query that any face searches: the CLI cuts a longer query
-#: (with a note), the MCP server refuses it; the reference sets no limit, and a 100k-word query
-#: held the index for over a minute.
+#: Whitespace-separated terms of a query that is searched, and its characters: the library
+#: (:meth:`MemoryIndex.search`, so every face and the agent tools) cuts a longer query and says
+#: so in the answer's ``note`` (:func:`cap_query`). The reference sets no limit, and a 650 KB
+#: query of 100k words took 214 s through ``tools.memory_search``.
 MAX_QUERY_TERMS = 256
+MAX_QUERY_CHARS = 4096
 TOKEN_RE = re.compile(r"[^\W]+", re.UNICODE)  # letters, digits and "_"
 
 # Short, closed lists: BM25's IDF handles the rest. Used only where the reference uses them
@@ -33,6 +35,20 @@ STOP_WORDS = frozenset(
     "的 了 是 在 和 与 或 吗 呢 吧 啊 我 你 他 她 它 们 这 那 "
     "之前 以前 今天 昨天 什么 怎么 为什么 哪里 哪个".split()
 )
+
+
+def cap_query(query: str) -> tuple[str, str]:
+    """``query`` cut to :data:`MAX_QUERY_TERMS` terms and :data:`MAX_QUERY_CHARS` characters,
+    and a note saying so ("" when it was within both)."""
+    terms = query.split()
+    notes = []
+    if len(terms) > MAX_QUERY_TERMS:
+        query = " ".join(terms[:MAX_QUERY_TERMS])
+        notes.append(f"query cut to its first {MAX_QUERY_TERMS} terms (of {len(terms)})")
+    if len(query) > MAX_QUERY_CHARS:
+        notes.append(f"query cut to its first {MAX_QUERY_CHARS} characters (of {len(query)})")
+        query = query[:MAX_QUERY_CHARS]
+    return query, "; ".join(notes)
 
 
 def tokens(text: str) -> list[str]:

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .backends.builtin import BuiltinBackend
 from .config import SearchSettings, setting_meta
 from .embeddings import EmbeddingError
 from .fusion import Hit
@@ -24,8 +25,9 @@ from .promotion import recall_recorder
 from .reading import PathRefused
 from .store import IndexUnavailable, StoreError
 
-#: ``maxResults`` above this is refused (the reference's candidate pool is 200).
-MAX_RESULTS_CAP = 100
+if TYPE_CHECKING:
+    from .backends.protocol import MemoryBackend, OnHits
+
 #: The ``corpus`` values this workspace can answer (no wiki supplements here).
 CORPORA = ("memory", "sessions", "all")
 
@@ -41,7 +43,6 @@ SEARCH_SCHEMA: dict[str, Any] = {
         "query": {"type": "string", "description": "what to look for: words, an identifier, "
                   "or a question"},
         "maxResults": {"type": "integer", **_setting_bounds("max_results"),
-                       "maximum": MAX_RESULTS_CAP,
                        "description": "how many snippets at most (default 6)"},
         "minScore": {"type": "number", **_setting_bounds("min_score"),
                      "description": "drop hits scoring below this (default: the profile's)"},
@@ -161,35 +162,46 @@ def memory_search(index: MemoryIndex, query: object, maxResults: object = None,
 
     Hits on dated diaries are recorded as recalls for promotion unless ``record`` is False.
     ``[search] citations`` and ``session_key`` decide the ``Source:`` lines
-    (:func:`citations_included`).
-    Never raises: an argument that breaks :data:`SEARCH_SCHEMA` gives ``{results: [], error}``;
-    an index or provider that cannot answer gives the reference's unavailable result
-    (``unavailable: true`` and why).
+    (:func:`citations_included`). An over-long query is cut by :meth:`MemoryIndex.search`, and
+    ``note`` says so. Never raises: an argument that breaks :data:`SEARCH_SCHEMA` gives
+    ``{results: [], error}``; an index or provider that cannot answer gives the reference's
+    unavailable result (``unavailable: true`` and why).
     """
     try:
         args = check_arguments({"query": query, "maxResults": maxResults, "minScore": minScore,
                                 "corpus": corpus}, SEARCH_SCHEMA)
     except BadArgument as e:
         return {"results": [], "error": str(e)}
+    return backend_search(BuiltinBackend(index), args, index.config.settings().citations,
+                          on_hits=recall_recorder(index) if record else None,
+                          session_key=session_key)
+
+
+def backend_search(backend: MemoryBackend, args: Mapping[str, Any], citations: str, *,
+                   on_hits: OnHits | None = None, session_key: str | None = None
+                   ) -> dict[str, Any]:
+    """``memory_search`` through any backend, with ``args`` already checked
+    (:func:`check_arguments`): the tool's shape, whichever backend answered (the MCP server's
+    door). Never raises (see :func:`memory_search`)."""
     where = args.get("corpus", "all")
     try:
-        res = index.search(args["query"], max_results=args.get("maxResults"),
-                           min_score=args.get("minScore"),
-                           sources=None if where == "all" else [where],
-                           on_hits=recall_recorder(index) if record else None)
+        res = backend.search(args["query"], max_results=args.get("maxResults"),
+                             min_score=args.get("minScore"),
+                             sources=None if where == "all" else [where], on_hits=on_hits)
     except StoreError as e:
         return unavailable_result(str(e), damaged=isinstance(e, IndexUnavailable))
     except EmbeddingError as e:
         return unavailable_result(str(e))
     except Exception as e:  # the tool answers whatever happened inside; the model reads it
         return {"results": [], "error": f"internal error: {type(e).__name__}: {e}"}
-    mode = index.config.settings().citations
-    out = {"results": tool_results(res.hits, citations_included(mode, session_key)),
-           "provider": index.choice.id, "model": index.choice.model, "mode": res.mode,
-           "fallback": index.fallback, "citations": mode}
-    if res.abstention:  # an empty result says why: nothing relevant, and on what evidence
-        out["debug"] = {"abstained": res.abstention}
-    if res.note:  # the provider was down: the keyword leg answered alone
+    out = {"results": tool_results(res.hits, citations_included(citations, session_key)),
+           **res.extra, "mode": res.mode, "backend": res.backend, "citations": citations}
+    if res.fallback is not None:
+        out["fallback"] = res.fallback.to_json()
+    if res.detail is not None and res.detail.abstention:
+        # an empty result says why: nothing relevant, and on what evidence
+        out["debug"] = {"abstained": res.detail.abstention}
+    if res.note:  # a cut query, or the provider was down (keyword leg alone)
         out["note"] = res.note
     return out
 
@@ -247,12 +259,20 @@ def memory_get(index: MemoryIndex, path: object, from_: object = None,
                lines: object = None) -> dict[str, Any]:
     """Read lines; any refusal or an argument that breaks :data:`GET_SCHEMA` comes back as
     ``{path, text: "", disabled: true, error}`` (the reference's shape), never as an exception."""
-    shown = path if isinstance(path, str) else ""
     try:
         args = check_arguments({"path": path, "from": from_, "lines": lines}, GET_SCHEMA)
-        return index.get(args["path"], args.get("from"), args.get("lines")).to_dict()
-    except (BadArgument, PathRefused, OSError, StoreError) as e:
+    except BadArgument as e:
+        return {"path": path if isinstance(path, str) else "", "text": "", "disabled": True,
+                "error": str(e)}
+    return backend_get(BuiltinBackend(index), args)
+
+
+def backend_get(backend: MemoryBackend, args: Mapping[str, Any]) -> dict[str, Any]:
+    """``memory_get`` through any backend, with ``args`` already checked; never raises."""
+    try:
+        return backend.get(args["path"], args.get("from"), args.get("lines")).to_dict()
+    except (PathRefused, OSError, StoreError) as e:
         error = str(e)
     except Exception as e:  # the tool answers whatever happened inside; the model reads it
         error = f"internal error: {type(e).__name__}: {e}"
-    return {"path": shown, "text": "", "disabled": True, "error": error}
+    return {"path": args["path"], "text": "", "disabled": True, "error": error}

@@ -266,7 +266,43 @@ def long_files(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES,
     return out
 
 
+#: Lines a function may span at most (docstring and decorators' lines included: what a reader
+#: has to hold in mind at once). This rule replaces the 800-lines-per-file test (issue #32 item
+#: 4: what the file cap protected, without files split only to stay under it).
+MAX_FUNCTION_LINES = 80
+#: Functions over :data:`MAX_FUNCTION_LINES` in files other helpers of session 8 own (issue #32
+#: item 3): they are being split on their branches. The lead empties this list at merge.
+LONG_FUNCTION_ALLOWED = frozenset({
+    "app.py: home",  # workbench
+    "memory_core/keyword/postings.py: write_delta",  # prune
+    "memory_core/promotion/plan.py: _plan_entries",  # writes
+    "memory_core/sources.py: _walk",  # writes
+    "pages/search.py: tune",  # workbench
+})
+
+
+def long_functions(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES,
+                   scripts: tuple[str, ...] = SCRIPTS) -> list[str]:
+    """``path: name (N lines)`` for every function or method over
+    :data:`MAX_FUNCTION_LINES`."""
+    out = []
+    for m in _discover(root, packages, scripts):
+        tree = ast.parse(m.path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                n = (node.end_lineno or node.lineno) - first + 1
+                if n > MAX_FUNCTION_LINES:
+                    out.append(f"{m.path.relative_to(root).as_posix()}: {node.name} ({n} lines)")
+    return out
+
+
 # --------------------------------------------------------------------------- the rules
+
+
+def test_no_function_over_80_lines() -> None:
+    over = [f for f in long_functions() if f.rsplit(" (", 1)[0] not in LONG_FUNCTION_ALLOWED]
+    assert not over, "functions over 80 lines:\n" + "\n".join(over)
 
 
 def test_no_import_cycle_among_project_modules() -> None:
@@ -280,11 +316,6 @@ def test_no_import_cycle_among_project_modules() -> None:
 def test_no_module_imports_a_private_name() -> None:
     project = scan()
     assert not project.private, "private imports:\n" + "\n".join(project.private)
-
-
-def test_no_source_file_over_800_lines() -> None:
-    over = long_files()
-    assert not over, "files over 800 lines:\n" + "\n".join(over)
 
 
 # --------------------------------------------------------------------------- the checker itself
@@ -340,3 +371,14 @@ def test_checker_counts_lines(tmp_path: Path) -> None:
     _write(tmp_path, {"pkg/__init__.py": "", "pkg/big.py": "x = 1\n" * (MAX_LINES + 1),
                       "pkg/ok.py": "x = 1\n" * MAX_LINES})
     assert long_files(tmp_path, ("pkg",), ()) == [f"pkg/big.py: {MAX_LINES + 1} lines"]
+
+
+def test_checker_counts_function_lines(tmp_path: Path) -> None:
+    pkg = tmp_path / "memory_core"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES - 1))
+    (pkg / "fits.py").write_text(f"def fits() -> None:\n{body}\n")
+    (pkg / "long.py").write_text(f"@staticmethod\ndef long() -> None:\n{body}\n    y = 1\n")
+    assert long_functions(tmp_path, ("memory_core",), ()) == [
+        f"memory_core/long.py: long ({MAX_FUNCTION_LINES + 2} lines)"]

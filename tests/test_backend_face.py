@@ -1,9 +1,10 @@
-"""The backend protocol as the only door of the faces (issue 20 item 1).
+"""The backend protocol as the only door of the faces (issue 20 item 1, issue 32 item 1).
 
-The CLI, the MCP server and the workbench open a backend for every request and ask what it can
-do through its declared ``capabilities``; none of them tests for a missing backend or probes
-attributes with ``hasattr``. The builtin engine is the default implementation; qmd that cannot
-be opened answers through builtin and says why (``fallback``).
+The CLI and the MCP server open a backend for every request and render what its answers hold;
+none of them asks what a backend is or can do (its kind, a capability, its class), tests for a
+missing backend or probes attributes with ``hasattr``: what differs between backends is a
+method each implements. The builtin engine is the default implementation; qmd that cannot be
+opened answers through builtin and says why (``fallback``).
 """
 
 from __future__ import annotations
@@ -14,13 +15,21 @@ from pathlib import Path
 import pytest
 
 from memory_core import MemoryIndex
-from memory_core.backends import ENGINE, OWN_INDEX, MemoryBackend, OpenedFallback, open_backend
+from memory_core.backends import BackendSync, MemoryBackend, OpenedFallback, open_backend
 from memory_core.cli import main as cli_main
+from memory_core.fusion import FusionResult
 
 ROOT = Path(__file__).resolve().parents[1]
 FACES = [ROOT / "memory_core" / "cli", ROOT / "memory_core" / "mcp", ROOT / "workbench",
          ROOT / "pages", ROOT / "app.py"]
-PROBES = re.compile(r"backend is None|backend is not None|hasattr\(backend")
+#: A face asking which backend it holds or what it can do, in any spelling we have seen: the
+#: capability constants, a backend's (or an answer's) kind compared, its class tested, a
+#: missing backend, an attribute probed.
+BRANCHES = re.compile(
+    r"capabilities|\bENGINE\b|\bOWN_INDEX\b"
+    r"|\b(backend|b|res|result|answer|st|status)\.(kind|backend)\s*(==|!=|in\b|not in\b)"
+    r"|isinstance\([^)]*(BuiltinBackend|FallbackBackend|QmdBackend|OpenedFallback)"
+    r"|backend is None|backend is not None|hasattr\(backend")
 
 
 def _ws(tmp_path: Path, toml: str = "") -> Path:
@@ -32,24 +41,43 @@ def _ws(tmp_path: Path, toml: str = "") -> Path:
     return ws
 
 
-def test_faces_never_branch_on_a_missing_backend_or_probe_it() -> None:
+def test_faces_never_branch_on_a_backend_kind_or_capability() -> None:
     found = []
     for face in FACES:
         for f in ([face] if face.is_file() else sorted(face.rglob("*.py"))):
             for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
-                if PROBES.search(line):
+                if BRANCHES.search(line):
                     found.append(f"{f.relative_to(ROOT)}:{n}: {line.strip()}")
     assert found == []
 
 
-def test_builtin_is_the_default_backend_and_declares_the_engine(tmp_path: Path) -> None:
+@pytest.mark.parametrize("line", [
+    "if ENGINE not in backend.capabilities:",
+    "if OWN_INDEX in b.capabilities and args.once:",
+    'if res.backend == "builtin":',
+    'if st.backend != "builtin" or qmd:',
+    "if isinstance(backend, FallbackBackend):",
+    'if backend.kind in ("qmd",):',
+    "if backend is None:",
+])
+def test_the_ban_catches_every_spelling_seen_so_far(line: str) -> None:
+    assert BRANCHES.search(line), line
+
+
+def test_builtin_is_the_default_backend_and_answers_with_its_fusion(tmp_path: Path) -> None:
     ws = _ws(tmp_path)
     with MemoryIndex.open(ws, provider="none") as idx:
         b = open_backend(idx)
         assert isinstance(b, MemoryBackend) and b.kind == "builtin"
-        assert ENGINE in b.capabilities and OWN_INDEX not in b.capabilities
         assert b.fallback is None
-        assert [h.path for h in b.search("PG_POOL_MAX").hits] == ["MEMORY.md"]
+        done = b.sync()
+        assert isinstance(done, BackendSync) and done.report["files_indexed"] == 1
+        assert done.summary[0].startswith("Memory index updated")
+        assert b.files_changed() is None and b.follow() is None  # the live index follows
+        res = b.search("PG_POOL_MAX")
+        assert [h.path for h in res.hits] == ["MEMORY.md"]
+        assert isinstance(res.detail, FusionResult) and res.detail.hits == res.hits
+        assert res.extra["provider"] == "none"
         b.release()  # leaves the index it was given open
         assert idx.search("PG_POOL_MAX").hits
 
@@ -59,7 +87,6 @@ def test_qmd_that_cannot_open_answers_through_builtin_and_says_why(tmp_path: Pat
     with MemoryIndex.open(ws, provider="none") as idx:
         b = open_backend(idx, "qmd")
         assert isinstance(b, OpenedFallback) and isinstance(b, MemoryBackend)
-        assert ENGINE not in b.capabilities  # the faces show it as the qmd they asked for
         assert b.fallback is not None and "qmd binary unavailable" in b.fallback.reason
         res = b.search("PG_POOL_MAX")
         assert res.backend == "builtin" and res.fallback == b.fallback

@@ -187,6 +187,13 @@ OUT_OF_RANGE: list[tuple[list[str], tuple[str, ...]]] = [
     (["search", "pool", "--min-score", "2"], ("search: --min-score", "got 2.0")),
     (["search", "pool", "--max-results", "0"], ("search: --max-results", "greater than")),
     (["search", "pool", "--candidate-multiplier", "0"], ("--candidate-multiplier",)),
+    # the real limits are the declared ones (issue #32): refused, not clamped without a word
+    (["search", "pool", "--candidate-multiplier", "50"], ("search: --candidate-multiplier",
+                                                          "less than or equal to 20", "got 50")),
+    (["search", "pool", "--max-results", "1000"], ("search: --max-results",
+                                                   "less than or equal to 100", "got 1000")),
+    (["eval", "--queries", "demo", "--set", "candidate_multiplier=21"],
+     ("eval --set: candidate_multiplier", "less than or equal to 20")),
     (["eval", "--queries", "demo", "--set", "vector_weight=5"],
      ("eval --set: vector_weight", "less than or equal to 1")),
     (["eval", "--queries", "demo", "--set", "fusion=bogus"],
@@ -301,3 +308,20 @@ def test_models_mirror_the_dataclasses() -> None:
             got = getattr(checked, name)
             if not dataclasses.is_dataclass(want) and want is not None:
                 assert got == want, (dc.__name__, name)
+
+
+def test_the_engine_declares_which_settings_need_a_new_fetch() -> None:
+    """The settings that change what the candidates hold are declared on the setting
+    (``setting(fetch=True)``), and the workbench's candidate cache reads that declaration
+    (``SearchSettings.fetch_key``) instead of restating it (issue #32)."""
+    from memory_core.config import FETCH_SETTINGS
+
+    assert set(FETCH_SETTINGS) == {"keyword_query", "cjk_bigrams", "prf_terms", "prf_docs",
+                                   "prf_weight", "decompose"}
+    base = SearchSettings()
+    fused_only = dataclasses.replace(base, vector_weight=0.1, min_score=0.9)
+    assert fused_only.fetch_key() == base.fetch_key()
+    for name, value in (("keyword_query", "or"), ("prf_terms", 5), ("decompose", 0.5)):
+        assert dataclasses.replace(base, **{name: value}).fetch_key() != base.fetch_key(), name
+    state = (ROOT / "workbench" / "state.py").read_text(encoding="utf-8")
+    assert "settings.fetch_key()" in state and "settings.keyword_query" not in state

@@ -65,3 +65,26 @@ def test_mmr_reorders_before_the_cut() -> None:
                                    LegHit("c", 0.8, 3, 0.8)), (), chunks, 200)
     assert [h.id for h in fuse(c, s).hits] == ["a", "c"]
     assert [h.id for h in fuse(c, replace(s, mmr_enabled=False)).hits] == ["a", "b"]
+
+
+def test_fusion_records_the_step_that_removed_each_hit() -> None:
+    """Every removed hit says which step removed it (issue #32), so no face works it out
+    again from scores: the gate, the cut to maxResults, and a calibrated abstention, which
+    the workbench labelled "past maxResults" when it read the scores."""
+    from workbench.tuning import ABSTAINED, CUT, GATED, hit_status, removed_counts
+
+    s = replace(profile_settings("reference"), min_score=0.5, max_results=1)
+    c = _cands([("a", 0.95), ("b", 0.9), ("c", 0.1)], [("a", -9.0), ("b", -8.0), ("c", -1.0)])
+    res = fuse(c, s)
+    assert [h.id for h in res.hits] == ["a"] and res.hits[0].removed_by == ""
+    marks = {h.id: h.removed_by for h in res.below_gate}
+    assert marks == {"b": "maxResults", "c": "gate"}
+    assert {h.id: hit_status(h) for h in res.below_gate} == {"b": CUT, "c": GATED}
+    assert res.below_gate[0].to_result(True)["explain"]["removedBy"] == "maxResults"  # type: ignore[index]
+    dflt = profile_settings("default")
+    assert dflt.calibration and dflt.min_score == 0.0
+    c = replace(c, keyword_rows=3)  # the OR query's counts are known: calibration applies
+    abstained = fuse(c, replace(dflt, abstain_below=1.0))  # no probability reaches 1
+    assert abstained.hits == [] and abstained.abstention.startswith("nothing relevant")
+    assert {h.removed_by for h in abstained.below_gate} == {"abstention"}
+    assert removed_counts(abstained) == {GATED: 0, CUT: 0, ABSTAINED: 3}

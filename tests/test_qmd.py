@@ -270,7 +270,7 @@ def test_backend_kind_in_config(tmp_path: Path) -> None:
     assert out["backend"] == "qmd" and out["results"]
     out = json.loads(cli("search", "WireGuard", "-w", str(ws), "--json", "--no-record",
                          "--backend", "builtin").stdout)
-    assert "backend" not in out and out["results"]  # the builtin engine's own shape
+    assert out["backend"] == "builtin" and out["results"]  # the one answer shape
     r = cli("search", "x", "-w", str(ws), "--backend", "elastic")
     assert r.returncode == 2 and "invalid choice" in r.stderr
 

@@ -56,7 +56,7 @@ def test_a_docid_is_never_a_pattern(ws: Path) -> None:  # noqa: F811
     q = b.primary
     for docid in ("_", "#_", "%", "______", "#%", "a_", ""):
         assert q.locate(docid, None, None) is None, docid
-    real = b.search("WireGuard").detail[0]
+    real = q._run_search(q.q.search_mode, "WireGuard", 5, q.collection_names(None))[0]
     assert q.locate(real["docid"], None, None) is not None  # a true docid still resolves
     b.close()
 

@@ -43,6 +43,25 @@ def fts_index(demo_ws: Path) -> Iterator[MemoryIndex]:
         yield idx
 
 
+def test_the_library_cuts_a_650_kb_query_with_a_note(fts_index: MemoryIndex) -> None:
+    """The query cap lives in the library (issue #32): the agent tool answers a 650 KB query
+    of 100k words at once with its first terms searched and a note, where it took 214 s."""
+    import time
+
+    from memory_core.query import MAX_QUERY_CHARS, MAX_QUERY_TERMS
+
+    huge = " ".join(f"q{i:05d}" for i in range(100_000))[:650_000]
+    t = time.perf_counter()
+    out = memory_search(fts_index, huge, record=False)
+    assert time.perf_counter() - t < 5.0
+    assert "error" not in out and out["note"] == (
+        f"query cut to its first {MAX_QUERY_TERMS} terms (of 92858)")
+    res = fts_index.search("COOKIE_EXPIRED " + "x" * 10_000)  # one long term: characters
+    assert res.note == f"query cut to its first {MAX_QUERY_CHARS} characters (of 10015)"
+    assert [h.path for h in res.hits][:1] == ["memory/2026-11-03.md"]
+    assert fts_index.search("COOKIE_EXPIRED").note == ""
+
+
 BAD_SEARCHES: list[tuple[tuple[object, ...], str]] = [
     ((None,), "query required"),
     ((123,), "query required"),

@@ -96,12 +96,15 @@ def results(key: IndexKey, idx: MemoryIndex, query: str, current: SearchSettings
     notes = tuning.weight_notes(cands, current)
     if notes:
         weight_note.caption(" ".join(f":material/info: {n}" for n in notes.values()))
-    gated = sum(1 for h in result.below_gate if h.score < current.min_score)
+    removed = tuning.removed_counts(result)
     # one flex row, not st.columns(6): a slider step sends one block for it, not seven
     m = st.container(horizontal=True, gap="small")
     m.metric("Returned", len(result.hits), width="content")
-    m.metric("Below minScore", gated, width="content")
-    m.metric("Past maxResults", len(result.below_gate) - gated, width="content")
+    if removed[tuning.ABSTAINED]:  # a calibrated search that returns nothing: abstained
+        m.metric("Abstained", removed[tuning.ABSTAINED], width="content",
+                 help=result.abstention or None)
+    m.metric("Below minScore", removed[tuning.GATED], width="content")
+    m.metric("Past maxResults", removed[tuning.CUT], width="content")
     m.metric("Candidates", f"{len(cands.vector)} + {len(cands.keyword)}", width="content",
              help="vector + keyword hits fetched (the pool; fusion uses the top "
                   f"{current.candidate_count()} of each)")

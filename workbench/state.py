@@ -419,13 +419,14 @@ def get_candidates(key: IndexKey, query: str, settings: SearchSettings,
     """Both legs' candidates for ``query``: fetched once, then served from the session.
 
     The cache key holds what the fetch depends on: the index and its generation, the query, the
-    source filter, and the keyword-query options (AND/OR, CJK bigrams). Fusion settings are not
-    in it: changing them only re-fuses.
+    source filter, and the settings the engine declares as changing the fetch
+    (:meth:`SearchSettings.fetch_key`). Fusion settings are not in it: changing them only
+    re-fuses.
     """
     cache: OrderedDict[tuple[Any, ...], Candidates] = st.session_state.setdefault(
         "wb_candidates", OrderedDict())
     ck = (key, generation(key), query.strip(), tuple(sorted(sources or ())),
-          settings.keyword_query, settings.cjk_bigrams)
+          settings.fetch_key())
     hit = cache.get(ck)
     if hit is not None:
         cache.move_to_end(ck)

@@ -96,13 +96,28 @@ def settings_diff(a: SearchSettings, b: SearchSettings) -> dict[str, tuple[Any, 
 RETURNED = "returned"
 GATED = "below minScore"
 CUT = "past maxResults"
+ABSTAINED = "abstained"
+#: :attr:`Hit.removed_by` (the fusion step that removed a hit) → its label.
+REMOVED_LABELS = {"gate": GATED, "maxResults": CUT, "abstention": ABSTAINED}
 
 
-def hit_status(hit: Hit, settings: SearchSettings) -> str:
-    """Why a hit is (not) in the results: returned, gated by minScore, or cut by maxResults."""
+def hit_status(hit: Hit, settings: SearchSettings | None = None) -> str:
+    """Why a hit is (not) in the results, as fusion recorded it (:attr:`Hit.removed_by`):
+    returned, gated by minScore, cut by maxResults, or the whole search abstained.
+    ``settings`` is not read (kept for callers that pass it)."""
     if hit.passed:
         return RETURNED
-    return GATED if hit.score < settings.min_score else CUT
+    return REMOVED_LABELS.get(hit.removed_by, hit.removed_by or CUT)
+
+
+def removed_counts(result: FusionResult) -> dict[str, int]:
+    """How many hits each removal step left out (:func:`hit_status`'s labels), as fusion
+    recorded them: the page's metrics read these, not the scores."""
+    counts = dict.fromkeys((GATED, CUT, ABSTAINED), 0)
+    for h in result.below_gate:
+        label = hit_status(h)
+        counts[label] = counts.get(label, 0) + 1
+    return counts
 
 
 def _fmt_rank(r: int | None) -> str:

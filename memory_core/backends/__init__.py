@@ -7,15 +7,14 @@ share one shape (``BackendSearch.hits`` → ``{path, startLine, endLine, score, 
 source}``). This package sits beside the feature packages, above ``MemoryIndex``.
 
 The qmd side (and the fallback that wraps it: subprocess, the qmd collections) is imported on
-first use, so the CLI's engine commands, which only read :data:`ENGINE`, do not load it; the
-face's classes (:mod:`.protocol`) too, so a no-op ``index`` does not.
+first use, so a builtin command does not load it; the face's classes (:mod:`.protocol`) too,
+so a no-op ``index`` does not.
 """
 
 from typing import TYPE_CHECKING
 
 from ..common.lazy import lazy_exports
 from .builtin import BuiltinBackend
-from .capabilities import ENGINE, OWN_INDEX
 
 if TYPE_CHECKING:
     from .fallback import (
@@ -28,12 +27,14 @@ if TYPE_CHECKING:
     from .protocol import BackendSearch, BackendStatus, FallbackNote, MemoryBackend
     from .qmd import QmdBackend, QmdCollection, resolve_collections
     from .qmd_process import QmdError, resolve_command
+    from .sync_answer import BackendSync
 
 BACKENDS: tuple[str, ...] = ("builtin", "qmd")
 
 #: Public name → the module that defines it, imported the first time it is asked for.
 _LAZY = {
-    "BackendSearch": "protocol", "BackendStatus": "protocol", "FallbackNote": "protocol",
+    "BackendSearch": "protocol", "BackendStatus": "protocol", "BackendSync": "sync_answer",
+    "FallbackNote": "protocol",
     "MemoryBackend": "protocol",
     "OPEN_FAILURE_COOLDOWN_S": "fallback", "FallbackBackend": "fallback",
     "OpenedFallback": "fallback", "clear_open_failures": "fallback", "open_backend": "fallback",
@@ -45,8 +46,8 @@ __getattr__ = lazy_exports(__name__, _LAZY)
 
 
 __all__ = [
-    "BACKENDS", "ENGINE", "OPEN_FAILURE_COOLDOWN_S", "OWN_INDEX", "BackendSearch",
-    "BackendStatus", "BuiltinBackend", "FallbackBackend", "FallbackNote", "MemoryBackend",
+    "BACKENDS", "OPEN_FAILURE_COOLDOWN_S", "BackendSearch", "BackendStatus", "BackendSync",
+    "BuiltinBackend", "FallbackBackend", "FallbackNote", "MemoryBackend",
     "OpenedFallback", "QmdBackend", "QmdCollection", "QmdError", "clear_open_failures",
     "open_backend", "resolve_collections", "resolve_command",
 ]

@@ -1,13 +1,14 @@
-"""The builtin engine behind the backend face: :class:`MemoryIndex`, unchanged, plus ``kind``
-and the probes.
+"""The builtin engine behind the backend face: :class:`MemoryIndex`, unchanged, plus ``kind``,
+the probes, and its answers in the face's shapes (the fusion as the search's ``detail``, the
+sync report as a :class:`~memory_core.backends.protocol.BackendSync`).
 
 Everything the workbench and the evaluator need beyond the face (candidates, fusion, chunks,
-embeddings) stays on :attr:`BuiltinBackend.index`.
+embeddings) stays on :attr:`BuiltinBackend.index`: the lab talks to :class:`MemoryIndex`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,19 +16,19 @@ from ..embeddings import EmbeddingError
 from ..index import MemoryIndex
 from ..reading import ReadResult
 from ..sync import SyncProgress, SyncReport
-from .capabilities import ENGINE
 
 if TYPE_CHECKING:
     # the face's classes (and Status under them) are imported by the first search or status,
     # not by a no-op ``index``
-    from .protocol import BackendSearch, BackendStatus, FallbackNote, OnHits
+    from ..fusion import FusionResult
+    from .protocol import BackendSearch, BackendStatus, FallbackNote, Follower, OnHits
+    from .sync_answer import BackendSync
 
 
 class BuiltinBackend:
     """:class:`MemoryIndex` as a :class:`~memory_core.backends.protocol.MemoryBackend`."""
 
     kind = "builtin"
-    capabilities: frozenset[str] = frozenset({ENGINE})
     fallback: FallbackNote | None = None
 
     def __init__(self, index: MemoryIndex, requested: str = "builtin") -> None:
@@ -47,15 +48,27 @@ class BuiltinBackend:
     def release(self) -> None:
         """Nothing of its own to close: the index belongs to whoever opened it."""
 
+    def over(self, reader: Callable[[], MemoryIndex]) -> BuiltinBackend:
+        """The same backend answering from ``reader()`` (the live index's reader)."""
+        return BuiltinBackend(reader(), self._requested)
+
+    def _answer(self, res: FusionResult) -> BackendSearch:
+        from .protocol import BackendSearch
+
+        idx = self.index
+        # the embedding provider's fallback as the tool reports it (a qmd fallback's note, set
+        # on the answer, takes the key in :meth:`BackendSearch.to_json`)
+        extra = {"provider": idx.choice.id, "model": idx.choice.model, "fallback": idx.fallback}
+        return BackendSearch(list(res.hits), "builtin", res.mode, self.fallback, res, res.note,
+                             extra)
+
     def search(self, query: str, *, max_results: int | None = None,
                min_score: float | None = None, sources: Sequence[str] | None = None,
                on_hits: OnHits | None = None, **overrides: Any) -> BackendSearch:
         """The builtin search under the profile's settings (``overrides``: search settings)."""
-        from .protocol import BackendSearch
-
-        res = self.index.search(query, max_results=max_results, min_score=min_score,
-                                sources=sources, on_hits=on_hits, **overrides)
-        return BackendSearch(list(res.hits), "builtin", res.mode, None, res)
+        return self._answer(self.index.search(query, max_results=max_results,
+                                              min_score=min_score, sources=sources,
+                                              on_hits=on_hits, **overrides))
 
     def search_many(self, queries: Sequence[str], *, max_results: int | None = None,
                     min_score: float | None = None, sources: Sequence[str] | None = None,
@@ -63,19 +76,28 @@ class BuiltinBackend:
                     ) -> Iterator[BackendSearch]:
         """:meth:`search` of each of ``queries``, answered as a group
         (:meth:`MemoryIndex.search_many`)."""
-        from .protocol import BackendSearch
-
         for res in self.index.search_many(queries, max_results=max_results,
                                           min_score=min_score, sources=sources,
                                           on_hits=on_hits, **overrides):
-            yield BackendSearch(list(res.hits), "builtin", res.mode, None, res)
+            yield self._answer(res)
 
     def get(self, path: str, from_line: int | None = None, lines: int | None = None
             ) -> ReadResult:
         return self.index.get(path, from_line, lines)
 
-    def sync(self, *, force: bool = False, progress: SyncProgress | None = None) -> SyncReport:
-        return self.index.sync(force=force, progress=progress)
+    def sync(self, *, force: bool = False, progress: SyncProgress | None = None,
+             verify: bool = False, executor: Any = None) -> BackendSync:
+        report = self.index.sync(force=force, progress=progress, verify=verify,
+                                 executor=executor)
+        return sync_answer(self.index, report)
+
+    def files_changed(self, *, force: bool = False) -> dict[str, Any] | None:
+        """Nothing to do: the live index follows the files for the builtin engine."""
+        return None
+
+    def follow(self, on_update: Callable[[Any], None] | None = None) -> Follower | None:
+        """Nothing runs beside a face: the live index is the builtin engine's follower."""
+        return None
 
     def status(self, *, deep: bool = False) -> BackendStatus:
         from .protocol import BackendStatus
@@ -99,3 +121,22 @@ class BuiltinBackend:
         except EmbeddingError as e:
             return {"ok": False, "error": str(e)}
         return {"ok": True}
+
+
+def sync_answer(idx: MemoryIndex, report: SyncReport) -> BackendSync:
+    """The builtin sync's report in the face's shape: what ``memory-core index`` prints."""
+    from .sync_answer import BackendSync
+
+    kind = f"full rebuild ({report.reason})" if report.full else "incremental"
+    summary = [
+        f"Memory index updated: {kind}.",
+        f"  files: {report.files_seen} seen, {report.files_indexed} indexed, "
+        f"{report.files_unchanged + report.files_touched} unchanged, "
+        f"{report.files_deleted} deleted, {report.files_failed} skipped",
+        f"  chunks written: {report.chunks_written}; embedded: {report.embedded}; "
+        f"cache hits: {report.cache_hits}; {report.duration_ms / 1000:.1f} s"]
+    warnings = []
+    if idx.fallback:  # what was asked, what answers, and why
+        warnings.append(f"embeddings fell back from {idx.fallback['from']} to "
+                        f"{idx.choice.id}: {idx.fallback['reason']}")
+    return BackendSync(report.to_dict(), summary, warnings + list(report.warnings))

@@ -15,7 +15,7 @@ import copy
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,10 +25,11 @@ from ..reading import ReadResult
 from ..sync import SyncProgress
 from .builtin import BuiltinBackend
 from .protocol import (
-    OWN_INDEX,
     BackendSearch,
     BackendStatus,
+    BackendSync,
     FallbackNote,
+    Follower,
     MemoryBackend,
     OnHits,
     search_each,
@@ -76,7 +77,6 @@ class FallbackBackend:
     """qmd first; builtin from the first failure on (the reference's FallbackMemoryManager)."""
 
     kind = "qmd"
-    capabilities: frozenset[str] = frozenset({OWN_INDEX})
 
     def __init__(self, primary: QmdBackend, builtin: MemoryIndex) -> None:
         self.primary = primary
@@ -132,7 +132,8 @@ class FallbackBackend:
 
     def search(self, query: str, *, max_results: int | None = None,
                min_score: float | None = None, sources: Sequence[str] | None = None,
-               on_hits: OnHits | None = None) -> BackendSearch:
+               on_hits: OnHits | None = None, **overrides: Any) -> BackendSearch:
+        """qmd's answer (it has no fusion: ``overrides`` apply to the builtin fallback)."""
         with self._lock:
             if not self.primary_failed:
                 try:
@@ -142,16 +143,17 @@ class FallbackBackend:
                 except QmdError as e:
                     self.fail(e)
         res = self._fallback().search(query, max_results=max_results, min_score=min_score,
-                                      sources=sources, on_hits=on_hits)
+                                      sources=sources, on_hits=on_hits, **overrides)
         res.fallback = self._note()
         return res
 
     def search_many(self, queries: Sequence[str], *, max_results: int | None = None,
                     min_score: float | None = None, sources: Sequence[str] | None = None,
-                    on_hits: OnHits | None = None) -> Iterator[BackendSearch]:
+                    on_hits: OnHits | None = None, **overrides: Any
+                    ) -> Iterator[BackendSearch]:
         """One :meth:`search` per query: each may find qmd failed and fall back."""
-        return search_each(self, queries, max_results=max_results, min_score=min_score,
-                           sources=sources, on_hits=on_hits)
+        return search_each(self.search, queries, max_results=max_results, min_score=min_score,
+                           sources=sources, on_hits=on_hits, **overrides)
 
     def get(self, path: str, from_line: int | None = None, lines: int | None = None
             ) -> ReadResult:
@@ -160,15 +162,47 @@ class FallbackBackend:
                 return self.primary.get(path, from_line, lines)
         return self._fallback().get(path, from_line, lines)
 
-    def sync(self, *, force: bool = False, progress: SyncProgress | None = None,
-             reason: str = "manual") -> Any:
+    def update(self, *, force: bool = False, reason: str = "manual") -> dict[str, Any] | None:
+        """``qmd update`` (debounced unless ``force``) and its report; ``None`` once builtin
+        answers (the live index keeps builtin's index). The timers call this."""
         with self._lock:
             if not self.primary_failed:
                 try:
-                    return self.primary.sync(force=force, progress=progress, reason=reason)
+                    return self.primary.sync(force=force, reason=reason)
                 except QmdError as e:
                     self.fail(e)
-        return self._fallback().sync(force=force, progress=progress)
+        return None
+
+    def sync(self, *, force: bool = False, progress: SyncProgress | None = None,
+             verify: bool = False, executor: Any = None) -> BackendSync:
+        """``qmd update``, or builtin's sync once qmd failed (with the reason)."""
+        from .protocol import BackendSync
+
+        if executor is not None:
+            raise ValueError("an embedding executor (--executor ray) applies to the builtin "
+                             "backend")
+        report = self.update(force=force)
+        if report is not None:
+            files = self.primary.status().files
+            return BackendSync(report, [f"Memory index updated (qmd): {files} files."])
+        done = self._fallback().sync(force=force, progress=progress, verify=verify)
+        done.warnings.insert(0, f"qmd fell back to builtin: {self._note().reason}")
+        return done
+
+    def files_changed(self, *, force: bool = False) -> dict[str, Any] | None:
+        """qmd keeps an index of its own: ``qmd update`` (debounced unless ``force``)."""
+        return self.update(force=force, reason="change")
+
+    def follow(self, on_update: Callable[[Any], None] | None = None) -> Follower | None:
+        """The reference's qmd update timers (boot, interval, embed interval, debounce)."""
+        from .qmd_timers import QmdTimers
+
+        return QmdTimers(self, self.primary.q, on_update).start()
+
+    def over(self, reader: Callable[[], MemoryIndex]) -> FallbackBackend:
+        """qmd reads its own index (after a fallback, builtin reads the one it was opened
+        over)."""
+        return self
 
     def status(self, *, deep: bool = False) -> BackendStatus:
         with self._lock:
@@ -190,32 +224,24 @@ class FallbackBackend:
 
 
 class OpenedFallback(BuiltinBackend):
-    """Builtin answering because qmd could not be opened: every answer says so. Not
-    :data:`ENGINE`: the faces show it as the qmd they asked for, with the reason."""
-
-    capabilities: frozenset[str] = frozenset()
+    """Builtin answering because qmd could not be opened: every answer says so (the faces
+    show it as the qmd they asked for, with the reason)."""
 
     def __init__(self, index: MemoryIndex, note: FallbackNote) -> None:
         super().__init__(index, requested="qmd")
         self.note = note
         self.fallback = note
 
-    def search(self, query: str, *, max_results: int | None = None,
-               min_score: float | None = None, sources: Sequence[str] | None = None,
-               on_hits: OnHits | None = None, **overrides: Any) -> BackendSearch:
-        res = super().search(query, max_results=max_results, min_score=min_score,
-                             sources=sources, on_hits=on_hits, **overrides)
-        res.fallback = self.note
-        return res
+    def over(self, reader: Callable[[], MemoryIndex]) -> OpenedFallback:
+        """It answers from the index qmd's fallback was opened over, as qmd would from its
+        own: nothing waits for the live index."""
+        return self
 
-    def search_many(self, queries: Sequence[str], *, max_results: int | None = None,
-                    min_score: float | None = None, sources: Sequence[str] | None = None,
-                    on_hits: OnHits | None = None, **overrides: Any
-                    ) -> Iterator[BackendSearch]:
-        for res in super().search_many(queries, max_results=max_results, min_score=min_score,
-                                       sources=sources, on_hits=on_hits, **overrides):
-            res.fallback = self.note
-            yield res
+    def sync(self, *, force: bool = False, progress: SyncProgress | None = None,
+             verify: bool = False, executor: Any = None) -> BackendSync:
+        done = super().sync(force=force, progress=progress, verify=verify, executor=executor)
+        done.warnings.insert(0, f"qmd fell back to builtin: {self.note.reason}")
+        return done
 
     def status(self, *, deep: bool = False) -> BackendStatus:
         return with_fallback(super().status(deep=deep), self.note)

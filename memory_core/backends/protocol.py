@@ -1,4 +1,4 @@
-"""One face, two backends: the only door the CLI, the MCP server and the workbench call.
+"""One face, two backends: the only door the CLI and the MCP server call.
 
 :class:`MemoryBackend` is the reference's ``MemorySearchManager`` (search, readFile, status,
 sync, the probes) in this project's words. The builtin engine (:class:`MemoryIndex`, through the
@@ -9,13 +9,12 @@ builtin.
 
 Every backend answers a search with a :class:`BackendSearch`: hits of the one result shape
 ``{path, startLine, endLine, score, snippet, source}`` (workspace-relative paths, true line
-ranges), the backend that actually answered, and why it fell back when it did.
-
-What a backend can do beyond the face is declared in :attr:`MemoryBackend.capabilities`
-(:data:`ENGINE`, :data:`OWN_INDEX`), never probed with ``hasattr``: a face asks
-``ENGINE in backend.capabilities`` to use the builtin engine's richer answers (its
-:class:`~memory_core.MemoryIndex`: sync reports, fusion settings, explain), and treats every
-other backend through the face alone.
+ranges), the backend that actually answered, why it fell back when it did, and what that
+backend adds: the builtin engine's fusion (:attr:`BackendSearch.detail`, for ``--explain``)
+and its provider (:attr:`BackendSearch.extra`); qmd adds neither. A sync answers with a
+:class:`BackendSync`. What differs between backends is a method each implements (a no-op where
+it means nothing: :meth:`MemoryBackend.files_changed`, :meth:`MemoryBackend.follow`), never a
+question a face asks about the backend's kind: the faces render what the answer holds.
 """
 
 from __future__ import annotations
@@ -28,11 +27,11 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from ..reading import ReadResult
 from ..status import Status
 from ..sync import SyncProgress
-from .capabilities import ENGINE as ENGINE
-from .capabilities import OWN_INDEX as OWN_INDEX
+from .sync_answer import BackendSync
 
 if TYPE_CHECKING:  # fusion is loaded by the first search, not by a no-op ``index``
-    from ..fusion import Hit
+    from ..fusion import FusionResult, Hit
+    from ..index import MemoryIndex
 
 #: Called with the query and the hits, as :meth:`MemoryIndex.search`'s ``on_hits``.
 OnHits = Callable[[str, Sequence["Hit"]], None]
@@ -59,21 +58,48 @@ class BackendSearch:
     result item); ``backend`` is the backend that produced them (``builtin`` after a fallback);
     ``mode`` its search mode (``hybrid``/``fts-only`` for builtin, ``search``/``vsearch``/
     ``query`` for qmd); ``fallback`` is set when the requested backend did not answer.
-    ``detail`` is what the answering backend adds (the builtin fusion result, qmd's raw entries).
+    ``detail`` is the builtin engine's fusion (removed hits, the abstention, the settings: what
+    ``--explain`` shows), ``None`` from a backend without one; ``extra`` the JSON fields the
+    answering backend adds (builtin: ``provider``, ``model``, its embedding ``fallback``).
     """
 
     hits: list[Hit]
     backend: str
     mode: str
     fallback: FallbackNote | None = None
-    detail: Any = None
+    detail: FusionResult | None = None
+    #: What was done to the query before it was searched ("" when nothing): the library's cut
+    #: of an over-long query (:func:`memory_core.query.cap_query`), whichever backend answered.
+    note: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self, explain: bool = False) -> dict[str, Any]:
+        """The answer as the CLI prints it: results, who answered and how, and what the answer
+        holds beyond the hits (the fusion's removed hits and settings with ``explain``)."""
         out: dict[str, Any] = {"results": [h.to_result(explain) for h in self.hits],
-                               "backend": self.backend, "mode": self.mode}
+                               "backend": self.backend, "mode": self.mode, **self.extra}
         if self.fallback is not None:
             out["fallback"] = self.fallback.to_json()
+        d = self.detail
+        if d is not None and d.abstention:
+            out["abstention"] = d.abstention
+        if d is not None and explain:
+            out["belowGate"] = [h.to_result(True) for h in d.below_gate[:20]]
+            out["settings"] = d.settings.__dict__
+        if self.note:
+            out["note"] = self.note
         return out
+
+
+class Follower(Protocol):
+    """What a backend runs beside a long-running face (qmd's update timers)."""
+
+    def poke(self) -> None:
+        """The files changed (an update follows, debounced)."""
+        ...
+
+    def stop(self) -> None:
+        ...
 
 
 @dataclass(frozen=True)
@@ -117,8 +143,6 @@ class MemoryBackend(Protocol):
     #: what answered a given search).
     kind: str
     workspace: Path
-    #: What it can do beyond the face (:data:`ENGINE`, :data:`OWN_INDEX`).
-    capabilities: frozenset[str]
 
     @property
     def fallback(self) -> FallbackNote | None:
@@ -127,13 +151,15 @@ class MemoryBackend(Protocol):
 
     def search(self, query: str, *, max_results: int | None = None,
                min_score: float | None = None, sources: Sequence[str] | None = None,
-               on_hits: OnHits | None = None) -> BackendSearch:
-        """``memory_search``: ranked hits in the one result shape."""
+               on_hits: OnHits | None = None, **overrides: Any) -> BackendSearch:
+        """``memory_search``: ranked hits in the one result shape. ``overrides``: the builtin
+        engine's search settings (a backend without fusion answers without them)."""
         ...
 
     def search_many(self, queries: Sequence[str], *, max_results: int | None = None,
                     min_score: float | None = None, sources: Sequence[str] | None = None,
-                    on_hits: OnHits | None = None) -> Iterator[BackendSearch]:
+                    on_hits: OnHits | None = None, **overrides: Any
+                    ) -> Iterator[BackendSearch]:
         """:meth:`search` of each of ``queries`` in order, the same results, yielded one by
         one (builtin answers them as a group: :meth:`MemoryIndex.search_many`)."""
         ...
@@ -143,8 +169,28 @@ class MemoryBackend(Protocol):
         """``memory_get``: exact lines of a file this backend may cite."""
         ...
 
-    def sync(self, *, force: bool = False, progress: SyncProgress | None = None) -> Any:
-        """Bring the backend's index up to date; returns what it did (backend-specific)."""
+    def sync(self, *, force: bool = False, progress: SyncProgress | None = None,
+             verify: bool = False, executor: Any = None) -> BackendSync:
+        """Bring the backend's index up to date and say what it did. ``verify`` and
+        ``executor`` (an embedding actor pool) are the builtin engine's: qmd refuses an
+        executor (``ValueError``) and has no pages to verify."""
+        ...
+
+    def files_changed(self, *, force: bool = False) -> dict[str, Any] | None:
+        """The files changed: a backend that keeps an index of its own (qmd) updates it
+        (debounced unless ``force``) and returns its report; the builtin engine's index is
+        kept by the live index, so it does nothing and returns ``None``."""
+        ...
+
+    def follow(self, on_update: Callable[[Any], None] | None = None) -> Follower | None:
+        """Start what the backend runs beside a long-running face (``watch``, ``mcp``): qmd's
+        update timers (``on_update`` gets each timed update); ``None`` for builtin."""
+        ...
+
+    def over(self, reader: Callable[[], MemoryIndex]) -> MemoryBackend:
+        """This backend answering through a live index: the builtin engine reads ``reader()``
+        (the live index's reader of the moment, which may wait for the first build); qmd
+        keeps an index of its own, calls nothing and returns itself."""
         ...
 
     def status(self, *, deep: bool = False) -> BackendStatus:
@@ -176,13 +222,13 @@ class MemoryBackend(Protocol):
         ...
 
 
-def search_each(backend: MemoryBackend, queries: Sequence[str], **kw: Any
+def search_each(search: Callable[..., BackendSearch], queries: Sequence[str], **kw: Any
                 ) -> Iterator[BackendSearch]:
-    """:meth:`MemoryBackend.search_many` as one :meth:`~MemoryBackend.search` per query (a
+    """:meth:`MemoryBackend.search_many` as one call of a backend's ``search`` per query (a
     backend with nothing to share between them)."""
     for query in queries:
-        yield backend.search(query, **kw)
+        yield search(query, **kw)
 
 
-__all__ = ["ENGINE", "OWN_INDEX", "BackendSearch", "BackendStatus", "FallbackNote",
+__all__ = ["BackendSearch", "BackendStatus", "BackendSync", "FallbackNote", "Follower",
            "MemoryBackend", "OnHits", "search_each"]

@@ -41,11 +41,12 @@ from urllib.parse import unquote, urlsplit
 from ..common.sql import StoreLocked, connect, sqlite
 from ..config import MemoryConfig
 from ..fusion import Hit
+from ..query import cap_query
 from ..reading import PathRefused, ReadResult, read_lines
 from ..sources import is_readable_memory_path
 from ..status import ChunkingInfo, FtsInfo, SourceCount, VectorInfo
 from ..sync import SyncProgress
-from .protocol import OWN_INDEX, BackendSearch, BackendStatus, FallbackNote, OnHits, search_each
+from .protocol import BackendSearch, BackendStatus, FallbackNote, OnHits, search_each
 from .qmd_process import QmdError, parse_query_json, qmd_env, resolve_command, run_qmd
 from .qmd_results import (
     clamp_injected,
@@ -159,7 +160,6 @@ class QmdBackend:
     :class:`~memory_core.backends.fallback.FallbackBackend`). Raises :class:`QmdError`."""
 
     kind = "qmd"
-    capabilities: frozenset[str] = frozenset({OWN_INDEX})
     fallback: FallbackNote | None = None
 
     def __init__(self, workspace: Path, config: MemoryConfig) -> None:
@@ -420,7 +420,7 @@ class QmdBackend:
                     min_score: float | None = None, sources: Sequence[str] | None = None,
                     on_hits: OnHits | None = None) -> Iterator[BackendSearch]:
         """One qmd search per query (its process answers one at a time)."""
-        return search_each(self, queries, max_results=max_results, min_score=min_score,
+        return search_each(self.search, queries, max_results=max_results, min_score=min_score,
                            sources=sources, on_hits=on_hits)
 
     def search(self, query: str, *, max_results: int | None = None,
@@ -428,7 +428,7 @@ class QmdBackend:
                on_hits: OnHits | None = None, mode: str | None = None) -> BackendSearch:
         """The reference's ``QmdMemoryManager.search`` (see the module docstring)."""
         command = mode or self.q.search_mode
-        trimmed = query.strip()
+        trimmed, note = cap_query(query.strip())  # the library's one query cap
         if not trimmed:
             return BackendSearch([], "qmd", command)
         self.open()
@@ -457,7 +457,7 @@ class QmdBackend:
         hits = clamp_injected(diversify_by_source(hits, limit), self.q.max_injected_chars)
         if on_hits is not None and hits:
             on_hits(trimmed, hits)
-        return BackendSearch(hits, "qmd", command, None, entries)
+        return BackendSearch(hits, "qmd", command, None, None, note)
 
     def _run_search(self, command: str, query: str, limit: int, names: list[str]
                     ) -> list[dict[str, Any]]:

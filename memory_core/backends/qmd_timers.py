@@ -5,7 +5,7 @@
 embed-interval update (``update.embedIntervalMs``, 60 min) when that interval is the shorter
 one or the update timer is off; an update runs ``qmd embed`` when the embed interval has
 passed. :class:`QmdTimers` does the same on one background thread, through the backend's own
-``sync`` (so the fallback to builtin, the debounce and the locks are the backend's), and keeps
+``update`` (so the fallback to builtin, the debounce and the locks are the backend's), and keeps
 a short log of what ran for the faces to print.
 """
 
@@ -36,10 +36,10 @@ class TimerEvent:
 
 
 class QmdTimers:
-    """Runs ``backend.sync(force=..., reason=...)`` on the reference's schedule.
+    """Runs ``backend.update(force=..., reason=...)`` on the reference's schedule.
 
     ``backend`` is a :class:`~memory_core.backends.fallback.FallbackBackend` (or anything with
-    that ``sync``). :meth:`poke` says the files changed: an update follows ``debounce_ms``
+    that ``update``). :meth:`poke` says the files changed: an update follows ``debounce_ms``
     after the last poke. Nothing runs before :meth:`start`; :meth:`stop` ends the thread.
     """
 
@@ -113,7 +113,7 @@ class QmdTimers:
 
     def _run(self, reason: str, *, force: bool) -> None:
         try:
-            report = self.backend.sync(force=force, reason=reason)
+            report = self.backend.update(force=force, reason=reason)
             event = TimerEvent(reason, True, report, at=time.time())
         except Exception as e:  # a timer never dies: the next tick tries again
             event = TimerEvent(reason, False, error=f"{type(e).__name__}: {e}", at=time.time())

@@ -2,8 +2,9 @@
 
 The file is streamed line by line (memory stays bounded even for ``/dev/zero``), and a bad line
 never stops the batch: it gets an error line of its own (its ``qid``, or its line number) and
-the other lines are answered. Queries are capped (:func:`cap_query`) so one enormous line cannot
-hold the batch up for minutes. The lines already there are answered as a group
+the other lines are answered. The library cuts an over-long query
+(:func:`memory_core.query.cap_query`, with a note), so one enormous line cannot hold the batch
+up for minutes. The lines already there are answered as a group
 (:meth:`~memory_core.MemoryIndex.search_many`: one pass over the vector matrix for all of them,
 the same answers); a line not written yet is never waited for.
 """
@@ -21,35 +22,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..common.fileio import JsonlLine, jsonl_line
-from ..index import MemoryIndex
 from .common import CliError
 
 if TYPE_CHECKING:  # fusion is loaded by the first search, not by a no-op ``index``
+    from ..backends import MemoryBackend
     from ..fusion import Hit
 
 #: A batch line longer than this is answered with an error (a query is a sentence, not a book).
 MAX_LINE_BYTES = 64 * 1024
-#: Characters of a query kept (and :data:`~memory_core.query.MAX_QUERY_TERMS` terms); the rest
-#: is cut, with a note.
-MAX_QUERY_CHARS = 4096
 #: Lines read ahead and answered as one group, at most (only lines already there are read).
 READ_AHEAD = 64
-
-
-def cap_query(query: str) -> tuple[str, str | None]:
-    """``query`` cut to :data:`MAX_QUERY_TERMS` terms and :data:`MAX_QUERY_CHARS` characters,
-    and a note saying so (``None`` when it was within both)."""
-    from ..query import MAX_QUERY_TERMS  # with the search itself, not a no-op ``index``
-
-    terms = query.split()
-    notes = []
-    if len(terms) > MAX_QUERY_TERMS:
-        query = " ".join(terms[:MAX_QUERY_TERMS])
-        notes.append(f"query cut to its first {MAX_QUERY_TERMS} terms (of {len(terms)})")
-    if len(query) > MAX_QUERY_CHARS:
-        notes.append(f"query cut to its first {MAX_QUERY_CHARS} characters (of {len(query)})")
-        query = query[:MAX_QUERY_CHARS]
-    return query, "; ".join(notes) or None
 
 
 def _qid(rec: Any, line: int) -> Any:
@@ -131,7 +113,7 @@ class ReadAhead:
             self._buf.clear()
 
 
-def search_batch(idx: MemoryIndex, batch: str, *, max_results: int | None,
+def search_batch(backend: MemoryBackend, batch: str, *, max_results: int | None,
                  min_score: float | None, sources: list[str] | None, explain: bool,
                  on_hits: Callable[[str, Sequence[Hit]], None] | None,
                  overrides: dict[str, Any]) -> int:
@@ -143,7 +125,7 @@ def search_batch(idx: MemoryIndex, batch: str, *, max_results: int | None,
 
     The lines already there when a query is read (a file's next ones, what a pipe holds) are
     read with it, up to :data:`READ_AHEAD`, and answered as a group
-    (:meth:`MemoryIndex.search_many`: the same answers); a line still to come is never
+    (:meth:`MemoryBackend.search_many`: the same answers); a line still to come is never
     waited for, so an interactive writer gets each answer as soon as its line is in.
     """
     path = Path(batch)
@@ -151,7 +133,6 @@ def search_batch(idx: MemoryIndex, batch: str, *, max_results: int | None,
         f = path.open("rb")
     except OSError as e:
         raise CliError(f"{path}: {e.strerror or e}") from e
-    idx.ensure_synced()
     with f:
         lines = ReadAhead(f.fileno(), MAX_LINE_BYTES)
         n = 0
@@ -165,22 +146,20 @@ def search_batch(idx: MemoryIndex, batch: str, *, max_results: int | None,
                 item = jsonl_line(n, raw, too_long, MAX_LINE_BYTES)
                 if item is not None:
                     items.append(item)
-            _answer(idx, path, items, dict(max_results=max_results, min_score=min_score,
+            _answer(backend, path, items, dict(max_results=max_results, min_score=min_score,
                                            sources=sources, on_hits=on_hits, **overrides),
                     explain)
     return 0
 
 
-def _answer(idx: MemoryIndex, path: Path, items: list[JsonlLine], search: dict[str, Any],
+def _answer(backend: MemoryBackend, path: Path, items: list[JsonlLine], search: dict[str, Any],
             explain: bool) -> None:
     """One output line per item, in order, written once the group is answered (its recalls
     are recorded by then: a killed batch keeps what it answered); a search's error is raised
     after the lines before it are written."""
     asked = [(item, *_query_of(item.value)) if not item.error else (item, None, item.error)
              for item in items]
-    capped = [cap_query(q) for _, q, _ in asked if q is not None]
-    results = idx.search_many([q for q, _ in capped], **search)
-    notes = iter(note for _, note in capped)
+    results = backend.search_many([q for _, q, _ in asked if q is not None], **search)
     outs: list[str] = []
     try:
         for item, query, why in asked:
@@ -192,8 +171,8 @@ def _answer(idx: MemoryIndex, path: Path, items: list[JsonlLine], search: dict[s
             else:
                 res = next(results)
                 out = {"qid": qid, "results": [h.to_result(explain) for h in res.hits]}
-                if note := next(notes):
-                    out["note"] = note
+                if res.note:
+                    out["note"] = res.note
             outs.append(json.dumps(out, ensure_ascii=False) + "\n")
     finally:
         sys.stdout.write("".join(outs))

@@ -11,11 +11,12 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import PROFILES, SearchSettings, check_values, setting_meta
+from ..config import PROFILES, PROVIDERS, SearchSettings, check_values, setting_meta
 from ..index import MemoryIndex
 
 if TYPE_CHECKING:
@@ -97,8 +98,9 @@ def add_backend_arg(p: argparse.ArgumentParser) -> None:
 
 
 def open_backend_for(idx: MemoryIndex, args: argparse.Namespace) -> MemoryBackend:
-    """The backend ``--backend`` (or the config) asks for, over ``idx``: the builtin engine
-    (:data:`~memory_core.backends.ENGINE` in its capabilities), or qmd with its fallback."""
+    """The backend ``--backend`` (or the config) asks for, over ``idx``: the one door of
+    ``search``, ``get``, ``status``, ``index``, ``watch`` and ``mcp`` (the builtin engine, or
+    qmd with its fallback to builtin)."""
     kind = getattr(args, "backend", None) or idx.config.backend.kind
     if kind == "builtin":  # without importing qmd's side and the fallback (start-up time)
         from ..backends import BuiltinBackend
@@ -107,6 +109,16 @@ def open_backend_for(idx: MemoryIndex, args: argparse.Namespace) -> MemoryBacken
     from ..backends import open_backend
 
     return open_backend(idx, kind)
+
+
+@contextmanager
+def backend_for(idx: MemoryIndex, args: argparse.Namespace) -> Iterator[MemoryBackend]:
+    """:func:`open_backend_for`, released at the end (``idx`` is closed by its opener)."""
+    backend = open_backend_for(idx, args)
+    try:
+        yield backend
+    finally:
+        backend.release()
 
 
 def flag_of(name: str) -> str:
@@ -137,17 +149,6 @@ def setting_flags(args: argparse.Namespace, names: Sequence[str], command: str
                         command, {n: flag_of(n) for n in names})
 
 
-def qmd_timers_for(backend: Any, on_update: Any = None) -> Any:
-    """The reference's qmd update timers (boot, interval, embed interval, debounce after a
-    change) started for a long-running face, when ``backend`` is qmd; else ``None``."""
-    from ..backends import FallbackBackend
-    from ..backends.qmd_timers import QmdTimers
-
-    if not isinstance(backend, FallbackBackend):
-        return None
-    return QmdTimers(backend, backend.primary.q, on_update).start()
-
-
 def add_workspace_args(p: argparse.ArgumentParser, profile: bool = True) -> None:
     """Add ``--workspace`` (or ``--openclaw-home`` with ``--agent``), ``--json``,
     ``--provider``, ``--db`` (and ``--profile``) to ``p``."""
@@ -159,8 +160,8 @@ def add_workspace_args(p: argparse.ArgumentParser, profile: bool = True) -> None
     p.add_argument("--agent", metavar="ID",
                    help="with --openclaw-home: the agent (default: the home's default, main)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--provider", help="embedding provider: local, e5, openai, ollama, lmstudio, "
-                   "gemini, voyage, mistral, auto, none (keyword-only)")
+    p.add_argument("--provider", help="embedding provider: " + ", ".join(PROVIDERS)
+                   + " (none: keyword-only)")
     p.add_argument("--db", help="index file (default: inside the workspace, .memory/)")
     if profile:
         p.add_argument("--profile", choices=PROFILES, help="ranking profile (default: default)")

@@ -273,40 +273,17 @@ def _settings(args: argparse.Namespace, profile: str,
 
 def cmd_eval(args: argparse.Namespace) -> int:
     """Run the evaluation the flags ask for; print tables (or JSON) and write the files."""
-    from ..evaluation import (
-        DEFAULT_GRID,
-        DatasetMissing,
-        EvalConfig,
-        available_query_sets,
-        compare,
-        compare_markdown,
-        leg_configs,
-        load_query_set,
-        sweep,
-        sweep_markdown,
-    )
+    from ..evaluation import DatasetMissing, available_query_sets, load_query_set
 
     if args.action:
         return run_action(args)
-    metric = args.metric or "success@5"
     if args.list:
         names = available_query_sets()
         print("\n".join(names) if names else "No query sets found (../shared/datasets absent).")
         return 0
     if args.dreaming:
         return _eval_dreaming(args)
-    if not args.queries:
-        raise CliError("eval needs --queries SET_OR_FILE (or --list)")
-    if args.address and args.executor != "ray":
-        raise CliError("--address applies to --executor ray")
-    if args.executor == "ray":
-        if args.cv or args.sweep or args.backend != "builtin":
-            raise CliError("--executor ray runs the plain evaluation (with --legs, --set, "
-                           "--compare-profile), not --cv, --sweep or --backend qmd")
-        from ..evaluation.ray_executor import INSTALL_HINT, ray_available
-
-        if not ray_available():
-            raise CliError(INSTALL_HINT)
+    _check_eval_flags(args)
     profile = args.profile or "default"
     if args.cv and "," in args.queries:  # one profile cross-validated over several sets
         names = [n.strip() for n in args.queries.split(",") if n.strip()]
@@ -335,68 +312,102 @@ def cmd_eval(args: argparse.Namespace) -> int:
     target = (args.workspace if args.workspace and (Path(args.queries).suffix == ".jsonl"
                                                     or args.qrels) else None)
     progress = progress_bar(not args.no_progress)
-    md: list[str] = []
-    out: dict[str, Any] = {}
-
-    overrides = _pairs(args.set, many=False)
-
-    def settings_for(p: str, own: bool = True) -> SearchSettings:
-        return _settings(args, p, overrides if own else {})
-
     if args.cv:
-        return _eval_cv(args, qs, settings_for(profile), target, profile, progress)
-    if args.sweep:
-        grid: dict[str, list[Any]] = {}
-        extra = _pairs(args.grid, many=True)
-        if args.vector_weights or not extra:
-            grid["vector_weight"] = args.vector_weights or DEFAULT_GRID["vector_weight"]
-        if args.min_scores or not extra:
-            grid["min_score"] = args.min_scores or DEFAULT_GRID["min_score"]
-        if args.multipliers:
-            grid["candidate_multiplier"] = args.multipliers
-        if args.fusions:
-            grid["fusion"] = [f.strip() for f in args.fusions.split(",") if f.strip()]
-        grid.update(extra)
-        rows = sweep(target, qs, settings_for(profile), grid, progress, profile=profile,
-                     provider=args.provider, limit=args.limit, chunk_tokens=args.chunk_tokens)
-        out["sweep"] = rows
-        md += [f"### Sweep of {qs.name} ({profile} profile)", "", sweep_markdown(rows, metric)]
-    else:
-        label = profile + (" (" + ", ".join(f"{k}={v}" for k, v in overrides.items()) + ")"
-                           if overrides else "")
-        configs = [EvalConfig(label, settings_for(profile))]
-        if args.legs:
-            configs += leg_configs(configs[0].settings)
-        run = _runner(args)
-        rep = run(target, qs, configs, progress, profile=profile, provider=args.provider,
-                  limit=args.limit, chunk_tokens=args.chunk_tokens)
-        reports: list[EvalReport] = [rep]
-        if args.compare_profile and args.compare_profile != profile:
-            other = args.compare_profile
-            oconfigs = [EvalConfig(other, settings_for(other, own=False))]
-            if args.legs:
-                oconfigs += leg_configs(oconfigs[0].settings, prefix=f"{other}: ")
-            orep = run(target, qs, oconfigs, progress, profile=other,
-                       provider=args.provider, limit=args.limit,
-                       chunk_tokens=args.chunk_tokens)
-            reports.append(orep)
-        md.append(rep.to_markdown())
-        out["reports"] = [r.to_dict() for r in reports]
-        if len(reports) > 1:
-            orep = reports[1]
-            md.append(orep.to_markdown())
-            rows = compare(orep, rep, metric)
-            out["compare"] = rows
-            md += [f"### Per-query {metric}: {orep.runs[0].label} (a) vs "
-                   f"{rep.runs[0].label} (b)", "", compare_markdown(rows)]
-            from ..evaluation.runs import compare_rows
-
-            sig = compare_rows(orep.per_query, rep.per_query,
-                               "file" if qs.level == "files" else "chunk",
-                               label_a=orep.runs[0].label, label_b=rep.runs[0].label)
-            out["significance"] = {k: v for k, v in sig.to_dict().items() if k != "per_query"}
-            md.append(sig.to_markdown(limit=0))
-        for note in write_runs(args, rep, qs):
-            print(note, file=sys.stderr)
+        return _eval_cv(args, qs, _settings(args, profile, _pairs(args.set, many=False)),
+                        target, profile, progress)
+    run = _eval_sweep if args.sweep else _eval_plain
+    out, md = run(args, qs, target, profile, progress)
     _emit(args, out, "\n".join(md))
     return 0
+
+
+def _check_eval_flags(args: argparse.Namespace) -> None:
+    """Refuse, in one line, the flags that cannot go together (before any work)."""
+    if not args.queries:
+        raise CliError("eval needs --queries SET_OR_FILE (or --list)")
+    if args.address and args.executor != "ray":
+        raise CliError("--address applies to --executor ray")
+    if args.executor == "ray":
+        if args.cv or args.sweep or args.backend != "builtin":
+            raise CliError("--executor ray runs the plain evaluation (with --legs, --set, "
+                           "--compare-profile), not --cv, --sweep or --backend qmd")
+        from ..evaluation.ray_executor import INSTALL_HINT, ray_available
+
+        if not ray_available():
+            raise CliError(INSTALL_HINT)
+
+
+def _eval_sweep(args: argparse.Namespace, qs: Any, target: str | None, profile: str,
+                progress: Any) -> tuple[dict[str, Any], list[str]]:
+    """``eval --sweep``: the grid the flags give (the default grid without any), one row per
+    combination; its JSON and its Markdown."""
+    from ..evaluation import DEFAULT_GRID, sweep, sweep_markdown
+
+    grid: dict[str, list[Any]] = {}
+    extra = _pairs(args.grid, many=True)
+    if args.vector_weights or not extra:
+        grid["vector_weight"] = args.vector_weights or DEFAULT_GRID["vector_weight"]
+    if args.min_scores or not extra:
+        grid["min_score"] = args.min_scores or DEFAULT_GRID["min_score"]
+    if args.multipliers:
+        grid["candidate_multiplier"] = args.multipliers
+    if args.fusions:
+        grid["fusion"] = [f.strip() for f in args.fusions.split(",") if f.strip()]
+    grid.update(extra)
+    rows = sweep(target, qs, _settings(args, profile, _pairs(args.set, many=False)), grid,
+                 progress, profile=profile, provider=args.provider, limit=args.limit,
+                 chunk_tokens=args.chunk_tokens)
+    md = [f"### Sweep of {qs.name} ({profile} profile)", "",
+          sweep_markdown(rows, args.metric or "success@5")]
+    return {"sweep": rows}, md
+
+
+def _eval_plain(args: argparse.Namespace, qs: Any, target: str | None, profile: str,
+                progress: Any) -> tuple[dict[str, Any], list[str]]:
+    """The plain evaluation (with ``--legs``, ``--set``, ``--compare-profile``): the reports,
+    the comparison when there are two, and the run files written."""
+    from ..evaluation import EvalConfig, leg_configs
+
+    overrides = _pairs(args.set, many=False)
+    label = profile + (" (" + ", ".join(f"{k}={v}" for k, v in overrides.items()) + ")"
+                       if overrides else "")
+    configs = [EvalConfig(label, _settings(args, profile, overrides))]
+    if args.legs:
+        configs += leg_configs(configs[0].settings)
+    run = _runner(args)
+    rep = run(target, qs, configs, progress, profile=profile, provider=args.provider,
+              limit=args.limit, chunk_tokens=args.chunk_tokens)
+    out: dict[str, Any] = {}
+    md = [rep.to_markdown()]
+    reports: list[EvalReport] = [rep]
+    if args.compare_profile and args.compare_profile != profile:
+        other = args.compare_profile
+        oconfigs = [EvalConfig(other, _settings(args, other, {}))]
+        if args.legs:
+            oconfigs += leg_configs(oconfigs[0].settings, prefix=f"{other}: ")
+        reports.append(run(target, qs, oconfigs, progress, profile=other,
+                           provider=args.provider, limit=args.limit,
+                           chunk_tokens=args.chunk_tokens))
+    out["reports"] = [r.to_dict() for r in reports]
+    if len(reports) > 1:
+        md += _compared(reports[1], rep, args.metric or "success@5", qs, out)
+    for note in write_runs(args, rep, qs):
+        print(note, file=sys.stderr)
+    return out, md
+
+
+def _compared(orep: EvalReport, rep: EvalReport, metric: str, qs: Any,
+              out: dict[str, Any]) -> list[str]:
+    """The compared profile's report, the per-query comparison and its significance (added
+    to ``out``), as Markdown."""
+    from ..evaluation import compare, compare_markdown
+    from ..evaluation.runs import compare_rows
+
+    rows = compare(orep, rep, metric)
+    out["compare"] = rows
+    sig = compare_rows(orep.per_query, rep.per_query,
+                       "file" if qs.level == "files" else "chunk",
+                       label_a=orep.runs[0].label, label_b=rep.runs[0].label)
+    out["significance"] = {k: v for k, v in sig.to_dict().items() if k != "per_query"}
+    return [orep.to_markdown(), f"### Per-query {metric}: {orep.runs[0].label} (a) vs "
+            f"{rep.runs[0].label} (b)", "", compare_markdown(rows), sig.to_markdown(limit=0)]

@@ -10,50 +10,32 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from contextlib import AbstractContextManager, closing, nullcontext
+from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..backends import ENGINE
 from ..chunking import chunk_markdown
 from ..index import MemoryIndex
-from .batch import cap_query, search_batch
+from .batch import search_batch
 from .common import (
     CliError,
     add_backend_arg,
     add_setting_flags,
     add_workspace_args,
+    backend_for,
     dump_json,
-    open_backend_for,
     open_index,
     progress_bar,
     setting_flags,
 )
 
 if TYPE_CHECKING:  # fusion is loaded by the first search, not by a no-op ``index``
-    from ..backends import MemoryBackend
-    from ..fusion import FusionResult, Hit
+    from ..backends import BackendSearch, BackendStatus
+    from ..fusion import Hit
 
 #: The search settings ``search`` takes as flags (``--vector-weight`` ...).
 SEARCH_FLAGS = ("max_results", "min_score", "vector_weight", "text_weight",
                 "candidate_multiplier", "fusion")
-
-
-def _backend_index(backend: MemoryBackend, args: argparse.Namespace) -> int:
-    """``index --backend qmd``: ``qmd update`` (forced), or builtin's sync after a fallback."""
-    with backend:
-        report = backend.sync(force=True, progress=progress_bar(not args.no_progress))
-        st = backend.status()
-        if args.json:
-            rep = report if isinstance(report, dict) else report.to_dict()
-            dump_json({"report": rep, "status": st.to_json()})
-            return 0
-        if st.fallback is not None:
-            print(f"note: qmd fell back to builtin: {st.fallback.reason}", file=sys.stderr)
-        print(f"Memory index updated ({st.backend}): {st.files} files.")
-        for w in st.warnings:
-            print(f"  warning: {w}", file=sys.stderr)
-    return 0
 
 
 def _executor(args: argparse.Namespace, idx: MemoryIndex) -> Any:
@@ -74,29 +56,15 @@ def _executor(args: argparse.Namespace, idx: MemoryIndex) -> Any:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    with open_index(args) as idx:
-        executor = _executor(args, idx)
-        backend = open_backend_for(idx, args)
-        if ENGINE not in backend.capabilities:
-            if executor is not None:
-                raise CliError("--executor ray applies to the builtin backend")
-            return _backend_index(backend, args)
-        report = idx.sync(force=args.force, progress=progress_bar(not args.no_progress),
-                          verify=args.verify, executor=executor)
+    with open_index(args) as idx, backend_for(idx, args) as backend:
+        done = backend.sync(force=args.force, progress=progress_bar(not args.no_progress),
+                            verify=args.verify, executor=_executor(args, idx))
         if args.json:
-            dump_json({"report": report.to_dict(), "status": idx.status().to_json()})
+            dump_json({"report": done.report, "status": backend.status().to_json()})
             return 0
-        kind = f"full rebuild ({report.reason})" if report.full else "incremental"
-        print(f"Memory index updated: {kind}.")
-        print(f"  files: {report.files_seen} seen, {report.files_indexed} indexed, "
-              f"{report.files_unchanged + report.files_touched} unchanged, "
-              f"{report.files_deleted} deleted, {report.files_failed} skipped")
-        print(f"  chunks written: {report.chunks_written}; embedded: {report.embedded}; "
-              f"cache hits: {report.cache_hits}; {report.duration_ms / 1000:.1f} s")
-        if idx.fallback:  # one line on stderr: what was asked, what answers, and why
-            print(f"warning: embeddings fell back from {idx.fallback['from']} to "
-                  f"{idx.choice.id}: {idx.fallback['reason']}", file=sys.stderr)
-        for w in report.warnings:
+        for line in done.summary:
+            print(line)
+        for w in done.warnings:
             print(f"  warning: {w}", file=sys.stderr)
     return 0
 
@@ -133,21 +101,11 @@ class LazyRecallRecorder:
             self._record.close()
 
 
-def _result_json(idx: MemoryIndex, res: FusionResult, explain: bool) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "results": [h.to_result(explain) for h in res.hits],
-        "provider": idx.choice.id, "model": idx.choice.model, "mode": res.mode,
-        "profile": idx.config.profile,
-    }
-    if idx.fallback:
-        out["fallback"] = idx.fallback
-    if res.abstention:
-        out["abstention"] = res.abstention
-    if res.note:
-        out["note"] = res.note
-    if explain:
-        out["belowGate"] = [h.to_result(True) for h in res.below_gate[:20]]
-        out["settings"] = res.settings.__dict__
+def _result_json(idx: MemoryIndex, res: BackendSearch, explain: bool) -> dict[str, Any]:
+    """The answer as JSON: what the backend's answer holds, and the profile asked for."""
+    out = res.to_json(explain)
+    out["profile"] = idx.config.profile
+    out["requestedBackend"] = res.backend if res.fallback is None else res.fallback.from_backend
     return out
 
 
@@ -159,17 +117,32 @@ def _print_hits(hits: Sequence[Hit], explain: bool, abstention: str = "") -> Non
         if explain:
             vr = h.vector_rank if h.vector_rank is not None else "-"
             tr = h.text_rank if h.text_rank is not None else "-"
-            parts = " + ".join(f"{k} {v:.3f}" for k, v in h.components.items())
             print(f"      via {h.via}: vector {h.vector_score:.3f} (rank {vr}), "
-                  f"text {h.text_score:.3f} (rank {tr}); score = {parts}")
-            if h.evidence is not None:
-                print("      " + calibration_text(h.evidence))
+                  f"text {h.text_score:.3f} (rank {tr}); {fusion_text(h)}")
             if h.superseded_by is not None or h.currency != 1.0:
                 print(f"      current: ×{h.currency:.2f} before calibration"
                       + (f"; superseded by {h.superseded_by}" if h.superseded_by else ""))
+            if h.evidence is not None:
+                print("      then " + calibration_text(h.evidence))
         elif h.superseded_by is not None:
             print(f"      superseded by {h.superseded_by}")
         print("      " + h.snippet.replace("\n", "\n      ")[:400])
+
+
+def fusion_text(h: Hit) -> str:
+    """The fusion's own arithmetic for one hit: ``fused 0.680 = 0.7×vector 0.496 + 0.3×text
+    0.347`` (each leg's weight times its value, then any bonus), before any calibration."""
+    ev = h.evidence or {}
+    comps: dict[str, float] = ev.get("fused_components") or h.components  # type: ignore[assignment]
+    parts = []
+    for k, c in comps.items():
+        if k in h.terms and h.decay == 1.0:
+            w, v = h.terms[k]
+            parts.append(f"{w:g}×{k} {v:.3f}")
+        else:
+            parts.append(f"{k} {c:.3f}")
+    decay = f" (decay ×{h.decay:.3f} included)" if h.decay != 1.0 else ""
+    return f"fused {sum(comps.values()):.3f} = " + " + ".join(parts) + decay
 
 
 def calibration_text(ev: dict[str, Any]) -> str:
@@ -182,80 +155,42 @@ def calibration_text(ev: dict[str, Any]) -> str:
             f"isotonic {ev.get('probability', 0.0):.3f}")
 
 
-def _capped_query(args: argparse.Namespace) -> tuple[str, str | None]:
-    """The one ``QUERY`` of ``search`` (refused when blank), capped by :func:`cap_query`."""
+def _query(args: argparse.Namespace) -> str:
+    """The one ``QUERY`` of ``search``, refused when blank (the library cuts a long one)."""
     if not args.query or not args.query.strip():
         raise CliError("search needs a QUERY (or --batch FILE)")
-    return cap_query(args.query)
-
-
-def _backend_search(backend: Any, idx: MemoryIndex, args: argparse.Namespace,
-                    sources: list[str] | None, on_hits: Any) -> int:
-    """``search --backend qmd``: qmd's hits in the one result shape (or builtin's, with the
-    reason, when qmd could not answer)."""
-    if args.batch:
-        raise CliError("--batch is not available with --backend qmd")
-    query, note = _capped_query(args)
-    with backend:
-        res = backend.search(query, max_results=args.max_results, min_score=args.min_score,
-                             sources=sources, on_hits=on_hits)
-    if args.json:
-        out = res.to_json(args.explain)
-        out["requestedBackend"] = "qmd"
-        out["profile"] = idx.config.profile
-        if res.backend == "builtin":
-            out.update(provider=idx.choice.id, model=idx.choice.model)
-        if note:
-            out["note"] = note
-        dump_json(out)
-        return 0
-    if note:
-        print(f"note: {note}", file=sys.stderr)
-    if res.fallback is not None:
-        print(f"note: qmd fell back to builtin: {res.fallback.reason}", file=sys.stderr)
-    _print_hits(res.hits, False)
-    return 0
+    return str(args.query)
 
 
 def cmd_search(args: argparse.Namespace) -> int:
     sources = args.sources.split(",") if args.sources else None
-    settings_overrides(args)  # a flag out of range: one line and exit 2 before any work
-    with open_index(args) as idx, closing(LazyRecallRecorder(idx)) as recorder:
+    overrides = settings_overrides(args)  # a flag out of range: one line, exit 2, no work
+    with open_index(args) as idx, closing(LazyRecallRecorder(idx)) as recorder, \
+            backend_for(idx, args) as backend:
         on_hits = None if args.no_record else recorder
-        backend = open_backend_for(idx, args)
-        if ENGINE not in backend.capabilities:
-            return _backend_search(backend, idx, args, sources, on_hits)
         if args.batch:
-            return search_batch(idx, args.batch, max_results=args.max_results,
+            return search_batch(backend, args.batch, max_results=args.max_results,
                                 min_score=args.min_score, sources=sources,
-                                explain=args.explain, on_hits=on_hits,
-                                overrides=settings_overrides(args))
-        query, note = _capped_query(args)
-        res = idx.search(query, max_results=args.max_results, min_score=args.min_score,
-                         sources=sources, on_hits=on_hits,
-                         **settings_overrides(args))
+                                explain=args.explain, on_hits=on_hits, overrides=overrides)
+        res = backend.search(_query(args), max_results=args.max_results,
+                             min_score=args.min_score, sources=sources, on_hits=on_hits,
+                             **overrides)
         if args.json:
-            out = _result_json(idx, res, args.explain)
-            if note:
-                out["note"] = "; ".join(filter(None, [note, out.get("note")]))
-            dump_json(out)
-        else:
-            for said in filter(None, [note, res.note]):
-                print(f"note: {said}", file=sys.stderr)
-            _print_hits(res.hits, args.explain, res.abstention)
+            dump_json(_result_json(idx, res, args.explain))
+            return 0
+        if res.note:
+            print(f"note: {res.note}", file=sys.stderr)
+        if res.fallback is not None:
+            print(f"note: {res.fallback.from_backend} fell back to builtin: "
+                  f"{res.fallback.reason}", file=sys.stderr)
+        abstention = res.detail.abstention if res.detail is not None else ""
+        _print_hits(res.hits, args.explain, abstention)
     return 0
 
 
-def _answerer(idx: MemoryIndex, args: argparse.Namespace) -> AbstractContextManager[Any]:
-    """What answers ``get`` and ``status``: the qmd backend when ``--backend`` (or the config)
-    asks for it, else ``idx`` itself (left open: the caller's ``open_index`` closes it)."""
-    backend = open_backend_for(idx, args)
-    return nullcontext(idx) if ENGINE in backend.capabilities else backend
-
-
 def cmd_get(args: argparse.Namespace) -> int:
-    with open_index(args) as idx, _answerer(idx, args) as src:
-        res = src.get(args.path, args.from_line, args.lines)
+    with open_index(args) as idx, backend_for(idx, args) as backend:
+        res = backend.get(args.path, args.from_line, args.lines)
         if args.json:
             dump_json(res.to_dict())
         else:
@@ -264,63 +199,70 @@ def cmd_get(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    with open_index(args) as idx, _answerer(idx, args) as src:
-        st = src.status(deep=args.deep)
+    with open_index(args) as idx, backend_for(idx, args) as backend:
+        st = backend.status(deep=args.deep)
         # A damaged or unreadable index is an error, not a status: exit 2 after saying so.
         code = 2 if st.error else 0
         if args.json:
             dump_json(st.to_json())
             return code
-        print(f"Workspace: {st.workspace_dir}")
-        qmd = getattr(st, "custom", {}).get("qmd")
-        if st.backend != "builtin" or qmd:
-            print(f"Backend: {st.backend}" + (f" (qmd {qmd['version']}, mode "
-                                              f"{qmd['searchMode']})" if qmd else ""))
-            for c in (qmd or {}).get("collections", []):
-                print(f"  collection {c['name']}: {c['path']} ({c['pattern']}), "
-                      f"{c['files']} files")
-        print(f"Store: {st.db_path}")
-        print(f"Profile: {st.profile}  Provider: {st.provider} "
-              f"(requested {st.requested_provider})  Model: {st.model}")
-        print(f"Indexed: {st.files} files · {st.chunks} chunks  "
-              f"Dirty: {'yes' if st.dirty else 'no'}")
-        for sc in st.source_counts:
-            print(f"  {sc.source}: {sc.files} files, {sc.chunks} chunks")
-        if st.fts is not None:
-            print(f"FTS: {'available' if st.fts.available else 'unavailable'}"
-                  + (f" ({st.fts.error})" if st.fts.error else "")
-                  + (", keyword postings sidecar" if st.fts.postings else ""))
-        if st.vector is not None:
-            v = st.vector
-            print(f"Vector: {v.describe_search()}, dims {v.dims}"
-                  + (f" (sqlite-vec: {v.load_error})" if v.load_error else
-                     " (sqlite-vec loaded as the fallback)" if v.search == "sidecar"
-                     and v.store_available else ""))
-        if st.cache is not None:
-            print(f"Embedding cache: {st.cache.entries} entries")
-        if st.fallback is not None:
-            print(f"Fallback: from {st.fallback.from_provider}: {st.fallback.reason}")
-        if st.bad_jsonl_lines:
-            print(f"Malformed transcript lines skipped: {st.bad_jsonl_lines}")
-        if st.skipped_files:
-            print(f"Files skipped (unreadable; see warnings): {st.skipped_files}")
-        notes = [w for ws in st.file_warnings.values() for w in ws.split("\n")]
-        if notes:  # what was repaired or skipped, file and line (the full list: --json)
-            print(f"Files with warnings: {len(st.file_warnings)}")
-            print("".join(f"  {w}\n" for w in notes[:10]), end="")
-        if st.fts is not None:
-            print(f"Superseded memory lines: {st.superseded}")
-        for line, newer in sorted(st.stale_memory.items()):
-            print(f"stale in MEMORY.md: line {line}, superseded by {newer}")
-        t = st.truncation
-        if t is not None and t.available:
-            print(f"Model truncation: {t.truncated}/{t.chunks} chunks ({t.share:.0%}) cut; "
-                  f"{t.windowed} longer than {t.max_seq_length} word pieces embedded in windows")
-        for w in st.warnings:
-            print(f"warning: {w}")
-        if st.error:
-            print(f"error: {st.error}", file=sys.stderr)
+        print_status(st)
     return code
+
+
+def print_status(st: BackendStatus) -> None:
+    """``status`` for a person: what the backend's status holds, one line per part."""
+    print(f"Workspace: {st.workspace_dir}")
+    qmd = st.custom.get("qmd")
+    print(f"Backend: {st.backend}" + (f" (qmd {qmd['version']}, mode "
+                                      f"{qmd['searchMode']})" if qmd else ""))
+    for c in (qmd or {}).get("collections", []):
+        print(f"  collection {c['name']}: {c['path']} ({c['pattern']}), {c['files']} files")
+    print(f"Store: {st.db_path}")
+    print(f"Profile: {st.profile}  Provider: {st.provider} "
+          f"(requested {st.requested_provider})  Model: {st.model}")
+    print(f"Indexed: {st.files} files · {st.chunks} chunks  "
+          f"Dirty: {'yes' if st.dirty else 'no'}")
+    for sc in st.source_counts:
+        print(f"  {sc.source}: {sc.files} files, {sc.chunks} chunks")
+    if st.fts is not None:
+        print(f"FTS: {'available' if st.fts.available else 'unavailable'}"
+              + (f" ({st.fts.error})" if st.fts.error else "")
+              + (", keyword postings sidecar" if st.fts.postings else ""))
+    if st.vector is not None:
+        v = st.vector
+        print(f"Vector: {v.describe_search()}, dims {v.dims}"
+              + (f" (sqlite-vec: {v.load_error})" if v.load_error else
+                 " (sqlite-vec loaded as the fallback)" if v.search == "sidecar"
+                 and v.store_available else ""))
+    if st.cache is not None:
+        print(f"Embedding cache: {st.cache.entries} entries")
+    if st.fallback is not None:
+        print(f"Fallback: from {st.fallback.from_provider}: {st.fallback.reason}")
+    _print_counts(st)
+
+
+def _print_counts(st: BackendStatus) -> None:
+    if st.bad_jsonl_lines:
+        print(f"Malformed transcript lines skipped: {st.bad_jsonl_lines}")
+    if st.skipped_files:
+        print(f"Files skipped (unreadable; see warnings): {st.skipped_files}")
+    notes = [w for ws in st.file_warnings.values() for w in ws.split("\n")]
+    if notes:  # what was repaired or skipped, file and line (the full list: --json)
+        print(f"Files with warnings: {len(st.file_warnings)}")
+        print("".join(f"  {w}\n" for w in notes[:10]), end="")
+    if st.fts is not None:
+        print(f"Superseded memory lines: {st.superseded}")
+    for line, newer in sorted(st.stale_memory.items()):
+        print(f"stale in MEMORY.md: line {line}, superseded by {newer}")
+    t = st.truncation
+    if t is not None and t.available:
+        print(f"Model truncation: {t.truncated}/{t.chunks} chunks ({t.share:.0%}) cut; "
+              f"{t.windowed} longer than {t.max_seq_length} word pieces embedded in windows")
+    for w in st.warnings:
+        print(f"warning: {w}")
+    if st.error:
+        print(f"error: {st.error}", file=sys.stderr)
 
 
 def cmd_chunk(args: argparse.Namespace) -> int:

@@ -16,7 +16,6 @@ from .common import (
     add_workspace_args,
     open_backend_for,
     open_index,
-    qmd_timers_for,
 )
 
 
@@ -71,7 +70,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
                            tuple(args.allowed_host), tuple(args.allowed_origin))
     idx = open_index(args)
     backend = open_backend_for(idx, args)  # --backend qmd: qmd answers, builtin as fallback
-    timers = qmd_timers_for(backend)  # qmd's boot, interval and debounced updates
+    timers = backend.follow()  # qmd's boot, interval and debounced updates (builtin: none)
     live = LiveIndex(idx, watch=False if args.no_watch else None, owner="memory-core mcp",
                      on_sync=None if timers is None else (
                          lambda ev: timers.poke() if ev.report and ev.report.wrote_anything
@@ -81,7 +80,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
             live.start()
             run_stdio(live, record_recalls=not args.no_record, backend=backend)
             return 0
-        http_app(live, opts)  # refuses a public bind without a token before anything starts
+        # refuses a public bind without a token before anything starts
+        http_app(live, opts, backend=backend)
         _check_port(opts.host, opts.port)
         live.start()
         run_http(live, opts, record_recalls=not args.no_record, backend=backend,

@@ -14,13 +14,7 @@ import threading
 import time
 from typing import Any
 
-from .common import (
-    add_backend_arg,
-    add_workspace_args,
-    open_backend_for,
-    open_index,
-    qmd_timers_for,
-)
+from .common import add_backend_arg, add_workspace_args, open_backend_for, open_index
 
 
 def register(sub: Any) -> None:
@@ -71,7 +65,6 @@ def _qmd_line(ev: Any, as_json: bool) -> str:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    from ..backends import OWN_INDEX
     from ..live import LiveIndex
 
     lock = threading.Lock()
@@ -89,12 +82,15 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
     idx = open_index(args)
     backend = open_backend_for(idx, args)  # --backend qmd: qmd's timers run as well
-    if OWN_INDEX in backend.capabilities and args.once:  # qmd keeps an index of its own
-        report = backend.sync(force=True)
-        print(json.dumps(report, default=str) if args.json else f"qmd: {report}", flush=True)
-        backend.close()
-        return 0
-    timers = qmd_timers_for(backend, show_qmd)
+    if args.once:  # a backend with an index of its own (qmd) updates that, and says so
+        report = backend.files_changed(force=True)
+        if report is not None:
+            print(json.dumps(report, default=str) if args.json else f"qmd: {report}",
+                  flush=True)
+            backend.release()
+            idx.close()
+            return 0
+    timers = backend.follow(show_qmd)
     live = LiveIndex(idx, watch=not args.once, on_sync=show, owner="memory-core watch")
     # SIGTERM (a service manager, `kill`) exits cleanly like Ctrl-C: the heartbeat file goes
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

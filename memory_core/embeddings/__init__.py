@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..config import ProviderConfig
+from ..config import PROVIDERS, ProviderConfig
 from .base import (
     EmbeddingError,
     EmbeddingProvider,
@@ -78,8 +78,8 @@ _REMOTE: dict[str, tuple[str, str]] = {
 #: ``provider = "auto"``: the reference's order after local (spec §7.2; copilot, deepinfra and
 #: bedrock have no equivalent here).
 AUTO_ORDER = ("openai", "gemini", "voyage", "mistral")
-KNOWN = ("local", "e5", "openai", "ollama", "lmstudio", "gemini", "voyage", "mistral", "auto",
-         "none")
+#: The providers :func:`build_provider` starts: the one list, declared in the config.
+KNOWN = PROVIDERS
 
 
 def _remote_options(cfg: ProviderConfig) -> dict[str, Any]:

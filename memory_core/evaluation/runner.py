@@ -390,8 +390,9 @@ def leg_audit(collected: Sequence[CollectedQuery], config: EvalConfig) -> dict[s
 
     ``vector_rank`` / ``keyword_rank``: rank of the first relevant chunk in each leg's candidate
     list (cut to ``max_results × candidate_multiplier``, as fusion cuts it). ``gated`` counts
-    relevant chunks that fusion scored but the minScore gate removed; ``cut`` those that passed
-    the gate but fell below ``max_results``.
+    relevant chunks that fusion scored but a gate removed (minScore, or a calibrated search's
+    abstention: :attr:`Hit.removed_by`); ``cut`` those that passed the gates but fell below
+    ``max_results``.
     """
     s = config.settings
     n = s.candidate_count()
@@ -413,8 +414,8 @@ def leg_audit(collected: Sequence[CollectedQuery], config: EvalConfig) -> dict[s
                  else "neither")
         res = fuse(cands, s)
         kept = [h for h in res.hits if is_rel(h.id)]
-        gated = [h for h in res.below_gate if is_rel(h.id) and h.score < s.min_score]
-        cut = [h for h in res.below_gate if is_rel(h.id) and h.score >= s.min_score]
+        gated = [h for h in res.below_gate if is_rel(h.id) and h.removed_by != "maxResults"]
+        cut = [h for h in res.below_gate if is_rel(h.id) and h.removed_by == "maxResults"]
         if not c.query.apart:  # the summary counts the main set, as the metrics do
             summary[found] += 1
             if gated:

@@ -28,6 +28,7 @@ from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 
 from .. import __version__
+from ..backends import MemoryBackend
 from ..live import LiveIndex
 from ..tools import memory_instructions
 from .handlers import (
@@ -48,13 +49,14 @@ LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 INSTRUCTIONS = memory_instructions("on")
 #: Tool calls run in worker threads, at most this many at once, so that a burst of calls cannot
 #: pile threads up; the others wait their turn, and one whose client cancels or goes away while
-#: it waits is dropped without running. A call already running is bounded by the argument caps
-#: (``handlers.MAX_QUERY_BYTES``) and finishes; its answer is discarded.
+#: it waits is dropped without running. A call already running is bounded by the library's query
+#: cap (:func:`memory_core.query.cap_query`) and finishes; its answer is discarded.
 TOOL_WORKERS = 4
 #: A call that could not start within this many seconds is answered "busy" instead.
 TOOL_QUEUE_TIMEOUT_S = 60.0
 #: An HTTP request whose declared body is larger is answered 413 before it is read: a tool call
-#: is far smaller (a query is capped at 8 KB), and reading it would cost that much memory.
+#: is far smaller (a query is searched up to 4,096 characters), and reading it would cost that
+#: much memory.
 MAX_BODY_BYTES = 1024 * 1024
 log = logging.getLogger("memory_core.mcp")
 
@@ -81,11 +83,12 @@ def tool_list() -> list[types.Tool]:
     ]
 
 
-def build_server(live: LiveIndex, *, record_recalls: bool = True,
-                 backend: Any = None) -> Server[Any]:
+def build_server(live: LiveIndex, *, backend: MemoryBackend,
+                 record_recalls: bool = True) -> Server[Any]:
     """The MCP server object for ``live`` (not running; see :func:`run_stdio`/:func:`run_http`).
 
-    ``backend``: a ``memory_core.backends`` backend (qmd) that answers the tools instead."""
+    ``backend``: the ``memory_core.backends`` backend that answers the tools (builtin over the
+    live index, or qmd)."""
     memory = MemoryTools(live, record_recalls=record_recalls, backend=backend)
     workers = anyio.CapacityLimiter(TOOL_WORKERS)
 
@@ -124,7 +127,7 @@ async def _serve_stdio(server: Server[Any]) -> None:
         await serve_answering_malformed(server, read, write)
 
 
-def run_stdio(live: LiveIndex, *, record_recalls: bool = True, backend: Any = None) -> None:
+def run_stdio(live: LiveIndex, *, backend: MemoryBackend, record_recalls: bool = True) -> None:
     """Serve over stdin/stdout until the client closes them (stdout carries only protocol)."""
     server = build_server(live, record_recalls=record_recalls, backend=backend)
     anyio.run(_serve_stdio, server)
@@ -208,8 +211,8 @@ def body_limit(app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> ASGIApp:
     return limited
 
 
-def http_app(live: LiveIndex, opts: HttpOptions, *, record_recalls: bool = True,
-             backend: Any = None) -> Any:
+def http_app(live: LiveIndex, opts: HttpOptions, *, backend: MemoryBackend,
+             record_recalls: bool = True) -> Any:
     """The ASGI app: streamable HTTP at /mcp, Host/Origin checks, bearer token when required."""
     token = os.environ.get(opts.token_env, "")
     local = opts.host in LOCAL_HOSTS
@@ -237,8 +240,9 @@ def http_app(live: LiveIndex, opts: HttpOptions, *, record_recalls: bool = True,
     return bearer_guard(limited, token) if token else limited
 
 
-def run_http(live: LiveIndex, opts: HttpOptions, *, record_recalls: bool = True,
-             on_ready: Callable[[str], None] | None = None, backend: Any = None) -> None:
+def run_http(live: LiveIndex, opts: HttpOptions, *, backend: MemoryBackend,
+             record_recalls: bool = True,
+             on_ready: Callable[[str], None] | None = None) -> None:
     """Serve streamable HTTP until interrupted."""
     import uvicorn
 

@@ -22,6 +22,8 @@ from typing import Any
 
 import json5
 
+from ..config import CANDIDATE_MULTIPLIER_LIMIT, MAX_RESULTS_LIMIT
+
 CONFIG_NAME = "openclaw.json"
 
 #: OpenClaw embedding providers → ours. ``auto`` (2026.5) and missing map to nothing: the
@@ -353,14 +355,15 @@ def _map_batch(m: MappedSettings, blocks: Blocks) -> None:
 def _map_query(m: MappedSettings, blocks: Blocks) -> None:
     """``query.*`` and ``query.hybrid.*`` → our search settings (clamped as the reference)."""
     spec: list[tuple[tuple[str, ...], str, Any]] = [
-        (("query", "maxResults"), "search.max_results", lambda v: max(1, int(v))),
+        (("query", "maxResults"), "search.max_results",
+         lambda v: min(MAX_RESULTS_LIMIT, max(1, int(v)))),
         (("query", "minScore"), "search.min_score", lambda v: min(1.0, max(0.0, v))),
         (("query", "hybrid", "vectorWeight"), "search.vector_weight",
          lambda v: min(1.0, max(0.0, v))),
         (("query", "hybrid", "textWeight"), "search.text_weight",
          lambda v: min(1.0, max(0.0, v))),
         (("query", "hybrid", "candidateMultiplier"), "search.candidate_multiplier",
-         lambda v: min(20, max(1, round(v)))),
+         lambda v: min(CANDIDATE_MULTIPLIER_LIMIT, max(1, round(v)))),
         (("query", "hybrid", "mmr", "lambda"), "search.mmr_lambda",
          lambda v: min(1.0, max(0.0, v))),
         (("query", "hybrid", "temporalDecay", "halfLifeDays"), "search.half_life_days",
