@@ -35,6 +35,7 @@ copied into the project; generated workspaces and indexes live in a cache folder
 """
 
 from ..common.locations import datasets_dir
+from . import datasets as _datasets
 from .cv import cross_validate, cross_validate_sets, make_folds, run_cv
 from .datasets import (
     BEIR_SETS,
@@ -47,6 +48,7 @@ from .datasets import (
     load_query_set,
     same_workspace,
 )
+from .longmemeval import load_longmemeval
 from .metrics import max_new_unit_sequence, score_ranking
 from .report import EvalReport, compare, compare_markdown, sweep_markdown
 from .runner import (
@@ -90,3 +92,7 @@ __all__ = [
     "sweep",
     "sweep_markdown",
 ]
+
+# datasets.load_query_set("longmemeval-s…") answers through the loader that builds its QuerySet
+# in a module of its own (which imports datasets, so datasets cannot import it)
+_datasets.NAMED_LOADERS["longmemeval-s"] = load_longmemeval

@@ -127,6 +127,12 @@ def available_query_sets() -> list[str]:
     return out
 
 
+#: Named query sets whose loader lives in a module of its own, by the name's prefix
+#: (``longmemeval-s`` → :func:`.longmemeval.load_longmemeval`). Such a module builds this one's
+#: :class:`QuerySet`, so this one cannot import it: the package registers it at import.
+NAMED_LOADERS: dict[str, Callable[[str], QuerySet]] = {}
+
+
 def load_query_set(name_or_path: str | os.PathLike[str], workspace: str | os.PathLike[str]
                    | None = None) -> QuerySet:
     """Load a named query set, a LoCoMo-style ``.jsonl`` file or a BEIR folder.
@@ -149,10 +155,9 @@ def load_query_set(name_or_path: str | os.PathLike[str], workspace: str | os.Pat
         return _load_locomo(m.group(1), m.group(2) or "all")
     if raw in BEIR_SETS:
         return _load_beir(datasets_dir() / BEIR_SETS[raw], raw)
-    if raw.startswith("longmemeval-s"):
-        from .longmemeval import load_longmemeval  # a leaf module that imports this one
-
-        return load_longmemeval(raw)
+    for prefix, loader in NAMED_LOADERS.items():
+        if raw.startswith(prefix):
+            return loader(raw)
     p = Path(os.path.expanduser(raw))
     if p.is_dir() and (p / "corpus.jsonl").is_file():
         return _load_beir(p, p.name)
