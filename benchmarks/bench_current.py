@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from memory_core import MemoryIndex
-from memory_core.config import SearchSettings
-from memory_core.fusion import Hit, fuse
+from memory_core.base.config import SearchSettings
+from memory_core.read.fusion import Hit, fuse
 
 ROOT = Path(__file__).resolve().parent.parent
 SET = ROOT / "examples" / "changing-facts"

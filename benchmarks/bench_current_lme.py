@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from memory_core import MemoryIndex
-from memory_core.fusion import fuse
+from memory_core.read.fusion import fuse
 
 DATA = (Path(__file__).resolve().parent.parent.parent / "shared" / "datasets" / "longmemeval-s"
         / "longmemeval_s_dev.json.gz")

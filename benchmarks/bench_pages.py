@@ -160,7 +160,7 @@ def base_workspace(chunks: int, base_url: str) -> Path:
     from scale_support import make_workspace
 
     from memory_core import MemoryIndex
-    from memory_core.common.locations import cache_root
+    from memory_core.base.locations import cache_root
 
     port = base_url.rsplit(":", 1)[1].split("/", 1)[0]  # the server is part of its identity
     ws = make_workspace(cache_root() / "bench-pages" / f"ws-{chunks}-{port}", chunks)
@@ -206,7 +206,7 @@ def main() -> None:
         print(json.dumps(child(*args.child)))
         return
 
-    from memory_core.common.locations import cache_root
+    from memory_core.base.locations import cache_root
 
     ws = (args.workspace or cache_root() / "bench-scale" / "ws-100000-g1").resolve()
     base_url = args.base_url or _config_provider(ws)

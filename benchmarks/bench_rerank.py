@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from memory_core import Candidates, ChunkInfo, LegHit, SearchSettings, fuse  # noqa: E402
-from memory_core.config import profile_settings  # noqa: E402
+from memory_core.base.config import profile_settings  # noqa: E402
 
 TARGET_MS = 50.0
 DAY_MS = 86_400_000
@@ -71,7 +71,7 @@ def synthetic_candidates(n: int = 1000, seed: int = 7) -> Candidates:
 def real_candidates(workspace: str, query: str, n: int) -> Candidates:
     """Both legs of ``query`` from a real index, each with a pool of ``n``."""
     from memory_core import MemoryIndex
-    from memory_core.search import fetch_candidates
+    from memory_core.read.search import fetch_candidates
 
     idx = MemoryIndex.open(workspace)
     idx.ensure_synced()

@@ -47,8 +47,8 @@ from scale_support import (  # noqa: E402
 )
 
 from memory_core import MemoryIndex, fuse  # noqa: E402
-from memory_core.common.locations import cache_root  # noqa: E402
-from memory_core.fusion import rows_needed  # noqa: E402
+from memory_core.base.locations import cache_root  # noqa: E402
+from memory_core.read.fusion import rows_needed  # noqa: E402
 
 SIZES = {"1k": 1_000, "10k": 10_000, "100k": 100_000, "300k": 300_000, "1m": 1_000_000}
 ROWS: list[dict[str, object]] = []
@@ -120,7 +120,7 @@ def bench_search(size: str, ws: Path, base_url: str, nq: int) -> float:
         # search's own path (the store picks the leg's path: the sidecar here), and the
         # vector leg's reference path (sqlite-vec) alone, which answers while no fresh sidecar
         # exists
-        from memory_core.search import fetch_candidates
+        from memory_core.read.search import fetch_candidates
 
         def one(engine: str, q: str, qv: np.ndarray) -> tuple[float, float, float]:
             t = time.perf_counter()
@@ -423,7 +423,7 @@ def bench_vectors_only(size: str, seed_ws: Path, base_url: str, nq: int) -> None
     an exact numpy top-24 over an in-memory copy, interleaved as in :func:`bench_search`. The
     peak memory added by writing the sidecar and by the first searches is stated."""
     from memory_core import vectors
-    from memory_core.search import POOL
+    from memory_core.read.search import POOL
 
     with MemoryIndex.open(seed_ws, overrides=_ov(base_url)) as idx:
         vm0 = idx.store.vector_matrix()
@@ -497,9 +497,10 @@ def bench_sync_memory(size: str, ws: Path, base_url: str, files: int = 10) -> No
     whole from the index, measured alone: the vector sidecar (deleted first) and the keyword
     postings (FTS5 read whole, as ``index --verify`` and the first build do); then the files are
     put back and synced again (the workspace stays the generated one)."""
-    from memory_core import vectors
     from memory_core.keyword import postings
-    from memory_core.store import Store
+
+    from memory_core import vectors
+    from memory_core.storage.store import Store
 
     paths = sorted((ws / "memory").glob("*.md"))[:files]
     saved = {p: p.read_bytes() for p in paths}
@@ -631,7 +632,7 @@ def bench_mmr(reps: int) -> None:
     from dataclasses import replace
 
     from memory_core import profile_settings
-    from memory_core.rerank import mmr_order
+    from memory_core.read.rerank import mmr_order
 
     cands = synthetic_candidates(200)
     s = replace(profile_settings("default"), max_results=50, candidate_multiplier=20)

@@ -20,9 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import browse
-from .common.synclock import DEFAULT_WAIT_S, SyncLockTimeout, sync_lock
-from .config import (
+from .base.config import (
     MemoryConfig,
     ProfileName,
     SearchSettings,
@@ -31,6 +29,8 @@ from .config import (
     profile_settings,
     provider_name,
 )
+from .base.supersession import Supersession
+from .base.synclock import DEFAULT_WAIT_S, SyncLockTimeout, sync_lock
 from .embeddings import (
     EmbeddingError,
     ProviderChoice,
@@ -41,11 +41,10 @@ from .embeddings import (
 from .embeddings.batch import FLAVOURS as BATCH_APIS
 from .embeddings.batch import BatchingProvider, BatchState
 from .embeddings.batch import status_json as batch_status
-from .keyword import postings
-from .reading import PathRefused, ReadResult, capped_path, read_lines, read_rendered
-from .rebuild import RebuildCause
-from .sources import SourceError, SourceFile, list_files, load
-from .store import (
+from .read import browse
+from .read.reading import PathRefused, ReadResult, capped_path, read_lines, read_rendered
+from .storage import postings
+from .storage.store import (
     ChunkRow,
     DatabaseError,
     FileRow,
@@ -56,8 +55,9 @@ from .store import (
     StoreError,
     StoreLocked,
 )
-from .supersession import Supersession
-from .sync import (
+from .write.rebuild import RebuildCause
+from .write.sources import SourceError, SourceFile, list_files, load
+from .write.sync import (
     EmbedExecutor,
     Indexer,
     SyncProgress,
@@ -72,12 +72,12 @@ from .sync import (
 if TYPE_CHECKING:
     import numpy as np
 
-    from .candidates import Candidates
-    from .fusion import FusionResult, Hit
-    from .search import VectorLeg
+    from .read.candidates import Candidates
+    from .read.fusion import FusionResult, Hit
+    from .read.search import VectorLeg
     from .status import IdentityInfo, Status, TruncationInfo
 else:
-    from .common.lazy import numpy as np
+    from .base.lazy import numpy as np
 
 #: Called by :meth:`MemoryIndex.search` with the candidates' query and the fused hits.
 OnHits = Callable[[str, Sequence["Hit"]], None]
@@ -432,7 +432,7 @@ class MemoryIndex:
 
         ``query_vector``: the query's embedding when the caller already has it (the evaluator
         embeds its queries in batches, and fetches once per keyword-leg option).
-        ``rows_for``: see :func:`memory_core.search.fetch_candidates` (``None``: every hit's
+        ``rows_for``: see :func:`memory_core.read.search.fetch_candidates` (``None``: every hit's
         row, for re-fusing under other settings). ``vector_hits``: the vector leg, fetched
         with a group's (:meth:`search_many`).
         """
@@ -468,7 +468,7 @@ class MemoryIndex:
         def keyword_only(text: str) -> Candidates:
             return self._fetch(text, s, src, None, keyword_only=True)
 
-        from .expansion import with_decomposition, with_feedback
+        from .read.expansion import with_decomposition, with_feedback
 
         if s.decompose > 0:
             cands = with_decomposition(cands, keyword_only, s.decompose)
@@ -497,7 +497,7 @@ class MemoryIndex:
                     if store.damaged:  # found by the open's read: to be confirmed below
                         raise IndexUnavailable(f"index {self.store_path}: {store.damaged}")
                     provider = None if keyword_only else self.choice.provider
-                    from .search import fetch_candidates
+                    from .read.search import fetch_candidates
 
                     return fetch_candidates(store, provider, query, s, src,
                                             query_vector=query_vector,
@@ -526,7 +526,7 @@ class MemoryIndex:
     @staticmethod
     def fuse(candidates: Candidates, settings: SearchSettings) -> FusionResult:
         """Rank candidates under settings: pure, fast, no I/O."""
-        from .fusion import fuse
+        from .read.fusion import fuse
 
         return fuse(candidates, settings)
 
@@ -542,7 +542,7 @@ class MemoryIndex:
         """
         s = checked_settings(settings or self.settings(**overrides), "search",
                              max_results=max_results, min_score=min_score)
-        from .query import cap_query
+        from .read.query import cap_query
 
         query, note = cap_query(query)
         return self._answer(query, sources, s, on_hits, note=note)
@@ -556,13 +556,13 @@ class MemoryIndex:
         results before it).
 
         The group's vector legs come from one pass over the vector matrix
-        (:func:`memory_core.search.vector_legs`: a matrix-matrix product where one query at a
+        (:func:`memory_core.read.search.vector_legs`: a matrix-matrix product where one query at a
         time reads the whole matrix per query); each query's keyword leg, fusion and
         ``on_hits`` then run as :meth:`search` runs them.
         """
         s = checked_settings(settings or self.settings(**overrides), "search",
                              max_results=max_results, min_score=min_score)
-        from .query import cap_query
+        from .read.query import cap_query
 
         capped = [cap_query(q) for q in queries]
         qs = [q for q, _ in capped]
@@ -579,7 +579,7 @@ class MemoryIndex:
         """One query of :meth:`search` or :meth:`search_many` (already capped; ``note`` says
         how): its candidates (only the rows one fusion under ``s`` reads), the fusion, then
         ``on_hits``."""
-        from .fusion import fuse, rows_needed
+        from .read.fusion import fuse, rows_needed
 
         cands = self.candidates(query, sources, s,
                                 rows_for=rows_needed(query, s), vector_hits=vector_hits)
@@ -594,7 +594,7 @@ class MemoryIndex:
         """The group's vector legs, or ``None`` for each query that fetches its own (no
         provider, anything that failed: the query's own :meth:`_fetch` retries it, judges the
         error and raises it where a query alone would)."""
-        from .search import POOL, vector_legs
+        from .read.search import POOL, vector_legs
 
         none: list[VectorLeg | None] = [None] * len(queries)
         with self._lock:
@@ -654,19 +654,19 @@ class MemoryIndex:
 
     def file_page(self, source: str | None = None, offset: int = 0, limit: int = 200,
                   paths: Sequence[str] | None = None) -> browse.FilePage:
-        """One page of the files (:func:`memory_core.browse.file_page`): never all 100k."""
+        """One page of the files (:func:`memory_core.read.browse.file_page`): never all 100k."""
         with self._lock:
             return browse.file_page(self._open_store(), source, offset, limit, paths)
 
     def text_matches(self, needle: str, progress: browse.ScanProgress | None = None
                      ) -> dict[str, tuple[str, int, int]]:
-        """Files whose chunks contain ``needle`` (:func:`memory_core.browse.text_matches`)."""
+        """Files whose chunks contain ``needle`` (:func:`memory_core.read.browse.text_matches`)."""
         with self._lock:
             return browse.text_matches(self._open_store(), needle, progress)
 
     def embedding_sample(self, max_points: int, seed: int = 0,
                          progress: browse.ScanProgress | None = None) -> browse.EmbeddingSample:
-        """A fixed sample of the embeddings (:func:`memory_core.browse.embedding_sample`)."""
+        """A fixed sample of the embeddings (:func:`memory_core.read.browse.embedding_sample`)."""
         with self._lock:
             return browse.embedding_sample(self._open_store(), max_points, seed, progress)
 
@@ -786,7 +786,7 @@ class MemoryIndex:
 
     def _status_base(self) -> dict[str, Any]:
         """What :meth:`status` says from the configuration alone (before reading the index)."""
-        from .fusion import scores_info
+        from .read.fusion import scores_info
         from .status import ChunkingInfo
 
         cfg = self.config

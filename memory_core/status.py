@@ -15,13 +15,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .text import CJK_RUN_RE
+from .base.text import CJK_RUN_RE
 
 if TYPE_CHECKING:
-    from .config import MemoryConfig
+    from .base.config import MemoryConfig
     from .embeddings.base import EmbeddingProvider
-    from .sources import SourceFile
-    from .store import FileRow, SkippedRow, Store
+    from .storage.store import FileRow, SkippedRow, Store
+    from .write.sources import SourceFile
 
 #: Embedding models that read English only (the ``local`` provider's default): with them the
 #: vector leg of a Chinese, Japanese or Korean workspace is noise (XQuAD zh: S@5 0.29 for
@@ -240,7 +240,7 @@ class Status:
     provider_unavailable_reason: str | None = None
     #: What a search's ``score`` means under the settings in force, and when it abstains.
     scores: dict[str, Any] | None = None
-    #: Memory lines a later line superseded (``memory_core.supersession``), and those of them
+    #: Memory lines a later line superseded (``memory_core.base.supersession``), and those of them
     #: in ``MEMORY.md`` (stale long-term memory: line → the newer line's citation).
     superseded: int = 0
     stale_memory: dict[int, str] = field(default_factory=dict)
@@ -297,9 +297,9 @@ def truncation_of(config: MemoryConfig, provider: EmbeddingProvider | None,
     an input limit has longer chunks embedded in windows (``windowed``): only a window that
     still exceeds the limit (an unbreakable run) counts as truncated. ``texts`` is called only
     when the provider can count tokens (every chunk of the index: not read for nothing)."""
-    from .common.lazy import numpy as np
+    from .base.lazy import numpy as np
     from .embeddings.windows import windowed_share
-    from .sync import embeds_whole
+    from .write.sync import embeds_whole
 
     counter = getattr(provider, "token_counts", None)
     limit = getattr(provider, "max_seq_length", None)

@@ -7,7 +7,7 @@ tools do, so the model can read them.
 The tools' arguments have one rule, their JSON schema (:data:`SEARCH_SCHEMA`, :data:`GET_SCHEMA`,
 :data:`STATUS_SCHEMA`, the MCP server's ``inputSchema`` too): :func:`check_arguments` checks a
 call against it, here and in :mod:`memory_core.mcp`. The bounds of ``maxResults`` and
-``minScore`` come from the settings' declaration (:func:`memory_core.config.setting_meta`).
+``minScore`` come from the settings' declaration (:func:`memory_core.base.config.setting_meta`).
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .backends.builtin import BuiltinBackend
-from .config import SearchSettings, setting_meta
+from .base.config import SearchSettings, setting_meta
 from .embeddings import EmbeddingError
-from .fusion import Hit
 from .index import MemoryIndex
 from .promotion import recall_recorder
-from .reading import PathRefused
-from .store import IndexUnavailable, StoreError
+from .read.fusion import Hit
+from .read.reading import PathRefused
+from .storage.store import IndexUnavailable, StoreError
 
 if TYPE_CHECKING:
     from .backends.protocol import MemoryBackend, OnHits

@@ -82,7 +82,7 @@ with right:
     sup = [r for r in idx.supersessions() if r.old_path == path]
     if sup:
         st.caption("Superseded: " + "; ".join(f"L{r.old_line} by `{r.new_citation}`"
-                                                for r in sup), help="memory_core.supersession")
+                                                for r in sup), help="memory_core.base.supersession")
     total = int(frame["tokens (est.)"].sum())
     st.caption(f"{len(frame)} chunks, ~{total} tokens; overlaps are shared lines with the "
                "neighbouring chunk (the chunker carries the tail of one chunk into the next).")

@@ -13,7 +13,7 @@ import streamlit as st
 
 from memory_core import evaluation as ev
 from memory_core import promotion as pr
-from memory_core.common.dates import path_date
+from memory_core.base.dates import path_date
 from memory_core.evaluation import dreaming as ev_dreaming
 from workbench import charts, state
 

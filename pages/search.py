@@ -14,7 +14,7 @@ from typing import Any, get_args
 import streamlit as st
 
 from memory_core import SearchSettings
-from memory_core.config import FusionMode, KeywordQueryMode
+from memory_core.base.config import FusionMode, KeywordQueryMode
 from workbench import search_view, state, tuning
 
 key = state.current_key()

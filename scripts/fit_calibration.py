@@ -10,7 +10,7 @@
    and a gate fitted on the other four conversations and four fifths of the probes, scored on
    the held-out conversation and fifth; the demo is never fitted on.
 3. Fits the final model and gate on all of it and, with ``--write``, writes them to
-   ``memory_core/calibration_fitted.json`` (the data the default profile reads).
+   ``memory_core/base/calibration_fitted.json`` (the data the default profile reads).
 
 Run it again after anything that moves the candidates (chunking, the embedding): the fit is
 one command.
@@ -31,12 +31,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from memory_core.calibration import Calibration, save_fitted  # noqa: E402
-from memory_core.config import DEFAULT_CALIBRATION, profile_settings  # noqa: E402
+from memory_core.base.config import DEFAULT_CALIBRATION, profile_settings  # noqa: E402
 from memory_core.evaluation import calibrate as cal  # noqa: E402
 from memory_core.evaluation.datasets import available_query_sets, load_query_set  # noqa: E402
 from memory_core.evaluation.offtopic import load_probes, probe_of, probe_set  # noqa: E402
 from memory_core.evaluation.runner import EvalConfig, collect  # noqa: E402
+from memory_core.read.calibration import Calibration, save_fitted  # noqa: E402
 
 NAME = DEFAULT_CALIBRATION
 K = 5
@@ -144,10 +144,10 @@ def cross_validate(loc: Sequence[cal.QueryRows], loc_probes: Sequence[cal.QueryR
 
 
 def _check_fusion(model: Calibration, gate: float, rows: Sequence[cal.QueryRows]) -> int:
-    """How many queries :func:`memory_core.fusion.fuse` answers differently from the fit's
+    """How many queries :func:`memory_core.read.fusion.fuse` answers differently from the fit's
     own scoring, with the model registered under its name (0 expected)."""
-    from memory_core.calibration import CALIBRATIONS
-    from memory_core.fusion import fuse
+    from memory_core.read.calibration import CALIBRATIONS
+    from memory_core.read.fusion import fuse
 
     CALIBRATIONS[model.name] = model
     s = replace(profile_settings("default"), calibration=model.name, abstain_below=gate,
@@ -167,7 +167,7 @@ def _check_fusion(model: Calibration, gate: float, rows: Sequence[cal.QueryRows]
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true",
-                    help="write the final model to memory_core/calibration_fitted.json")
+                    help="write the final model to memory_core/base/calibration_fitted.json")
     ap.add_argument("--out", help="write every figure as JSON here")
     ap.add_argument("--no-isotonic", action="store_true", help="the logistic model alone")
     args = ap.parse_args(argv)
@@ -218,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                                       strict=True))})
     if args.write:
         save_fitted({model.name: model}, {model.name: gate})
-        print("wrote memory_core/calibration_fitted.json")
+        print("wrote memory_core/base/calibration_fitted.json")
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")
     return 0

@@ -287,7 +287,7 @@ def run_mix(ws: Path, seconds: float, *, provider: str = "none", writers: bool =
 
 def chunk_set(db: Path) -> set[tuple[str, int, int, str]]:
     """(path, start line, end line, text hash) of every chunk of the index at ``db``."""
-    from memory_core.common.sql import sqlite
+    from memory_core.base.sql import sqlite
 
     con = sqlite.connect(f"file:{db}?mode=ro", uri=True)
     try:
@@ -298,7 +298,7 @@ def chunk_set(db: Path) -> set[tuple[str, int, int, str]]:
 
 
 def integrity(db: Path) -> str:
-    from memory_core.common.sql import sqlite
+    from memory_core.base.sql import sqlite
 
     con = sqlite.connect(f"file:{db}?mode=ro", uri=True)
     try:

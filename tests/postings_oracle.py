@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-
 from memory_core.keyword import postings
-from memory_core.keyword.postings import TABLE, Postings
+
+from memory_core.storage.postings import TABLE, Postings
 
 
 def build_delta(db: Any, old: Postings, table: str = TABLE

@@ -19,7 +19,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from memory_core import MemoryIndex
-from memory_core.common.synclock import sync_lock
+from memory_core.base.synclock import sync_lock
 from memory_core.live import heartbeat_path, live_watcher, read_heartbeat
 from memory_core.live.heartbeat import STALE_BEATS
 from tests.apptesting import OpenApp

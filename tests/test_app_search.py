@@ -11,8 +11,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from memory_core import profile_settings
-from memory_core.candidates import Candidates, ChunkInfo, LegHit
-from memory_core.common.dates import DAY_MS, day_start_ms
+from memory_core.base.dates import DAY_MS, day_start_ms
+from memory_core.read.candidates import Candidates, ChunkInfo, LegHit
 from tests.apptesting import OpenApp
 from workbench import tuning
 

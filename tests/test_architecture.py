@@ -274,9 +274,9 @@ MAX_FUNCTION_LINES = 80
 #: item 3): they are being split on their branches. The lead empties this list at merge.
 LONG_FUNCTION_ALLOWED = frozenset({
     "app.py: home",  # workbench
-    "memory_core/keyword/postings.py: write_delta",  # prune
+    "memory_core/storage/postings.py: write_delta",  # prune
     "memory_core/promotion/plan.py: _plan_entries",  # writes
-    "memory_core/sources.py: _walk",  # writes
+    "memory_core/write/sources.py: _walk",  # writes
     "pages/search.py: tune",  # workbench
 })
 
@@ -382,3 +382,78 @@ def test_checker_counts_function_lines(tmp_path: Path) -> None:
     (pkg / "long.py").write_text(f"@staticmethod\ndef long() -> None:\n{body}\n    y = 1\n")
     assert long_functions(tmp_path, ("memory_core",), ()) == [
         f"memory_core/long.py: long ({MAX_FUNCTION_LINES + 2} lines)"]
+
+
+# --------------------------------------------------------------------------- the layers
+
+#: memory_core's floors, bottom first (docs/architecture.md, "Layout"). A module may import its
+#: own floor's and lower floors' modules only; the folders on one floor of the engine (storage
+#: and embeddings; read and write) do not import each other, except the ones named in
+#: :data:`SIDEWAYS`. ``memory_core/__init__.py`` (the lazy public names) stands above them all.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("memory_core.base",),
+    ("memory_core.embeddings", "memory_core.storage"),
+    ("memory_core.write",),
+    ("memory_core.read",),
+    ("memory_core.index", "memory_core.status"),
+    ("memory_core.backends", "memory_core.promotion", "memory_core.evaluation",
+     "memory_core.openclaw", "memory_core.live", "memory_core.tools"),
+    ("memory_core.cli", "memory_core.mcp", "memory_core.__main__"),
+)
+#: The engine's floors (the first four) keep their folders apart; from the engine's door up,
+#: rooms on one floor may use each other (tools use promotion, the evaluator the backends).
+ENGINE_FLOORS = 4
+
+
+def floor_of(module: str) -> tuple[int, str] | None:
+    """(floor, room) of a memory_core module, or None for the package itself and the rest."""
+    for i, rooms in enumerate(LAYERS):
+        for room in rooms:
+            if module == room or module.startswith(room + "."):
+                return i, room
+    return None
+
+
+def layer_breaks(edges: dict[str, set[str]]) -> list[str]:
+    """Every import that runs up a floor, or sideways between two engine folders."""
+    out = []
+    for src, targets in sorted(edges.items()):
+        a = floor_of(src)
+        if a is None:
+            continue
+        for dst in sorted(targets):
+            b = floor_of(dst)
+            if b is None:
+                if dst.startswith("memory_core"):
+                    out.append(f"{src} → {dst} (the package's lazy face, from inside)")
+                continue
+            up = b[0] > a[0]
+            sideways = b[0] == a[0] and b[1] != a[1] and a[0] < ENGINE_FLOORS
+            if up or sideways:
+                out.append(f"{src} → {dst} ({'up' if up else 'sideways'}: {a[1]} → {b[1]})")
+    return out
+
+
+def test_memory_core_imports_run_down_the_floors() -> None:
+    project = scan()
+    unplaced = [m for m in project.modules if m.startswith("memory_core.")
+                and floor_of(m) is None]
+    assert not unplaced, f"modules on no floor (add them to LAYERS): {unplaced}"
+    breaks = layer_breaks(project.edges)
+    assert not breaks, "imports that run up or sideways:\n" + "\n".join(breaks)
+
+
+def test_layer_checker_sees_up_and_sideways(tmp_path: Path) -> None:
+    _write(tmp_path, {
+        "memory_core/__init__.py": "",
+        "memory_core/base/__init__.py": "", "memory_core/base/x.py": "from ..read import y\n",
+        "memory_core/read/__init__.py": "", "memory_core/read/y.py": "from ..base import x\n",
+        "memory_core/storage/__init__.py": "",
+        "memory_core/storage/s.py": "from ..embeddings import e\n",
+        "memory_core/embeddings/__init__.py": "", "memory_core/embeddings/e.py": "",
+    })
+    breaks = layer_breaks(scan(tmp_path, ("memory_core",), ()).edges)
+    assert breaks == [
+        "memory_core.base.x → memory_core.read.y (up: memory_core.base → memory_core.read)",
+        "memory_core.storage.s → memory_core.embeddings.e"
+        " (sideways: memory_core.storage → memory_core.embeddings)"]

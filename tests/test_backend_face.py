@@ -17,7 +17,7 @@ import pytest
 from memory_core import MemoryIndex
 from memory_core.backends import BackendSync, MemoryBackend, OpenedFallback, open_backend
 from memory_core.cli import main as cli_main
-from memory_core.fusion import FusionResult
+from memory_core.read.fusion import FusionResult
 
 ROOT = Path(__file__).resolve().parents[1]
 FACES = [ROOT / "memory_core" / "cli", ROOT / "memory_core" / "mcp", ROOT / "workbench",

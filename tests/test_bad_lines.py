@@ -10,9 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from memory_core.base.text import repair_surrogates
 from memory_core.promotion.memory_file import promotion_markers
-from memory_core.sources import render_session
-from memory_core.text import repair_surrogates
+from memory_core.write.sources import render_session
 
 try:
     from tests.conftest import ROOT

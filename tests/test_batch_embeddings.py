@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memory_core.config import BatchConfig
+from memory_core.base.config import BatchConfig
 from memory_core.embeddings.batch import BatchingProvider, BatchState
 from memory_core.embeddings.openai import OpenAIEmbeddingProvider
 from memory_core.embeddings.voyage import VoyageEmbeddingProvider
@@ -178,7 +178,7 @@ def test_cli_batch_then_inline_after_two_failures(server: ProviderProcess, tmp_p
 
 
 def test_openclaw_remote_batch_maps_to_provider_batch(tmp_path: Path) -> None:
-    from memory_core.config import load_config
+    from memory_core.base.config import load_config
     from memory_core.openclaw.config import memory_search_settings
 
     raw = {"agents": {"defaults": {"memorySearch": {

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from memory_core import tools
 from memory_core.index import MemoryIndex
-from memory_core.reading import MAX_PATH_CHARS
-from memory_core.store import Store
+from memory_core.read.reading import MAX_PATH_CHARS
+from memory_core.storage.store import Store
 
 
 def small_ws(tmp_path: Path) -> Path:

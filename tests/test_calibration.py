@@ -14,7 +14,10 @@ import numpy as np
 import pytest
 
 from memory_core import MemoryIndex
-from memory_core.calibration import (
+from memory_core.base.config import DEFAULT_CALIBRATION, profile_settings
+from memory_core.evaluation.calibrate import ece, fit_isotonic, fit_logistic, predict
+from memory_core.evaluation.offtopic import OWN_KINDS, load_probes
+from memory_core.read.calibration import (
     CALIBRATIONS,
     FITTED_FILE,
     GATES,
@@ -24,10 +27,7 @@ from memory_core.calibration import (
     query_bound,
     save_fitted,
 )
-from memory_core.candidates import Candidates
-from memory_core.config import DEFAULT_CALIBRATION, profile_settings
-from memory_core.evaluation.calibrate import ece, fit_isotonic, fit_logistic, predict
-from memory_core.evaluation.offtopic import OWN_KINDS, load_probes
+from memory_core.read.candidates import Candidates
 from memory_core.tools import memory_search
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from memory_core import MemoryIndex
-from memory_core.chunking import chunk_markdown
+from memory_core.write.chunking import chunk_markdown
 
 ELLIPSIS = "\u2026"
 # Latin letters and digits: two of them side by side are one word, so a start between them is

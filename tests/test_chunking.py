@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from memory_core.chunking import Chunk, chunk_markdown, remap_chunk_lines, sha256_hex
-from memory_core.text import estimate_chars, utf16_len
+from memory_core.base.text import estimate_chars, utf16_len
+from memory_core.write.chunking import Chunk, chunk_markdown, remap_chunk_lines, sha256_hex
 
 from .conftest import GOLDENS
 

@@ -89,7 +89,7 @@ def test_mcp_server_with_citations_off(ws: Path) -> None:
 
 
 def test_openclaw_memory_citations_maps(tmp_path: Path) -> None:
-    from memory_core.config import load_config
+    from memory_core.base.config import load_config
     from memory_core.openclaw.config import memory_search_settings
 
     mapped = memory_search_settings({"memory": {"citations": "off"}}, "main")

@@ -26,7 +26,7 @@ import pytest
 from memory_core import MemoryIndex
 from memory_core import promotion as pr
 from memory_core.backends import BuiltinBackend
-from memory_core.vectors import VectorMatrix
+from memory_core.storage.vectors import VectorMatrix
 
 from .embed_server import EmbedServer
 

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("numpy", "pydantic", "memory_core.config", "memory_core.index", "memory_core.store",
+HEAVY = ("numpy", "pydantic", "memory_core.base.config", "memory_core.index",
+         "memory_core.storage.store",
          "memory_core.cli.main")
 
 
@@ -29,7 +30,7 @@ def test_version_imports_nothing_heavy() -> None:
     out = _run("import json, sys\nfrom memory_core.cli import main\ncode = main(['--version'])\n"
                f"print(json.dumps([code, [m for m in {HEAVY!r} if m in sys.modules]]))")
     first, last = out.stdout.splitlines()
-    from memory_core.version import __version__
+    from memory_core.base.version import __version__
 
     assert first == f"memory-core {__version__}"
     assert json.loads(last) == [0, []]
@@ -50,11 +51,12 @@ NOOP_UNNEEDED = ("numpy", "pydantic", "torch", "sentence_transformers", "tokeniz
                  "sqlite_vec", "http.client", "memory_core.backends.qmd",
                  "memory_core.embeddings.remote",
                  # what a search uses (issue #26: ~10 ms of a no-op's imports)
-                 "memory_core.fusion", "memory_core.search", "memory_core.expansion",
-                 "memory_core.query",
+                 "memory_core.read.fusion", "memory_core.read.search", "memory_core.read.expansion",
+                 "memory_core.read.query",
                  # what only `status` (or `index --json`) and a search use: the status groups,
                  # the backends' face, the candidates' class (issue #26: ~10 ms of imports)
-                 "memory_core.status", "memory_core.backends.protocol", "memory_core.candidates",
+                 "memory_core.status", "memory_core.backends.protocol",
+                 "memory_core.read.candidates",
                  # the other command groups, and what only a retried request uses
                  "memory_core.cli.evaluate", "memory_core.cli.promote", "memory_core.cli.mcp",
                  "memory_core.cli.watch", "memory_core.cli.queries", "random")
@@ -97,7 +99,7 @@ def test_noop_index_imports_only_what_it_uses(tmp_path: Path) -> None:
 
 def test_noop_index_reads_a_config_file_without_pydantic(tmp_path: Path) -> None:
     """With a valid ``memory-workbench.toml`` the no-op ``index`` still imports no pydantic
-    (the file is checked by :mod:`memory_core.config_check`); the file's values are in force
+    (the file is checked by :mod:`memory_core.base.config_check`); the file's values are in force
     (keyword-only, as it says), and a broken value still gets pydantic's one-line message."""
     ws = tmp_path / "ws"
     (ws / "memory").mkdir(parents=True)

@@ -18,8 +18,7 @@ from pathlib import Path
 import pytest
 
 from memory_core import MemoryIndex
-from memory_core.cli import main as cli_main
-from memory_core.config import (
+from memory_core.base.config import (
     CONFIG_FILE,
     CONFIG_MODELS,
     ConfigError,
@@ -28,6 +27,7 @@ from memory_core.config import (
     load_config,
     setting_meta,
 )
+from memory_core.cli import main as cli_main
 
 from .conftest import ROOT
 
@@ -314,7 +314,7 @@ def test_the_engine_declares_which_settings_need_a_new_fetch() -> None:
     """The settings that change what the candidates hold are declared on the setting
     (``setting(fetch=True)``), and the workbench's candidate cache reads that declaration
     (``SearchSettings.fetch_key``) instead of restating it (issue #32)."""
-    from memory_core.config import FETCH_SETTINGS
+    from memory_core.base.config import FETCH_SETTINGS
 
     assert set(FETCH_SETTINGS) == {"keyword_query", "cjk_bigrams", "prf_terms", "prf_docs",
                                    "prf_weight", "decompose"}

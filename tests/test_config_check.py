@@ -1,6 +1,6 @@
 """The pydantic-free fast path of config validation agrees with the pydantic models.
 
-:func:`memory_core.config_check.quick_check` may only accept what the models accept, with the
+:func:`memory_core.base.config_check.quick_check` may only accept what the models accept, with the
 same dump; on anything else it must step aside (``None``) so the models give the message.
 Checked on every section's valid values and on thousands of seeded random breakages of them
 (wrong types, out-of-range numbers, unknown keys, non-finite floats, lone surrogates, ...).
@@ -17,7 +17,7 @@ from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from memory_core.config import (
+from memory_core.base.config import (
     CONFIG_FILE,
     MemoryConfig,
     SearchSettings,
@@ -25,7 +25,7 @@ from memory_core.config import (
     load_config,
     model_of,
 )
-from memory_core.config_check import quick_check
+from memory_core.base.config_check import quick_check
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -164,7 +164,7 @@ def test_a_valid_config_file_is_read_without_pydantic(tmp_path: Path) -> None:
         '[sources]\nsources = ["memory"]\nextra-paths = ["notes"]\n\n[provider]\n'
         'provider = "openai"\nbase_url = "http://127.0.0.1:9/v1"\nfallback = []\n'
         'timeout_s = 5\n\n[search]\nmax_results = 4\n', encoding="utf-8")
-    code = ("import json, sys\nfrom pathlib import Path\nfrom memory_core.config import "
+    code = ("import json, sys\nfrom pathlib import Path\nfrom memory_core.base.config import "
             f"load_config\ncfg = load_config(Path({str(tmp_path)!r}))\n"
             "print(json.dumps(['pydantic' in sys.modules, cfg.provider.timeout_s, "
             "cfg.sources.extra_paths[0].pattern, cfg.settings().max_results]))")

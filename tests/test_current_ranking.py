@@ -13,10 +13,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from memory_core import MemoryIndex
-from memory_core.candidates import Candidates, ChunkInfo, LegHit
-from memory_core.config import profile_settings
-from memory_core.fusion import TAILS, fuse
-from memory_core.supersession import asks_about, time_focus
+from memory_core.base.config import profile_settings
+from memory_core.base.supersession import asks_about, time_focus
+from memory_core.read.candidates import Candidates, ChunkInfo, LegHit
+from memory_core.read.fusion import TAILS, fuse
 
 OLD = "memory/2026-08-14.md"
 NEW = "memory/2026-11-18.md"

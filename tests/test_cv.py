@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from memory_core.base.config import profile_settings
 from memory_core.cli import main
-from memory_core.config import profile_settings
 from memory_core.evaluation import (
     EvalConfig,
     available_query_sets,

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from memory_core.candidates import Candidates, ChunkInfo, LegHit
-from memory_core.config import profile_settings
+from memory_core.base.config import profile_settings
 from memory_core.evaluation import DEMO_WORKSPACE
-from memory_core.expansion import (
+from memory_core.index import MemoryIndex
+from memory_core.read.candidates import Candidates, ChunkInfo, LegHit
+from memory_core.read.expansion import (
     boost_adjacent,
     diversify,
     feedback_terms,
@@ -20,8 +21,7 @@ from memory_core.expansion import (
     max_keyword,
     split_query,
 )
-from memory_core.fusion import fuse
-from memory_core.index import MemoryIndex
+from memory_core.read.fusion import fuse
 
 
 @dataclass

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from memory_core import MemoryIndex
-from memory_core.candidates import Candidates, ChunkInfo, LegHit
-from memory_core.common.dates import path_date
-from memory_core.config import SearchSettings, profile_settings
+from memory_core.base.config import SearchSettings, profile_settings
+from memory_core.base.dates import path_date
 from memory_core.evaluation import load_query_set, run_eval
-from memory_core.fusion import fuse
-from memory_core.query import DateSpan, date_closeness, date_hints
+from memory_core.read.candidates import Candidates, ChunkInfo, LegHit
+from memory_core.read.fusion import fuse
+from memory_core.read.query import DateSpan, date_closeness, date_hints
 
 
 def test_reference_profile_keeps_the_reference_constants() -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from memory_core import MemoryIndex
 from memory_core import promotion as pr
-from memory_core.common.dates import DAY_MS
+from memory_core.base.dates import DAY_MS
 from memory_core.promotion.memory_file import bullet_text
 from memory_core.promotion.model import contamination
 

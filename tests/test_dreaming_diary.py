@@ -10,8 +10,8 @@ import pytest
 
 from memory_core import MemoryIndex
 from memory_core import promotion as pr
+from memory_core.base.dates import DAY_MS
 from memory_core.cli import main
-from memory_core.common.dates import DAY_MS
 from memory_core.promotion.diary import DIARY_END, DIARY_START, add_entry, diary_date
 
 from .conftest import copy_demo

@@ -10,10 +10,10 @@ import pytest
 
 from memory_core import MemoryIndex
 from memory_core import promotion as pr
-from memory_core.common.dates import DAY_MS
+from memory_core.base.dates import DAY_MS
 from memory_core.promotion.policy import is_artifact
 from memory_core.promotion.sessions import ingest_sessions, message_hash, session_scope
-from memory_core.sources import list_files
+from memory_core.write.sources import list_files
 
 NOW = 1_795_428_000_000  # 2026-11-23T10:00:00Z
 T0 = NOW - 3 * 3600_000  # 07:00 the same day

@@ -1,6 +1,6 @@
 """The provider-dependent defaults (e5's own fusion weight) and the split limit in the identity.
 
-One place (:func:`memory_core.config.resolve_settings`) applies a profile's model-dependent
+One place (:func:`memory_core.base.config.resolve_settings`) applies a profile's model-dependent
 constants; the library's config, the index, and the workbench's tuned settings read through it
 and agree, while keys the user gave (``[search]``, overrides, per-call flags) win. The settings
 are tested by provider name: e5's model is never loaded (its provider starts without it).
@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from memory_core import MemoryIndex, load_config, profile_settings
-from memory_core.config import PROVIDER_SETTINGS
+from memory_core.base.config import PROVIDER_SETTINGS
 from memory_core.embeddings import ProviderChoice
 from memory_core.embeddings.openai import OpenAIEmbeddingProvider
-from memory_core.sync import Indexer, identity_diff, index_identity
+from memory_core.write.sync import Indexer, identity_diff, index_identity
 
 E5 = PROVIDER_SETTINGS[("default", "e5")]
 WEIGHTS = {"local": (0.65, 0.35, 0.2), "e5": (E5["vector_weight"], E5["text_weight"],

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from memory_core import MemoryIndex
-from memory_core.common.sql import sqlite
-from memory_core.sources import render_session
-from memory_core.store import IndexPathRefused, IndexUnavailable, Store
+from memory_core.base.sql import sqlite
+from memory_core.storage.store import IndexPathRefused, IndexUnavailable, Store
+from memory_core.write.sources import render_session
 
 from .conftest import ROOT
 

@@ -3,7 +3,7 @@
 Before: ``extra_paths = [{ path = "/etc", pattern = "passwd" }]`` indexed ``/etc/passwd`` and
 search returned its lines while ``memory_get`` refused the same file; a ``.md`` symlink to a
 non-Markdown file was indexed. Now a pattern only narrows the ``.md`` files of an extra path, a
-symlink's target must be Markdown too, and :func:`memory_core.sources.is_readable_memory_path`
+symlink's target must be Markdown too, and :func:`memory_core.write.sources.is_readable_memory_path`
 decides for both the listing and ``memory_get``.
 """
 
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from memory_core import MemoryIndex, PathRefused
-from memory_core.config import ExtraPath, MemoryConfig
-from memory_core.sources import is_readable_memory_path, list_files
+from memory_core.base.config import ExtraPath, MemoryConfig
+from memory_core.write.sources import is_readable_memory_path, list_files
 
 
 def _setup(tmp_path: Path) -> tuple[Path, Path]:

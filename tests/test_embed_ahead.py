@@ -22,7 +22,7 @@ from memory_core import MemoryIndex
 from memory_core.embeddings import EmbeddingError, ProviderChoice
 from memory_core.embeddings.ahead import AheadExecutor
 from memory_core.embeddings.openai import OpenAIEmbeddingProvider
-from memory_core.sync import Indexer
+from memory_core.write.sync import Indexer
 from tests.test_eval_ray import _embed, _Handler, serve
 
 WORDS = ("pool router backup firmware deadline peanut jazz glacier vlan switch dimmer hiring "

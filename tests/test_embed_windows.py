@@ -23,8 +23,8 @@ from memory_core.embeddings.windows import (
     pooled_key,
     windows_of,
 )
-from memory_core.store import Store
-from memory_core.sync import index_identity
+from memory_core.storage.store import Store
+from memory_core.write.sync import index_identity
 
 ROOT = Path(__file__).resolve().parent.parent
 

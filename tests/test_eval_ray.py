@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from memory_core.base.config import profile_settings
 from memory_core.cli import main
-from memory_core.config import profile_settings
 from memory_core.evaluation import EvalQuery, EvalReport, Evidence, QuerySet, run_eval
 
 DIM = 64

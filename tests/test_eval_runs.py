@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from memory_core import MemoryIndex
+from memory_core.base.config import profile_settings
 from memory_core.cli import main
-from memory_core.config import profile_settings
 from memory_core.evaluation import Evidence, load_query_set, run_eval, score_ranking
 from memory_core.evaluation.labels import DEMO_LABELS, LabelStore, labels_dir, load_labelled
 from memory_core.evaluation.run_metrics import score_run

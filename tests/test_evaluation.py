@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_core.candidates import Candidates, ChunkInfo, LegHit
+from memory_core.base.config import SearchSettings, profile_settings
 from memory_core.cli import main
-from memory_core.config import SearchSettings, profile_settings
 from memory_core.evaluation import (
     CollectedQuery,
     EvalConfig,
@@ -31,6 +30,7 @@ from memory_core.evaluation import (
     score_ranking,
     sweep,
 )
+from memory_core.read.candidates import Candidates, ChunkInfo, LegHit
 
 L = math.log2
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from memory_core import MemoryIndex
-from memory_core.query import compound_parts, distinct_terms, or_fts_query
+from memory_core.read.query import compound_parts, distinct_terms, or_fts_query
 
 from .conftest import ROOT
 

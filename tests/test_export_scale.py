@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from memory_core.config import profile_settings
+from memory_core.base.config import profile_settings
 from memory_core.openclaw import plan_export
 from memory_core.openclaw.export import score_scale_notes
 

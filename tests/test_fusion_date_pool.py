@@ -13,9 +13,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from memory_core import MemoryIndex
-from memory_core.candidates import Candidates, ChunkInfo, LegHit
-from memory_core.config import profile_settings
-from memory_core.fusion import fuse, pool_dates
+from memory_core.base.config import profile_settings
+from memory_core.read.candidates import Candidates, ChunkInfo, LegHit
+from memory_core.read.fusion import fuse, pool_dates
 
 QUERY = "What movie did Joanna watch on 1 May, 2022?"
 

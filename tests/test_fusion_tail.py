@@ -12,9 +12,9 @@ from dataclasses import replace
 from typing import get_args
 
 from memory_core import fuse, profile_settings
-from memory_core.candidates import Candidates, ChunkInfo, LegHit
-from memory_core.fusion import FUSIONS, STEPS, TAILS, TailStep
-from memory_core.keyword.fts import rank_to_score
+from memory_core.read.candidates import Candidates, ChunkInfo, LegHit
+from memory_core.read.fusion import FUSIONS, STEPS, TAILS, TailStep
+from memory_core.storage.fts import rank_to_score
 
 
 def _cands(vector: list[tuple[str, float]], keyword: list[tuple[str, float]]) -> Candidates:

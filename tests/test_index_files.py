@@ -1,4 +1,4 @@
-"""The index's file family is named in one place (issue #20 item 4): ``memory_core.common.
+"""The index's file family is named in one place (issue #20 item 4): ``memory_core.base.
 indexfiles`` spells the siblings' suffixes, no other module does, and the family it names is
 every file an index really has beside it."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from memory_core import MemoryIndex
-from memory_core.common.indexfiles import IndexFiles
-from memory_core.common.synclock import sync_lock
+from memory_core.base.indexfiles import IndexFiles
+from memory_core.base.synclock import sync_lock
 from memory_core.live.heartbeat import HeartbeatWriter
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memory_core import MemoryIndex
-from memory_core.indexfile import IndexPathRefused, check_index_file, stamp_owner
+from memory_core.storage.indexfile import IndexPathRefused, check_index_file, stamp_owner
 
 
 def _indexed(tmp_path: Path) -> tuple[Path, Path]:
@@ -71,7 +71,7 @@ def test_one_db_serves_one_workspace(tmp_path: Path) -> None:
 def test_a_full_disk_is_a_store_error_with_one_line(tmp_path: Path) -> None:
     """SQLITE_FULL (here from a page limit, as a full disk gives it) is a ``StoreError``, which
     every face prints as one line, not SQLite's bare ``OperationalError`` (a traceback)."""
-    from memory_core.common.sql import StoreError, StoreFull, connect
+    from memory_core.base.sql import StoreError, StoreFull, connect
 
     con = connect(str(tmp_path / "small.sqlite"))
     con.execute("CREATE TABLE t(x BLOB)")

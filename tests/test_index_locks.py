@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 
 from memory_core import MemoryIndex
-from memory_core.common.sql import sqlite
+from memory_core.base.sql import sqlite
 from memory_core.promotion.state import open_state
-from memory_core.store import (
+from memory_core.storage.store import (
     IndexPathRefused,
     IndexUnavailable,
     Store,
@@ -35,7 +35,7 @@ from memory_core.store import (
     check_index_file,
     owner_stamp,
 )
-from memory_core.sync import guard_index_path
+from memory_core.write.sync import guard_index_path
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_core.common.synclock import sync_lock
-from memory_core.config import load_config
+from memory_core.base.config import load_config
+from memory_core.base.synclock import sync_lock
 from memory_core.live import DeltaTracker, EventKind, LiveIndex, SyncEvent, WatchPlan
 from memory_core.live.deltas import count_newlines
 

@@ -39,7 +39,7 @@ def ws(tmp_path: Path) -> Path:
 def held_elsewhere(index_path: Path, seconds: float) -> Iterator[subprocess.Popen[str]]:
     """Another process holds the sync lock of ``index_path`` for ``seconds``."""
     code = ("import sys, time; from pathlib import Path; "
-            "from memory_core.common.synclock import sync_lock\n"
+            "from memory_core.base.synclock import sync_lock\n"
             "with sync_lock(Path(sys.argv[1])):\n"
             "    print('held', flush=True); time.sleep(float(sys.argv[2]))\n")
     p = subprocess.Popen([sys.executable, "-c", code, str(index_path), str(seconds)],

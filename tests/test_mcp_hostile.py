@@ -21,7 +21,7 @@ import anyio
 from mcp import Client
 
 from memory_core.mcp.server import MAX_BODY_BYTES
-from memory_core.query import MAX_QUERY_TERMS
+from memory_core.read.query import MAX_QUERY_TERMS
 from tests.test_mcp import ENV, EXE, HttpServer, structured
 from tests.test_mcp import http_server as http_server  # the fixtures: a server on ws
 from tests.test_mcp import ws as ws

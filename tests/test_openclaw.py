@@ -26,7 +26,7 @@ from memory_core.openclaw import (
 )
 from memory_core.openclaw.home import OpenClawHomeError
 from memory_core.promotion.model import is_short_term_path
-from memory_core.sources import is_agent_transcript_name, list_files
+from memory_core.write.sources import is_agent_transcript_name, list_files
 
 from .conftest import GOLDENS
 from .openclaw_fixture import MAIN_CALLS, build_home, main_call_times
@@ -287,7 +287,7 @@ def test_2026_8_memory_search_block_and_agent_override(tmp_path: Path) -> None:
 @pytest.mark.parametrize("text", ['{"agents": []}', '{"agents": {"list": 5}}', "[1, 2]"])
 def test_export_of_an_oddly_shaped_file_refuses_instead_of_crashing(tmp_path: Path,
                                                                    text: str) -> None:
-    from memory_core.config import SearchSettings
+    from memory_core.base.config import SearchSettings
     from memory_core.openclaw.config import OpenClawConfigError
     from memory_core.openclaw.export import plan_export
 

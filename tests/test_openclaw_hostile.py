@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from memory_core.base.config import SearchSettings
 from memory_core.cli import main
-from memory_core.config import SearchSettings
 from memory_core.openclaw import apply_export, open_home, plan_export
 from memory_core.openclaw.config import (
     MAX_CONFIG_BYTES,

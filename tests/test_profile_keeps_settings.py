@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from memory_core import MemoryIndex
+from memory_core.base.config import CONFIG_FILE, load_config, profile_settings
 from memory_core.cli import main as cli_main
-from memory_core.config import CONFIG_FILE, load_config, profile_settings
 from memory_core.openclaw import open_home
 
 from .conftest import ROOT

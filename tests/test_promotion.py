@@ -18,8 +18,8 @@ import pytest
 
 from memory_core import MemoryIndex
 from memory_core import promotion as pr
+from memory_core.base.dates import day_start_ms
 from memory_core.cli import main
-from memory_core.common.dates import day_start_ms
 
 try:
     from tests.conftest import ROOT, copy_demo

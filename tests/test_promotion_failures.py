@@ -18,7 +18,7 @@ import pytest
 
 from memory_core import MemoryIndex
 from memory_core import promotion as pr
-from memory_core.common.dates import DAY_MS
+from memory_core.base.dates import DAY_MS
 from memory_core.promotion.phases import DreamingConfig
 from memory_core.promotion.policy import RETENTION_CAP, is_artifact
 

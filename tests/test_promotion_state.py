@@ -12,7 +12,7 @@ from pathlib import Path
 
 from memory_core import MemoryIndex
 from memory_core import promotion as pr
-from memory_core.common.sql import sqlite
+from memory_core.base.sql import sqlite
 from memory_core.promotion.state_migrations import m001_state
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from memory_core import MemoryIndex
-from memory_core.config import ProviderConfig
+from memory_core.base.config import ProviderConfig
 from memory_core.embeddings import create_provider
 
 from .embed_server import EmbedServer

@@ -27,8 +27,8 @@ from memory_core.backends import (
     resolve_command,
 )
 from memory_core.backends.qmd_process import child_path
-from memory_core.common.locations import REPO_ROOT
-from memory_core.reading import PathRefused
+from memory_core.base.locations import REPO_ROOT
+from memory_core.read.reading import PathRefused
 
 QMD = resolve_command("qmd")
 pytestmark = pytest.mark.skipif(

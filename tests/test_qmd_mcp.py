@@ -17,7 +17,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from memory_core import MemoryIndex
 from memory_core.backends import clear_open_failures, open_backend, resolve_command
-from memory_core.common.locations import REPO_ROOT
+from memory_core.base.locations import REPO_ROOT
 from memory_core.live import LiveIndex
 from memory_core.mcp import MemoryTools
 

@@ -19,8 +19,8 @@ from memory_core.backends.qmd_results import (
     parse_collection_list,
     snippet_lines,
 )
-from memory_core.common.locations import REPO_ROOT
-from memory_core.fusion import Hit
+from memory_core.base.locations import REPO_ROOT
+from memory_core.read.fusion import Hit
 
 
 def hit(path: str, source: str, score: float, snippet: str = "x") -> Hit:

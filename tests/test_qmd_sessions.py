@@ -21,7 +21,7 @@ from memory_core.backends.qmd_sessions import (
     export_sessions,
     render_session_markdown,
 )
-from memory_core.config import load_config
+from memory_core.base.config import load_config
 from tests.test_live import message
 
 from .test_qmd import QMD, cli, make_workspace

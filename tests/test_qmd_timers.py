@@ -13,7 +13,7 @@ import pytest
 
 from memory_core.backends import FallbackBackend, open_backend
 from memory_core.backends.qmd_timers import QmdTimers
-from memory_core.config import QmdConfig
+from memory_core.base.config import QmdConfig
 
 from .test_qmd import QMD, make_workspace
 

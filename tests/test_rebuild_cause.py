@@ -10,8 +10,8 @@ import pytest
 
 from memory_core import MemoryIndex
 from memory_core.cli import main
-from memory_core.rebuild import RebuildCause
-from memory_core.store import IndexUnavailable
+from memory_core.storage.store import IndexUnavailable
+from memory_core.write.rebuild import RebuildCause
 
 
 def _ws(tmp_path: Path) -> Path:

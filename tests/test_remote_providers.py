@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memory_core.config import ProviderConfig
+from memory_core.base.config import ProviderConfig
 from memory_core.embeddings import EmbeddingError, ProviderUnavailable, create_provider
 from memory_core.embeddings.gemini import GeminiEmbeddingProvider
 from memory_core.embeddings.mistral import MistralEmbeddingProvider

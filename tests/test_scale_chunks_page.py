@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from memory_core import MemoryIndex, browse
-from memory_core.store import StoreError
+from memory_core.storage.store import StoreError
 from tests.apptesting import OpenApp
 
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from memory_core import MemoryIndex, PathRefused, fuse, profile_settings
-from memory_core.candidates import Candidates, ChunkInfo, LegHit
-from memory_core.config import ExtraPath
-from memory_core.fusion import lexical_boost_score
-from memory_core.keyword.fts import rank_to_score
-from memory_core.query import extract_keywords, or_fts_query, reference_fts_query
+from memory_core.base.config import ExtraPath
+from memory_core.read.candidates import Candidates, ChunkInfo, LegHit
+from memory_core.read.fusion import lexical_boost_score
+from memory_core.read.query import extract_keywords, or_fts_query, reference_fts_query
+from memory_core.storage.fts import rank_to_score
 
 
 def test_reference_fts_query_construction() -> None:

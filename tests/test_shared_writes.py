@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from memory_core import promotion as pr
-from memory_core.common.fileio import ContentChanged, rebased, rewrite_shared
+from memory_core.base.fileio import ContentChanged, rebased, rewrite_shared
 from memory_core.promotion.memory_file import edit_markdown, promotion_markers
 
 try:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_core.config import ExtraPath, MemoryConfig
-from memory_core.sources import (
+from memory_core.base.config import ExtraPath, MemoryConfig
+from memory_core.write.sources import (
     SourceError,
     is_memory_path,
     list_files,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memory_core import MemoryIndex
-from memory_core.common.sql import (
+from memory_core.base.sql import (
     DatabaseError,
     OperationalError,
     StoreCorrupt,
@@ -19,7 +19,7 @@ from memory_core.common.sql import (
     StoreLocked,
     connect,
 )
-from memory_core.store import Store
+from memory_core.storage.store import Store
 
 
 def _table(path: Path, rows: int = 2000) -> None:

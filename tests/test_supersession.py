@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from memory_core.supersession import Statement, detect, statements_of_chunks
+from memory_core.base.supersession import Statement, detect, statements_of_chunks
 
 from .conftest import ROOT
 

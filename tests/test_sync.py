@@ -14,7 +14,7 @@ import pytest
 
 from memory_core import MemoryIndex
 from memory_core.promotion import recall_recorder, state_of
-from memory_core.store import IndexPathRefused, Store, StoreError
+from memory_core.storage.store import IndexPathRefused, Store, StoreError
 
 from .conftest import ROOT
 

@@ -1,5 +1,5 @@
 """A sync reads and chunks its files a window of whole groups at a time
-(``memory_core.sync.WINDOW_CHUNKS``), so a first build no longer holds the whole workspace's
+(``memory_core.write.sync.WINDOW_CHUNKS``), so a first build no longer holds the whole workspace's
 chunks before its first write: the index is the one a single window builds (same rows, vectors,
 files, skipped files, the same embedding calls), and a failure in a later window still keeps
 the old index whole.
@@ -22,7 +22,7 @@ import pytest
 
 from memory_core import MemoryIndex, sync
 from memory_core.embeddings import EmbeddingError
-from memory_core.sync import Indexer
+from memory_core.write.sync import Indexer
 from tests.test_embed_ahead import _Counting
 from tests.test_eval_ray import serve
 

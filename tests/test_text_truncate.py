@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from memory_core.text import truncate_utf16
+from memory_core.base.text import truncate_utf16
 
 
 def _oracle(text: str, max_units: int) -> str:

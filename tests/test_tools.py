@@ -48,7 +48,7 @@ def test_the_library_cuts_a_650_kb_query_with_a_note(fts_index: MemoryIndex) -> 
     of 100k words at once with its first terms searched and a note, where it took 214 s."""
     import time
 
-    from memory_core.query import MAX_QUERY_CHARS, MAX_QUERY_TERMS
+    from memory_core.read.query import MAX_QUERY_CHARS, MAX_QUERY_TERMS
 
     huge = " ".join(f"q{i:05d}" for i in range(100_000))[:650_000]
     t = time.perf_counter()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memory_core.common.topk import smallest_first
+from memory_core.base.topk import smallest_first
 
 
 @pytest.mark.parametrize("seed", range(30))

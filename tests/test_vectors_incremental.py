@@ -18,7 +18,7 @@ import pytest
 
 from memory_core import MemoryIndex
 from memory_core import vectors as vec
-from memory_core.common import sidecar
+from memory_core.base import sidecar
 
 try:
     from tests.test_sidecar_damage import _content, _flip

@@ -14,10 +14,10 @@ import re
 
 import pytest
 
-from memory_core.common.sets import jaccard
-from memory_core.fusion import Hit, mmr_rerank
-from memory_core.rerank import mmr_order, mmr_tokens
-from memory_core.text import REFERENCE_MMR_CJK_RE
+from memory_core.base.sets import jaccard
+from memory_core.base.text import REFERENCE_MMR_CJK_RE
+from memory_core.read.fusion import Hit, mmr_rerank
+from memory_core.read.rerank import mmr_order, mmr_tokens
 
 _WORD = re.compile(r"[a-z0-9_]+")
 

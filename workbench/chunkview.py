@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from memory_core import MemoryIndex
-from memory_core.store import ChunkRow
-from memory_core.text import estimate_tokens
+from memory_core.base.text import estimate_tokens
+from memory_core.storage.store import ChunkRow
 
 
 @dataclass

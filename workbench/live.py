@@ -36,7 +36,7 @@ from typing import Literal
 import streamlit as st
 
 from memory_core import MemoryIndex
-from memory_core.common.synclock import sync_running
+from memory_core.base.synclock import sync_running
 from memory_core.live import Heartbeat, HeartbeatWriter, LiveIndex, live_watcher, read_heartbeat
 
 from . import heap, state

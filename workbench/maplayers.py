@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from memory_core.common.dates import path_date
+from memory_core.base.dates import path_date
 
 #: Distinct colours (Plotly's Dark24 and Alphabet palettes, greys left out): groups beyond
 #: these are pooled as "other", which is drawn grey.

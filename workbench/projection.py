@@ -28,10 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
-from memory_core.common.dates import path_date
-from memory_core.common.fileio import atomic_write
-from memory_core.common.locations import REPO_ROOT as ROOT
-from memory_core.common.locations import cache_root
+from memory_core.base.dates import path_date
+from memory_core.base.fileio import atomic_write
+from memory_core.base.locations import REPO_ROOT as ROOT
+from memory_core.base.locations import cache_root
 
 from .pca import principal_axes
 

@@ -19,7 +19,7 @@ Environment variables (used by the tests and the browser test):
 * ``MEMORY_WORKBENCH_OVERRIDES``: config overrides as JSON, over the workspace's own config
   (e.g. the benchmark's embedding server: ``{"provider": {"base_url": …}}``).
 
-The last two are read by :mod:`memory_core.common.locations`, shared with the evaluator.
+The last two are read by :mod:`memory_core.base.locations`, shared with the evaluator.
 """
 
 from __future__ import annotations
@@ -37,10 +37,10 @@ from typing import TYPE_CHECKING, Any
 import streamlit as st
 
 from memory_core import Candidates, MemoryIndex, SearchSettings, WorkspaceError
-from memory_core.common.locations import REPO_ROOT, cache_root, datasets_dir
-from memory_core.config import ProfileName
+from memory_core.base.config import ProfileName
+from memory_core.base.locations import REPO_ROOT, cache_root, datasets_dir
 from memory_core.openclaw import OpenClawHome, open_home
-from memory_core.sync import SyncReport
+from memory_core.write.sync import SyncReport
 
 from .tuning import TUNABLE, apply_values
 

@@ -18,9 +18,9 @@ from typing import Any
 import pandas as pd
 
 from memory_core import Candidates, FusionResult, Hit, SearchSettings, fuse, profile_settings
-from memory_core.config import checked_settings, setting_meta
-from memory_core.query import STOP_WORDS, tokens
-from memory_core.text import cjk_bigrams
+from memory_core.base.config import checked_settings, setting_meta
+from memory_core.base.text import cjk_bigrams
+from memory_core.read.query import STOP_WORDS, tokens
 
 #: The SearchSettings fields the Search & tune page edits (the rest stay the profile's).
 TUNABLE: tuple[str, ...] = (

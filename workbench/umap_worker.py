@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from memory_core.common.fileio import atomic_write
+from memory_core.base.fileio import atomic_write
 
 
 def _say(**event: object) -> None:

@@ -13,7 +13,7 @@ so a no-op ``index`` does not.
 
 from typing import TYPE_CHECKING
 
-from ..common.lazy import lazy_exports
+from ..base.lazy import lazy_exports
 from .builtin import BuiltinBackend
 
 if TYPE_CHECKING:

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..embeddings import EmbeddingError
 from ..index import MemoryIndex
-from ..reading import ReadResult
-from ..sync import SyncProgress, SyncReport
+from ..read.reading import ReadResult
+from ..write.sync import SyncProgress, SyncReport
 
 if TYPE_CHECKING:
     # the face's classes (and Status under them) are imported by the first search or status,
     # not by a no-op ``index``
-    from ..fusion import FusionResult
+    from ..read.fusion import FusionResult
     from .protocol import BackendSearch, BackendStatus, FallbackNote, Follower, OnHits
     from .sync_answer import BackendSync
 

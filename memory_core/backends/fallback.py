@@ -19,10 +19,10 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from ..config import fingerprint
+from ..base.config import fingerprint
 from ..index import MemoryIndex
-from ..reading import ReadResult
-from ..sync import SyncProgress
+from ..read.reading import ReadResult
+from ..write.sync import SyncProgress
 from .builtin import BuiltinBackend
 from .protocol import (
     BackendSearch,

@@ -24,14 +24,14 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ..reading import ReadResult
+from ..read.reading import ReadResult
 from ..status import Status
-from ..sync import SyncProgress
+from ..write.sync import SyncProgress
 from .sync_answer import BackendSync
 
 if TYPE_CHECKING:  # fusion is loaded by the first search, not by a no-op ``index``
-    from ..fusion import FusionResult, Hit
     from ..index import MemoryIndex
+    from ..read.fusion import FusionResult, Hit
 
 #: Called with the query and the hits, as :meth:`MemoryIndex.search`'s ``on_hits``.
 OnHits = Callable[[str, Sequence["Hit"]], None]
@@ -54,7 +54,7 @@ class FallbackNote:
 class BackendSearch:
     """What one search returned, whichever backend answered.
 
-    ``hits`` are :class:`~memory_core.fusion.Hit` values (``to_result()`` gives the reference's
+    ``hits`` are :class:`~memory_core.read.fusion.Hit` values (``to_result()`` gives the reference's
     result item); ``backend`` is the backend that produced them (``builtin`` after a fallback);
     ``mode`` its search mode (``hybrid``/``fts-only`` for builtin, ``search``/``vsearch``/
     ``query`` for qmd); ``fallback`` is set when the requested backend did not answer.
@@ -69,7 +69,7 @@ class BackendSearch:
     fallback: FallbackNote | None = None
     detail: FusionResult | None = None
     #: What was done to the query before it was searched ("" when nothing): the library's cut
-    #: of an over-long query (:func:`memory_core.query.cap_query`), whichever backend answered.
+    #: of an over-long query (:func:`memory_core.read.query.cap_query`), whichever backend answered.
     note: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 

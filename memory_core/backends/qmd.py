@@ -38,14 +38,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from ..common.sql import StoreLocked, connect, sqlite
-from ..config import MemoryConfig
-from ..fusion import Hit
-from ..query import cap_query
-from ..reading import PathRefused, ReadResult, read_lines
-from ..sources import is_readable_memory_path
+from ..base.config import MemoryConfig
+from ..base.sql import StoreLocked, connect, sqlite
+from ..read.fusion import Hit
+from ..read.query import cap_query
+from ..read.reading import PathRefused, ReadResult, read_lines
 from ..status import ChunkingInfo, FtsInfo, SourceCount, VectorInfo
-from ..sync import SyncProgress
+from ..write.sources import is_readable_memory_path
+from ..write.sync import SyncProgress
 from .protocol import BackendSearch, BackendStatus, FallbackNote, OnHits, search_each
 from .qmd_process import QmdError, parse_query_json, qmd_env, resolve_command, run_qmd
 from .qmd_results import (

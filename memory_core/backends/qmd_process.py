@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..common.locations import REPO_ROOT
+from ..base.locations import REPO_ROOT
 
 #: The project's Node tools (``scripts/install-node-tools.sh``).
 TOOLS_DIR = REPO_ROOT / ".tools"

@@ -9,8 +9,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..fusion import Hit
-from ..reading import DEFAULT_MAX_CHARS, ReadResult, file_lines, line_window
+from ..read.fusion import Hit
+from ..read.reading import DEFAULT_MAX_CHARS, ReadResult, file_lines, line_window
 
 SNIPPET_HEADER_RE = re.compile(r"@@\s*-([0-9]+),([0-9]+)")
 

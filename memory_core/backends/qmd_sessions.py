@@ -22,9 +22,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..common.fileio import atomic_write
-from ..config import MemoryConfig
-from ..sources import SourceError, list_files, load
+from ..base.config import MemoryConfig
+from ..base.fileio import atomic_write
+from ..write.sources import SourceError, list_files, load
 
 HEADER = "# Session "
 DAY_MS = 86_400_000

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import QmdConfig
+from ..base.config import QmdConfig
 
 #: Called after each timed update with what happened.
 OnUpdate = Callable[["TimerEvent"], None]

@@ -31,7 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = sys.argv[1:] if argv is None else list(argv)
     if args == ["--version"]:
-        from ..version import __version__
+        from ..base.version import __version__
 
         print(f"memory-core {__version__}")
         return 0

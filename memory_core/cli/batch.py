@@ -3,7 +3,7 @@
 The file is streamed line by line (memory stays bounded even for ``/dev/zero``), and a bad line
 never stops the batch: it gets an error line of its own (its ``qid``, or its line number) and
 the other lines are answered. The library cuts an over-long query
-(:func:`memory_core.query.cap_query`, with a note), so one enormous line cannot hold the batch
+(:func:`memory_core.read.query.cap_query`, with a note), so one enormous line cannot hold the batch
 up for minutes. The lines already there are answered as a group
 (:meth:`~memory_core.MemoryIndex.search_many`: one pass over the vector matrix for all of them,
 the same answers); a line not written yet is never waited for.
@@ -21,12 +21,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..common.fileio import JsonlLine, jsonl_line
+from ..base.fileio import JsonlLine, jsonl_line
 from .common import CliError
 
 if TYPE_CHECKING:  # fusion is loaded by the first search, not by a no-op ``index``
     from ..backends import MemoryBackend
-    from ..fusion import Hit
+    from ..read.fusion import Hit
 
 #: A batch line longer than this is answered with an error (a query is a sentence, not a book).
 MAX_LINE_BYTES = 64 * 1024
@@ -61,7 +61,7 @@ class ReadAhead:
 
     Read through the descriptor, a piece at a time, never holding more than ``limit`` bytes of
     a line (the rest of an over-long line is dropped as it comes): ``(line, too_long)`` pairs,
-    numbered and judged as :func:`~memory_core.common.fileio.iter_jsonl` judges them.
+    numbered and judged as :func:`~memory_core.base.fileio.iter_jsonl` judges them.
     """
 
     def __init__(self, fd: int, limit: int) -> None:

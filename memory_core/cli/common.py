@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import PROFILES, PROVIDERS, SearchSettings, check_values, setting_meta
+from ..base.config import PROFILES, PROVIDERS, SearchSettings, check_values, setting_meta
 from ..index import MemoryIndex
 
 if TYPE_CHECKING:

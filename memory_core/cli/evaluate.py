@@ -27,7 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import PROFILES, SearchSettings, check_values, checked_settings, profile_settings
+from ..base.config import PROFILES, SearchSettings, check_values, checked_settings, profile_settings
 from .common import EXIT_USAGE, CliError, progress_bar
 from .eval_runs import add_run_flags, load_with_qrels, run_action, write_runs
 

@@ -14,8 +14,8 @@ from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..chunking import chunk_markdown
 from ..index import MemoryIndex
+from ..write.chunking import chunk_markdown
 from .batch import search_batch
 from .common import (
     CliError,
@@ -31,7 +31,7 @@ from .common import (
 
 if TYPE_CHECKING:  # fusion is loaded by the first search, not by a no-op ``index``
     from ..backends import BackendSearch, BackendStatus
-    from ..fusion import Hit
+    from ..read.fusion import Hit
 
 #: The search settings ``search`` takes as flags (``--vector-weight`` ...).
 SEARCH_FLAGS = ("max_results", "min_score", "vector_weight", "text_weight",
@@ -46,7 +46,7 @@ def _executor(args: argparse.Namespace, idx: MemoryIndex) -> Any:
         return None
     if args.actors is not None and args.actors < 1:
         raise CliError("--actors must be at least 1")
-    from ..common.ray_session import INSTALL_HINT, ray_available
+    from ..base.ray_session import INSTALL_HINT, ray_available
 
     if not ray_available():
         raise CliError(INSTALL_HINT)

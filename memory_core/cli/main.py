@@ -17,11 +17,11 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .. import __version__
+from ..base.version import __version__
 from ..embeddings import EmbeddingError
 from ..index import WorkspaceError
-from ..reading import PathRefused
-from ..store import StoreError
+from ..read.reading import PathRefused
+from ..storage.store import StoreError
 from .common import EXIT_USAGE, CliError, DeferredParser
 
 #: Exit code after the reader of stdout went away (128 + SIGPIPE, as a shell reports it).

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..config import PROVIDERS, ProviderConfig
+from ..base.config import PROVIDERS, ProviderConfig
 from .base import (
     EmbeddingError,
     EmbeddingProvider,

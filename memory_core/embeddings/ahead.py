@@ -6,7 +6,7 @@ at 133k chunks from an OpenAI-compatible server on this machine, the embedding w
 of a first build. :class:`AheadExecutor` runs the same calls, in the same order, on one thread
 while this process writes the previous group (the store stays single-writer: the thread never
 touches it), at most :data:`DEPTH` groups ahead. Each group is exactly what the serial path
-embeds in one call (the plan of :class:`~memory_core.sync.EmbedExecutor`), so the vectors are
+embeds in one call (the plan of :class:`~memory_core.write.sync.EmbedExecutor`), so the vectors are
 the same.
 """
 
@@ -92,7 +92,7 @@ class AheadStream:
 
 
 class AheadExecutor:
-    """A sync's :class:`~memory_core.sync.EmbedExecutor` in this process, one thread."""
+    """A sync's :class:`~memory_core.write.sync.EmbedExecutor` in this process, one thread."""
 
     def start(self, choice: ProviderChoice, groups: list[list[str]], whole: bool,
               progress: Callable[[int, int], None]) -> AheadStream:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 if TYPE_CHECKING:
     import numpy as np
 else:
-    from ..common.lazy import numpy as np
+    from ..base.lazy import numpy as np
 
 #: Called with (done, total) while a batch of documents is embedded.
 ProgressFn = Callable[[int, int], None]

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..config import BatchConfig
+from ..base.config import BatchConfig
 from .base import EmbeddingError, EmbeddingProvider, ProgressFn
 
 if TYPE_CHECKING:  # numpy in annotations only

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from .minilm_numpy import MiniLMQueryEncoder
 else:
-    from ..common.lazy import numpy as np
+    from ..base.lazy import numpy as np
 
 HIDDEN = 384  # all-MiniLM-L6-v2's dimensions
 

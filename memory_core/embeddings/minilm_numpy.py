@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 else:
-    from ..common.lazy import numpy as np
+    from ..base.lazy import numpy as np
 
 #: what the model's configuration says (config.json, sentence_bert_config.json)
 LAYERS = 6

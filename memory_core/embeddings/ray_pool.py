@@ -1,7 +1,7 @@
 """Embedding on Ray: a sync's texts embedded by a pool of Ray actors while this process writes.
 
 ``memory-core index --executor ray`` hands :class:`RayEmbedPool` to the sync
-(:class:`memory_core.sync.EmbedExecutor`). The sync plans every group of texts it will embed
+(:class:`memory_core.write.sync.EmbedExecutor`). The sync plans every group of texts it will embed
 (each group exactly the list the serial path passes to ``embed_documents``); the pool turns the
 plan into a Ray Dataset, one row per group, and runs ``map_batches`` over it with an actor pool:
 each actor starts the provider once (the local model is loaded once per actor, not per batch)
@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..common.ray_session import LOCAL_CPUS, ray_session
-from ..config import ProviderConfig
+from ..base.config import ProviderConfig
+from ..base.ray_session import LOCAL_CPUS, ray_session
 from .base import EmbeddingError, EmbeddingProvider
 from .windows import embed_whole
 

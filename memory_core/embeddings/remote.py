@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
     import numpy as np
 else:
-    from ..common.lazy import numpy as np
+    from ..base.lazy import numpy as np
 
 #: What a text is embedded for: the documents of the index, or a search query.
 InputKind = Literal["document", "query"]

@@ -24,13 +24,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..text import CHARS_PER_TOKEN, estimate_chars, is_word_start
+from ..base.text import CHARS_PER_TOKEN, estimate_chars, is_word_start
 from .base import ProgressFn, normalize_rows, provider_key_for
 
 if TYPE_CHECKING:
     import numpy as np
 else:
-    from ..common.lazy import numpy as np
+    from ..base.lazy import numpy as np
 
 #: The pooling every windowing provider names in its ``provider_key``: windows of at most the
 #: declared limit, cut at word boundaries into near-equal parts, vectors averaged.

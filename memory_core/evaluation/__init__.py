@@ -34,7 +34,7 @@ copied into the project; generated workspaces and indexes live in a cache folder
 (``$MEMORY_WORKBENCH_CACHE`` or ``~/.cache/memory-workbench``, see :func:`.datasets.cache_dir`).
 """
 
-from ..common.locations import datasets_dir
+from ..base.locations import datasets_dir
 from . import datasets as _datasets
 from .cv import cross_validate, cross_validate_sets, make_folds, run_cv
 from .datasets import (

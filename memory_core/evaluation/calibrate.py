@@ -3,7 +3,7 @@
 What ``scripts/fit_calibration.py`` runs. The candidates of every labelled query and of every
 off-topic probe (:mod:`.offtopic`) are fetched once (the evaluator's cache); each query's fused
 candidates (the ``normalized`` fusion, uncalibrated) become rows of
-:data:`memory_core.calibration.FEATURES` with a label (the chunk covers an evidence line; a
+:data:`memory_core.read.calibration.FEATURES` with a label (the chunk covers an evidence line; a
 probe's chunks never do). Then, per fold (one LoCoMo conversation and one fifth of the probes
 held out), a logistic model and an isotonic correction of its output are fitted on the
 training rows (each probe's rows weighing :data:`PROBE_WEIGHT`), the abstention gate
@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from ..calibration import FEATURES, Calibration
-from ..config import SearchSettings
-from ..fusion import fuse, hit_evidence
+from ..base.config import SearchSettings
+from ..read.calibration import FEATURES, Calibration
+from ..read.fusion import fuse, hit_evidence
 from .metrics import aggregate, covers, score_ranking
 from .runner import CollectedQuery
 
@@ -100,7 +100,7 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, iters: int = 60,
 def fit_isotonic(p: np.ndarray, y: np.ndarray, weight: np.ndarray | None = None,
                  knots: int = 200) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """An increasing map ``p → P(y=1)`` (pool-adjacent-violators over ``knots`` bins of
-    equal weight along ``p``), as knots for :func:`memory_core.calibration.interp`."""
+    equal weight along ``p``), as knots for :func:`memory_core.read.calibration.interp`."""
     sw = np.ones(len(y)) if weight is None else weight
     order = np.argsort(p, kind="stable")
     ps, ys, ws = p[order], y[order], sw[order]

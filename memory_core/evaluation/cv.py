@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..config import SearchSettings
+from ..base.config import SearchSettings
 from ..index import MemoryIndex
 from .datasets import QuerySet, load_query_set
 from .metrics import aggregate

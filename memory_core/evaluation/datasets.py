@@ -24,8 +24,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..common.fileio import atomic_write, iter_jsonl
-from ..common.locations import REPO_ROOT, cache_root, datasets_dir
+from ..base.fileio import atomic_write, iter_jsonl
+from ..base.locations import REPO_ROOT, cache_root, datasets_dir
 
 DEMO_WORKSPACE = REPO_ROOT / "examples" / "demo-workspace"
 DEMO_QUERIES = REPO_ROOT / "examples" / "demo-queries.jsonl"

@@ -26,9 +26,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ..common.fileio import iter_jsonl
-from ..common.locations import datasets_dir
-from ..text import utf16_len
+from ..base.fileio import iter_jsonl
+from ..base.locations import datasets_dir
+from ..base.text import utf16_len
 
 ASKS_PER_QUESTION = 3
 #: The held-out evaluation ``scripts/tune_dreaming.py --write`` saves (package data).

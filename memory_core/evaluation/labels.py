@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..common.fileio import atomic_write
-from ..common.locations import REPO_ROOT
+from ..base.fileio import atomic_write
+from ..base.locations import REPO_ROOT
 from .datasets import APART_CATEGORIES, EvalQuery, QuerySet
 from .trec import (
     Qrels,

@@ -31,9 +31,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..common.fileio import atomic_write
-from ..common.locations import datasets_dir
-from ..config import profile_settings
+from ..base.config import profile_settings
+from ..base.fileio import atomic_write
+from ..base.locations import datasets_dir
 from .datasets import DatasetMissing, EvalQuery, Evidence, QuerySet, cache_dir, load_query_set
 from .report import EvalReport
 from .runner import EvalConfig, Progress, run_eval

@@ -19,7 +19,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..common.locations import REPO_ROOT, datasets_dir
+from ..base.locations import REPO_ROOT, datasets_dir
 from .datasets import EvalQuery, QuerySet
 
 PROBE_DIR = REPO_ROOT / "examples" / "probes"

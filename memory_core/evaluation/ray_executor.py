@@ -23,7 +23,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..common.ray_session import (  # noqa: F401 (re-exported: the CLI and tests import them here)
+from ..base.config import SearchSettings
+from ..base.ray_session import (  # noqa: F401 (re-exported: the CLI and tests import them here)
     INSTALL_HINT,
     LOCAL_CPUS,
     RayUnavailable,
@@ -31,7 +32,6 @@ from ..common.ray_session import (  # noqa: F401 (re-exported: the CLI and tests
     ray_available,
     ray_session,
 )
-from ..config import SearchSettings
 from .datasets import EvalQuery, QuerySet, load_query_set
 from .report import EvalReport
 from .runner import (

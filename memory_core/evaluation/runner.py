@@ -19,11 +19,11 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..candidates import Candidates
-from ..common.fileio import atomic_write
-from ..config import PROFILES, SearchSettings, profile_settings
-from ..fusion import fuse
+from ..base.config import PROFILES, SearchSettings, profile_settings
+from ..base.fileio import atomic_write
 from ..index import MemoryIndex
+from ..read.candidates import Candidates
+from ..read.fusion import fuse
 from .datasets import EvalQuery, Evidence, QuerySet, cache_dir, load_query_set
 from .metrics import (
     DEPTH,

@@ -26,9 +26,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..common.fileio import atomic_write
-from ..common.locations import REPO_ROOT, cache_root
-from ..version import __version__
+from ..base.fileio import atomic_write
+from ..base.locations import REPO_ROOT, cache_root
+from ..base.version import __version__
 from .datasets import QuerySet
 from .report import EvalReport, RunResult
 from .run_compare import DEFAULT_THRESHOLD, Comparison, compare_per_query

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..common.fileio import atomic_write
+from ..base.fileio import atomic_write
 from .datasets import Evidence
 
 #: qid → ranked ``(docid, score)``, best first.

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..common.dates import now_ms
-from ..common.fileio import atomic_write
-from ..common.indexfiles import IndexFiles
+from ..base.dates import now_ms
+from ..base.fileio import atomic_write
+from ..base.indexfiles import IndexFiles
 
 #: Seconds between beats.
 DEFAULT_INTERVAL_S = 2.0

@@ -25,10 +25,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..common.dates import now_ms
-from ..common.synclock import DEFAULT_WAIT_S
+from ..base.dates import now_ms
+from ..base.synclock import DEFAULT_WAIT_S
 from ..index import MemoryIndex, SyncBusy
-from ..sync import SyncReport, guard_index_path
+from ..write.sync import SyncReport, guard_index_path
 from .heartbeat import HeartbeatWriter
 from .paths import WatchPlan
 from .provider import SerializedProvider

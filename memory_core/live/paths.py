@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from ..config import MemoryConfig
-from ..sources import MEMORY_DIR, MEMORY_FILE
+from ..base.config import MemoryConfig
+from ..write.sources import MEMORY_DIR, MEMORY_FILE
 
 #: Directory names whose contents never matter (the reference's IGNORED_MEMORY_WATCH_DIR_NAMES).
 IGNORED_DIR_NAMES = frozenset({".git", "node_modules", ".pnpm-store", ".venv", "venv", ".tox",

@@ -27,8 +27,8 @@ from mcp.server import Server
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 
-from .. import __version__
 from ..backends import MemoryBackend
+from ..base.version import __version__
 from ..live import LiveIndex
 from ..tools import memory_instructions
 from .handlers import (
@@ -50,7 +50,7 @@ INSTRUCTIONS = memory_instructions("on")
 #: Tool calls run in worker threads, at most this many at once, so that a burst of calls cannot
 #: pile threads up; the others wait their turn, and one whose client cancels or goes away while
 #: it waits is dropped without running. A call already running is bounded by the library's query
-#: cap (:func:`memory_core.query.cap_query`) and finishes; its answer is discarded.
+#: cap (:func:`memory_core.read.query.cap_query`) and finishes; its answer is discarded.
 TOOL_WORKERS = 4
 #: A call that could not start within this many seconds is answered "busy" instead.
 TOOL_QUEUE_TIMEOUT_S = 60.0

@@ -3,7 +3,7 @@
 * :mod:`.home`: :func:`open_home` resolves an agent of a home (``openclaw.json``, workspace,
   ``agents/<id>/sessions``) and opens its index with the home's settings, each with provenance;
 * :mod:`.config`: ``openclaw.json`` (JSON5) and the mapping of ``agents.defaults.memorySearch``
-  (2026.5) / ``memory.search`` (2026.8+) to :class:`memory_core.config.MemoryConfig`;
+  (2026.5) / ``memory.search`` (2026.8+) to :class:`memory_core.base.config.MemoryConfig`;
 * :mod:`.queries`: the agent's ``memory_search`` calls paired with their results;
 * :mod:`.realq`: those queries run again (then vs now) and label-free metrics over them;
 * :mod:`.export`: tuned settings written back into ``openclaw.json`` (smallest change, backup).

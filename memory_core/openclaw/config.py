@@ -7,7 +7,7 @@ commas, unquoted keys). Memory search is configured under ``agents.defaults.memo
 ``extraPaths`` are concatenated (``resolveMemorySearchConfig``, ``src/agents/memory-search.ts``).
 
 :func:`memory_search_settings` returns the overrides in this project's configuration shape
-(:class:`memory_core.config.MemoryConfig`) with, for every value, the ``openclaw.json`` key it
+(:class:`memory_core.base.config.MemoryConfig`) with, for every value, the ``openclaw.json`` key it
 came from, so the workbench can show each setting's provenance.
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 
 import json5
 
-from ..config import CANDIDATE_MULTIPLIER_LIMIT, MAX_RESULTS_LIMIT
+from ..base.config import CANDIDATE_MULTIPLIER_LIMIT, MAX_RESULTS_LIMIT
 
 CONFIG_NAME = "openclaw.json"
 
@@ -222,8 +222,8 @@ def memory_search_blocks(raw: dict[str, Any], agent: str) -> Blocks:
 class MappedSettings:
     """``openclaw.json``'s memory-search settings in our config shape.
 
-    ``overrides`` is a partial :class:`~memory_core.config.MemoryConfig` dict (the ``base`` of
-    :func:`memory_core.config.load_config`); ``provenance`` maps each of our dotted keys
+    ``overrides`` is a partial :class:`~memory_core.base.config.MemoryConfig` dict (the ``base`` of
+    :func:`memory_core.base.config.load_config`); ``provenance`` maps each of our dotted keys
     (``search.max_results``) to the ``openclaw.json`` key it came from; ``notes`` says what
     could not be carried over and why; ``enabled`` is ``memorySearch.enabled``.
     """

@@ -26,8 +26,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..common.fileio import ContentChanged, rewrite_shared
-from ..config import SearchSettings
+from ..base.config import SearchSettings
+from ..base.fileio import ContentChanged, rewrite_shared
 from .config import OpenClawConfigError, dig, parse_openclaw_text, read_config_text
 
 #: Our search setting → its path under a memory-search block.

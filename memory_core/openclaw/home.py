@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import CONFIG_FILE, ChunkingConfig, MemoryConfig, load_config
+from ..base.config import CONFIG_FILE, ChunkingConfig, MemoryConfig, load_config
 from ..index import MemoryIndex
 from .config import (
     CONFIG_NAME,

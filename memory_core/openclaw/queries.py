@@ -25,8 +25,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..config import MemoryConfig, SourcesConfig
-from ..sources import SourceFile, list_agent_sessions, list_files
+from ..base.config import MemoryConfig, SourcesConfig
+from ..write.sources import SourceFile, list_agent_sessions, list_files
 
 TOOL_NAME = "memory_search"
 _CITATION_RE = re.compile(r"\n\nSource: [^\n]*#L\d+(?:-L\d+)?\s*$")

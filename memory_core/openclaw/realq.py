@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from .queries import RealQuery
 
 if TYPE_CHECKING:
-    from ..config import SearchSettings
+    from ..base.config import SearchSettings
     from ..index import MemoryIndex
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock, Timeout
 
-from ..common.fileio import ContentChanged, atomic_write, rebased
+from ..base.fileio import ContentChanged, atomic_write, rebased
 from .diary import note_undo, promoted_snippets
 from .memory_file import memory_path, read_memory_bytes, undo_edit, write_memory, write_target
 from .model import (

@@ -9,7 +9,7 @@ import re
 import unicodedata
 from pathlib import PurePosixPath
 
-from ..query import STOP_WORDS
+from ..read.query import STOP_WORDS
 from .model import MAX_CONCEPT_TAGS
 
 #: Protected glossary terms, taken first (§6.4), with equivalents in a few languages.
@@ -26,7 +26,7 @@ TAG_STOP_WORDS = STOP_WORDS | frozenset(
 ) | frozenset("los las una por para con que del les des une pour avec der die das und mit".split())
 
 # The three scripts are kept apart here (a tag is a run of ONE script), so the union
-# ``memory_core.text.CJK_SCRIPT_CLASS`` cannot be used as is; together they are exactly it.
+# ``memory_core.base.text.CJK_SCRIPT_CLASS`` cannot be used as is; together they are exactly it.
 #: Hiragana and katakana.
 KANA_CLASS = "\u3040-\u30ff"
 #: Han: Extension A, Unified Ideographs, compatibility ideographs.

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..common.sets import jaccard
-from ..query import STOP_WORDS, TOKEN_RE
-from ..text import cjk_bigrams
+from ..base.sets import jaccard
+from ..base.text import cjk_bigrams
+from ..read.query import STOP_WORDS, TOKEN_RE
 from .memory_file import HEADING_RE, LIST_RE, MARKER_RE, PROMOTED_META_RE, read_memory_text
 from .model import DUP_COSINE, DUP_COVERAGE, DUP_JACCARD
 

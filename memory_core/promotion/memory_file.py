@@ -20,8 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ..common.fileio import ContentChanged, rewrite_shared
-from ..text import truncate_utf16, utf16_len
+from ..base.fileio import ContentChanged, rewrite_shared
+from ..base.text import truncate_utf16, utf16_len
 from .model import MEMORY_FILE, PROMOTED_TEXT_MAX_CHARS, SECTION_TITLE, PromotionError, collapse
 
 # --------------------------------------------------------------------------- Markdown shapes

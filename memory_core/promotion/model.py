@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from ..common.dates import DATED_NAME_RE, day_of
-from ..common.dates import now_ms as clock_ms
+from ..base.dates import DATED_NAME_RE, day_of
+from ..base.dates import now_ms as clock_ms
 
 # --------------------------------------------------------------------------- constants
 
@@ -83,7 +83,7 @@ def full_disk_note(path: Path) -> str:
 def now_ms(now: Now = None) -> int:
     """Epoch milliseconds of ``now`` (an aware datetime, epoch ms, or epoch s below 1e11).
 
-    Wider than :func:`memory_core.common.dates.now_ms` on purpose: promotion's callers (CLI
+    Wider than :func:`memory_core.base.dates.now_ms` on purpose: promotion's callers (CLI
     ``--now``, tests, demos) pass datetimes.
     """
     if now is None:

@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..common.dates import DAY_MS, day_of, day_start_ms
-from ..common.fileio import atomic_write
-from ..common.sets import jaccard
+from ..base.dates import DAY_MS, day_of, day_start_ms
+from ..base.fileio import atomic_write
+from ..base.sets import jaccard
 from .memory_file import edit_markdown
 from .model import Now, RecallEntry, clamp01, is_short_term_path, now_ms
 from .policy import policy_for

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..chunking import CONTINUED
-from ..common.dates import day_of
-from ..text import utf16_len
+from ..base.dates import day_of
+from ..base.text import utf16_len
+from ..write.chunking import CONTINUED
 from .memory_file import (
     PromotedSection,
     Written,

@@ -37,7 +37,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from ..text import CJK_RUN_RE, cjk_bigrams
+from ..base.text import CJK_RUN_RE, cjk_bigrams
 from .model import PROMOTED_TEXT_MAX_CHARS, RecallEntry
 
 if TYPE_CHECKING:

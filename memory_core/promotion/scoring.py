@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..common.dates import DAY_MS, day_start_ms
+from ..base.dates import DAY_MS, day_start_ms
 from .duplicates import DuplicateInfo, check_duplicates
 from .memory_file import promotion_markers, read_memory_text, relocate, source_lines
 from .model import (

@@ -4,7 +4,7 @@
 Light and REM run it when :class:`.phases.DreamingConfig` says so (``ingest_sessions``; the
 reference ingests the transcripts of the agents its OpenClaw config binds to the workspace, and
 none without such a config). Each transcript the index lists (source ``sessions``) is rendered
-exactly as the index renders it (:func:`memory_core.sources.load`, ``buildSessionEntry``); its
+exactly as the index renders it (:func:`memory_core.write.sources.load`, ``buildSessionEntry``); its
 lines not yet taken, at least 12 characters long and of a day within the lookback, are appended
 to ``memory/.dreams/session-corpus/<day>.txt`` as ``[<agent>/<sessions path>#L<jsonl line>]
 <snippet>`` and recorded as ``daily`` signals of score 0.58 for ``__dreaming_sessions__:<day>``
@@ -26,9 +26,9 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..common.dates import DAY_MS, day_start_ms
-from ..common.fileio import atomic_write, stat_signature
-from ..sources import SourceError, SourceFile, list_files, load
+from ..base.dates import DAY_MS, day_start_ms
+from ..base.fileio import atomic_write, stat_signature
+from ..write.sources import SourceError, SourceFile, list_files, load
 from .model import Now, Signal, collapse, day_in, is_contaminated, now_ms
 from .policy import policy_for, retain
 from .signals import record_into

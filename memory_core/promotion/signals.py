@@ -17,9 +17,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..common.dates import DAY_MS, dated_name_date, day_start_ms
-from ..common.fileio import stat_signature
-from ..text import repair_surrogates
+from ..base.dates import DAY_MS, dated_name_date, day_start_ms
+from ..base.fileio import stat_signature
+from ..base.text import repair_surrogates
 from .concepts import derive_concept_tags
 from .memory_file import HEADING_RE, LIST_RE, fenced_ranges
 from .model import (
@@ -47,8 +47,8 @@ from .policy import policy_for, retain
 from .state import StateError, StateStore, state_of
 
 if TYPE_CHECKING:
-    from ..fusion import Hit
     from ..index import MemoryIndex
+    from ..read.fusion import Hit
 
 _GENERIC_HEADING = re.compile(
     r"^(?:\d{4}-\d{2}-\d{2}.*|\d{1,2}:\d{2}.*|(?:morning|afternoon|evening|night|today|"

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..common.dates import DAY_MS, day_of, day_start_ms
-from ..common.fileio import iter_jsonl
-from ..common.indexfiles import IndexFiles
-from ..common.sql import sqlite
-from ..config import MemoryConfig
+from ..base.config import MemoryConfig
+from ..base.dates import DAY_MS, day_of, day_start_ms
+from ..base.fileio import iter_jsonl
+from ..base.indexfiles import IndexFiles
+from ..base.sql import sqlite
 from ..index import MemoryIndex
-from ..indexfile import read_uri
+from ..storage.indexfile import read_uri
 from .model import MEMORY_FILE, Now, now_ms
 from .plan import ApplyPlan, preview_apply
 from .scoring import PromotionCandidate, list_candidates
@@ -30,7 +30,7 @@ from .signals import ingest_daily, record_search, record_tool_results_into
 from .state import state_of
 
 if TYPE_CHECKING:
-    from ..fusion import Hit
+    from ..read.fusion import Hit
 
 
 @dataclass

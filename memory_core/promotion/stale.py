@@ -2,7 +2,7 @@
 
 ``MEMORY.md`` is loaded into every session, so a value in it that a later diary changed
 ("Redis maxmemory is 2gb" … "Redis maxmemory set to 4gb") is repeated as today's truth. The
-index knows which lines a later one superseded (:mod:`memory_core.supersession`); this module
+index knows which lines a later one superseded (:mod:`memory_core.base.supersession`); this module
 lists those of ``MEMORY.md`` with the newer line beside each, and offers the update as a
 reviewable diff, written like a promotion (:func:`~.apply.write_reviewed`: backup, history,
 and ``promote --undo`` reverts it).

@@ -24,9 +24,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..common.dates import now_ms
-from ..common.sql import sqlite
-from ..indexfile import read_uri
+from ..base.dates import now_ms
+from ..base.sql import sqlite
+from ..storage.indexfile import read_uri
 from .model import PromotionError, check_timezone, full_disk_note
 from .state_migrations import migrate
 

@@ -1,6 +1,6 @@
 """Numbered migrations of the promotion state store (``<workspace>/.memory/state.sqlite``).
 
-Same rules as :mod:`memory_core.migrations` for the index: applied in order and recorded in
+Same rules as :mod:`memory_core.storage.migrations` for the index: applied in order and recorded in
 ``PRAGMA user_version`` (all pending ones in one transaction); append a migration, never edit
 one that has shipped. The tables keep the shape the index's migration 4 gave them, so rows move over
 unchanged.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..common.sql import Connection, apply_migrations, run_statements
+from ..base.sql import Connection, apply_migrations, run_statements
 
 Migration = Callable[[Connection], None]
 
@@ -148,5 +148,5 @@ MIGRATIONS: list[Migration] = [m001_state, m002_phase_signals, m003_history_sect
 def migrate(db: Connection) -> int:
     """Apply every migration past the database's ``user_version``; return the new version
     (``BEGIN IMMEDIATE``, so that two processes opening a new state store at once take turns:
-    :func:`memory_core.common.sql.apply_migrations`)."""
+    :func:`memory_core.base.sql.apply_migrations`)."""
     return apply_migrations(db, MIGRATIONS)
