@@ -19,7 +19,7 @@ import os
 import sys
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import mcp_types as types
@@ -41,7 +41,7 @@ from .handlers import (
     MemoryTools,
 )
 from .schemas import GET_OUTPUT_SCHEMA, SEARCH_OUTPUT_SCHEMA, STATUS_OUTPUT_SCHEMA
-from .stdio import serve_answering_malformed
+from .stdio import claimed_stdin, in_daemon_thread, serve_answering_malformed
 
 DEFAULT_TOKEN_ENV = "MEMORY_CORE_MCP_TOKEN"
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -50,7 +50,8 @@ INSTRUCTIONS = memory_instructions("on")
 #: Tool calls run in worker threads, at most this many at once, so that a burst of calls cannot
 #: pile threads up; the others wait their turn, and one whose client cancels or goes away while
 #: it waits is dropped without running. A call already running is bounded by the library's query
-#: cap (:func:`memory_core.query.cap_query`) and finishes; its answer is discarded.
+#: cap (:func:`memory_core.query.cap_query`) and finishes, holding its place; its answer is
+#: discarded. The threads are daemons: Ctrl-C does not wait for them.
 TOOL_WORKERS = 4
 #: A call that could not start within this many seconds is answered "busy" instead.
 TOOL_QUEUE_TIMEOUT_S = 60.0
@@ -99,18 +100,17 @@ def build_server(live: LiveIndex, *, backend: MemoryBackend,
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         # The engine is synchronous (SQLite, the model): run it off the event loop, in the
         # bounded pool; waiting for a worker is where a cancelled call is dropped.
+        place = object()  # the call's place in the pool, freed when its thread ends
         try:
             with anyio.fail_after(TOOL_QUEUE_TIMEOUT_S):
-                await workers.acquire()
+                await workers.acquire_on_behalf_of(place)
         except TimeoutError:
             payload, is_error = {"error": f"the server is busy ({TOOL_WORKERS} calls running "
                                  f"for over {TOOL_QUEUE_TIMEOUT_S:.0f} s); try again"}, True
         else:
-            try:
-                payload, is_error = await anyio.to_thread.run_sync(
-                    memory.call, params.name, params.arguments)
-            finally:
-                workers.release()
+            payload, is_error = await in_daemon_thread(
+                memory.call, params.name, params.arguments,
+                then=lambda: workers.release_on_behalf_of(place))
         if is_error:
             log.info("tool %s: error result: %.200s", params.name, payload.get("error"))
         text = json.dumps(payload, ensure_ascii=False, indent=2, default=str)
@@ -123,8 +123,10 @@ def build_server(live: LiveIndex, *, backend: MemoryBackend,
 
 
 async def _serve_stdio(server: Server[Any]) -> None:
-    async with stdio_server() as (read, write):
-        await serve_answering_malformed(server, read, write)
+    # stdin read in daemon threads, not the SDK's uncancellable one: see .stdio (Ctrl-C)
+    with claimed_stdin() as lines:
+        async with stdio_server(stdin=cast(Any, lines)) as (read, write):
+            await serve_answering_malformed(server, read, write)
 
 
 def run_stdio(live: LiveIndex, *, backend: MemoryBackend, record_recalls: bool = True) -> None:
