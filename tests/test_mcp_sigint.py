@@ -10,6 +10,8 @@ import select
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -21,56 +23,50 @@ from tests.test_mcp_hostile import StdioServer
 EXIT_WITHIN_S = 5.0
 
 
-def interrupt(srv: StdioServer) -> tuple[float, int, str]:
-    """SIGINT to the server; (seconds until it exited, exit code, stderr)."""
+@contextmanager
+def serving(ws: Path) -> Iterator[StdioServer]:
+    """A server on ``ws``, initialized; killed on the way out if it is still there."""
+    srv = StdioServer(ws)
+    try:
+        yield srv
+    finally:
+        if srv.proc.poll() is None:
+            srv.proc.kill()
+            srv.proc.wait()
+
+
+def interrupt(srv: StdioServer, ws: Path) -> None:
+    """SIGINT to the server: it exits within the bound, 0 or 130, no traceback, and the index
+    it leaves opens and answers."""
     assert srv.proc.stderr is not None
     t0 = time.monotonic()
     srv.proc.send_signal(signal.SIGINT)
     try:
         code = srv.proc.wait(timeout=EXIT_WITHIN_S)
     except subprocess.TimeoutExpired:
-        srv.proc.kill()
-        srv.proc.wait()
         pytest.fail(f"the server ignored SIGINT for {EXIT_WITHIN_S:.0f} s")
-    return time.monotonic() - t0, code, srv.proc.stderr.read().decode()
-
-
-def assert_index_intact(ws: Path) -> None:
+    took, err = time.monotonic() - t0, srv.proc.stderr.read().decode()
+    assert code in (0, 130), (code, err)
+    assert "Traceback" not in err, err
+    assert took < EXIT_WITHIN_S
     with MemoryIndex.open(ws, provider="none") as idx:
         assert idx.search("incident", max_results=1).hits  # opens, reads, finds
 
 
 def test_sigint_when_idle(demo_ws: Path) -> None:
-    srv = StdioServer(demo_ws)
-    try:
+    with serving(demo_ws) as srv:
         assert srv.ask({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})["result"]["tools"]
-        took, code, err = interrupt(srv)
-    finally:
-        if srv.proc.poll() is None:
-            srv.proc.kill()
-    assert code in (0, 130), (code, err)
-    assert "Traceback" not in err, err
-    assert took < EXIT_WITHIN_S
-    assert_index_intact(demo_ws)
+        interrupt(srv, demo_ws)
 
 
 def test_sigint_while_a_tool_call_is_stuck(demo_ws: Path) -> None:
     # a memory file that is a FIFO with no writer: reading it blocks its worker thread for good,
     # as a long-running call would (a thread cannot be stopped; the process must not wait)
     os.mkfifo(demo_ws / "memory" / "stuck.md")
-    srv = StdioServer(demo_ws)
-    try:
+    with serving(demo_ws) as srv:
         srv.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
             "name": "memory_get", "arguments": {"path": "memory/stuck.md"}}}))
         assert srv.proc.stdout is not None
         ready, _, _ = select.select([srv.proc.stdout], [], [], 1.0)
         assert not ready, "the call was expected to be still running"
-        took, code, err = interrupt(srv)
-    finally:
-        if srv.proc.poll() is None:
-            srv.proc.kill()
-    assert code in (0, 130), (code, err)
-    assert "Traceback" not in err, err
-    assert took < EXIT_WITHIN_S
-    (demo_ws / "memory" / "stuck.md").unlink()
-    assert_index_intact(demo_ws)
+        interrupt(srv, demo_ws)
