@@ -1,6 +1,7 @@
-"""Ctrl-C ends ``memory-core mcp`` over stdio at once (issue 33): idle, and with a tool call
-stuck in a worker thread. Real server processes on copies of the demo workspace (provider
-``none``), spoken to line by line as in :mod:`tests.test_mcp_hostile`."""
+"""Ctrl-C ends ``memory-core mcp`` at once (issue 33): over stdio idle, and over stdio and HTTP
+with a tool call stuck in a worker thread. Real server processes on copies of the demo
+workspace (provider ``none``), as :mod:`tests.test_mcp` and :mod:`tests.test_mcp_hostile` run
+them."""
 
 from __future__ import annotations
 
@@ -9,14 +10,18 @@ import os
 import select
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
+import anyio
 import pytest
+from mcp import Client
 
 from memory_core import MemoryIndex
+from tests.test_mcp import HttpServer
 from tests.test_mcp_hostile import StdioServer
 
 #: Generous for a loaded machine: today's server waited for the next stdin line, forever.
@@ -35,7 +40,7 @@ def serving(ws: Path) -> Iterator[StdioServer]:
             srv.proc.wait()
 
 
-def interrupt(srv: StdioServer, ws: Path) -> None:
+def interrupt(srv: StdioServer | HttpServer, ws: Path) -> None:
     """SIGINT to the server: it exits within the bound, 0 or 130, no traceback, and the index
     it leaves opens and answers."""
     assert srv.proc.stderr is not None
@@ -45,7 +50,8 @@ def interrupt(srv: StdioServer, ws: Path) -> None:
         code = srv.proc.wait(timeout=EXIT_WITHIN_S)
     except subprocess.TimeoutExpired:
         pytest.fail(f"the server ignored SIGINT for {EXIT_WITHIN_S:.0f} s")
-    took, err = time.monotonic() - t0, srv.proc.stderr.read().decode()
+    took, out = time.monotonic() - t0, srv.proc.stderr.read()
+    err = out.decode() if isinstance(out, bytes) else out
     assert code in (0, 130), (code, err)
     assert "Traceback" not in err, err
     assert took < EXIT_WITHIN_S
@@ -70,3 +76,28 @@ def test_sigint_while_a_tool_call_is_stuck(demo_ws: Path) -> None:
         ready, _, _ = select.select([srv.proc.stdout], [], [], 1.0)
         assert not ready, "the call was expected to be still running"
         interrupt(srv, demo_ws)
+
+
+def test_sigint_over_http_while_a_tool_call_is_stuck(demo_ws: Path) -> None:
+    os.mkfifo(demo_ws / "memory" / "stuck.md")
+    srv = HttpServer(demo_ws)
+    called = threading.Event()
+
+    async def stuck_call() -> None:
+        async with Client(srv.url) as c:
+            called.set()
+            await c.call_tool("memory_get", {"path": "memory/stuck.md"})
+
+    def client() -> None:
+        with suppress(BaseException):  # the server going away mid-call is the point
+            anyio.run(stuck_call)
+
+    threading.Thread(target=client, daemon=True).start()
+    try:
+        assert called.wait(30)
+        time.sleep(1.0)  # the call reaches its worker thread
+        interrupt(srv, demo_ws)
+    finally:
+        if srv.proc.poll() is None:
+            srv.proc.kill()
+            srv.proc.wait()

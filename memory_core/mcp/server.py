@@ -12,6 +12,7 @@ would show it. When the variable is set, the token is required on localhost too.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
@@ -59,6 +60,8 @@ TOOL_QUEUE_TIMEOUT_S = 60.0
 #: is far smaller (a query is searched up to 4,096 characters), and reading it would cost that
 #: much memory.
 MAX_BODY_BYTES = 1024 * 1024
+#: On Ctrl-C, HTTP requests still running after this many seconds are cut, not waited for.
+HTTP_SHUTDOWN_S = 1
 log = logging.getLogger("memory_core.mcp")
 
 Scope = MutableMapping[str, Any]  # ASGI's own types, as Starlette declares them
@@ -242,6 +245,11 @@ def http_app(live: LiveIndex, opts: HttpOptions, *, backend: MemoryBackend,
     return bearer_guard(limited, token) if token else limited
 
 
+def _not_the_shutdown_cut(record: logging.LogRecord) -> bool:
+    """False for uvicorn's traceback of a request cut at shutdown (not an error of ours)."""
+    return not (record.exc_info and isinstance(record.exc_info[1], asyncio.CancelledError))
+
+
 def run_http(live: LiveIndex, opts: HttpOptions, *, backend: MemoryBackend,
              record_recalls: bool = True,
              on_ready: Callable[[str], None] | None = None) -> None:
@@ -249,8 +257,11 @@ def run_http(live: LiveIndex, opts: HttpOptions, *, backend: MemoryBackend,
     import uvicorn
 
     app = http_app(live, opts, record_recalls=record_recalls, backend=backend)
+    # Ctrl-C: a request still running after HTTP_SHUTDOWN_S is cut, not waited for (its
+    # daemon thread is abandoned, see .stdio); the cut is not logged as an application error
     config = uvicorn.Config(app, host=opts.host, port=opts.port, log_level="warning",
-                            lifespan="on")
+                            lifespan="on", timeout_graceful_shutdown=HTTP_SHUTDOWN_S)
+    logging.getLogger("uvicorn.error").addFilter(_not_the_shutdown_cut)
     server = uvicorn.Server(config)
     if on_ready is not None:
         host = f"[{opts.host}]" if ":" in opts.host else opts.host
