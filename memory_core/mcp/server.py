@@ -12,6 +12,7 @@ would show it. When the variable is set, the token is required on localhost too.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
@@ -19,7 +20,7 @@ import os
 import sys
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import mcp_types as types
@@ -41,7 +42,7 @@ from .handlers import (
     MemoryTools,
 )
 from .schemas import GET_OUTPUT_SCHEMA, SEARCH_OUTPUT_SCHEMA, STATUS_OUTPUT_SCHEMA
-from .stdio import serve_answering_malformed
+from .stdio import claimed_stdin, in_daemon_thread, serve_answering_malformed
 
 DEFAULT_TOKEN_ENV = "MEMORY_CORE_MCP_TOKEN"
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -50,7 +51,8 @@ INSTRUCTIONS = memory_instructions("on")
 #: Tool calls run in worker threads, at most this many at once, so that a burst of calls cannot
 #: pile threads up; the others wait their turn, and one whose client cancels or goes away while
 #: it waits is dropped without running. A call already running is bounded by the library's query
-#: cap (:func:`memory_core.read.query.cap_query`) and finishes; its answer is discarded.
+#: cap (:func:`memory_core.read.query.cap_query`) and finishes, holding its place; its answer is
+#: discarded. The threads are daemons: Ctrl-C does not wait for them.
 TOOL_WORKERS = 4
 #: A call that could not start within this many seconds is answered "busy" instead.
 TOOL_QUEUE_TIMEOUT_S = 60.0
@@ -58,6 +60,8 @@ TOOL_QUEUE_TIMEOUT_S = 60.0
 #: is far smaller (a query is searched up to 4,096 characters), and reading it would cost that
 #: much memory.
 MAX_BODY_BYTES = 1024 * 1024
+#: On Ctrl-C, HTTP requests still running after this many seconds are cut, not waited for.
+HTTP_SHUTDOWN_S = 1
 log = logging.getLogger("memory_core.mcp")
 
 Scope = MutableMapping[str, Any]  # ASGI's own types, as Starlette declares them
@@ -99,18 +103,17 @@ def build_server(live: LiveIndex, *, backend: MemoryBackend,
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         # The engine is synchronous (SQLite, the model): run it off the event loop, in the
         # bounded pool; waiting for a worker is where a cancelled call is dropped.
+        place = object()  # the call's place in the pool, freed when its thread ends
         try:
             with anyio.fail_after(TOOL_QUEUE_TIMEOUT_S):
-                await workers.acquire()
+                await workers.acquire_on_behalf_of(place)
         except TimeoutError:
             payload, is_error = {"error": f"the server is busy ({TOOL_WORKERS} calls running "
                                  f"for over {TOOL_QUEUE_TIMEOUT_S:.0f} s); try again"}, True
         else:
-            try:
-                payload, is_error = await anyio.to_thread.run_sync(
-                    memory.call, params.name, params.arguments)
-            finally:
-                workers.release()
+            payload, is_error = await in_daemon_thread(
+                memory.call, params.name, params.arguments,
+                then=lambda: workers.release_on_behalf_of(place))
         if is_error:
             log.info("tool %s: error result: %.200s", params.name, payload.get("error"))
         text = json.dumps(payload, ensure_ascii=False, indent=2, default=str)
@@ -123,8 +126,10 @@ def build_server(live: LiveIndex, *, backend: MemoryBackend,
 
 
 async def _serve_stdio(server: Server[Any]) -> None:
-    async with stdio_server() as (read, write):
-        await serve_answering_malformed(server, read, write)
+    # stdin read in daemon threads, not the SDK's uncancellable one: see .stdio (Ctrl-C)
+    with claimed_stdin() as lines:
+        async with stdio_server(stdin=cast(Any, lines)) as (read, write):
+            await serve_answering_malformed(server, read, write)
 
 
 def run_stdio(live: LiveIndex, *, backend: MemoryBackend, record_recalls: bool = True) -> None:
@@ -240,6 +245,11 @@ def http_app(live: LiveIndex, opts: HttpOptions, *, backend: MemoryBackend,
     return bearer_guard(limited, token) if token else limited
 
 
+def _not_the_shutdown_cut(record: logging.LogRecord) -> bool:
+    """False for uvicorn's traceback of a request cut at shutdown (not an error of ours)."""
+    return not (record.exc_info and isinstance(record.exc_info[1], asyncio.CancelledError))
+
+
 def run_http(live: LiveIndex, opts: HttpOptions, *, backend: MemoryBackend,
              record_recalls: bool = True,
              on_ready: Callable[[str], None] | None = None) -> None:
@@ -247,8 +257,11 @@ def run_http(live: LiveIndex, opts: HttpOptions, *, backend: MemoryBackend,
     import uvicorn
 
     app = http_app(live, opts, record_recalls=record_recalls, backend=backend)
+    # Ctrl-C: a request still running after HTTP_SHUTDOWN_S is cut, not waited for (its
+    # daemon thread is abandoned, see .stdio); the cut is not logged as an application error
     config = uvicorn.Config(app, host=opts.host, port=opts.port, log_level="warning",
-                            lifespan="on")
+                            lifespan="on", timeout_graceful_shutdown=HTTP_SHUTDOWN_S)
+    logging.getLogger("uvicorn.error").addFilter(_not_the_shutdown_cut)
     server = uvicorn.Server(config)
     if on_ready is not None:
         host = f"[{opts.host}]" if ":" in opts.host else opts.host

@@ -12,18 +12,106 @@ A request whose ``id`` is neither a string nor an integer (``{"id": 1e400, "meth
 "tools/call"}``) is read by the SDK as a notification (the id dropped) and never answered: a
 "notification" of a request's method (anything but ``notifications/…``) is answered ``-32600``
 with a ``null`` id instead.
+
+Ctrl-C must end the server at once, idle or busy. The SDK reads stdin with ``readline`` in an
+AnyIO worker thread that cannot be cancelled: on SIGINT the event loop waited for the client's
+next line, and the interpreter's exit then joined that (non-daemon) thread, so the process
+lived on until stdin closed. :func:`claimed_stdin` hands the transport lines read in daemon
+threads (:func:`in_daemon_thread`), which a cancelled caller abandons and the exit does not
+join; tool calls run the same way.
 """
 
 from __future__ import annotations
 
+import io
 import json
-from typing import Any
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TextIO, TypeVar
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import mcp_types as types
 from mcp.server import Server
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
+
+T = TypeVar("T")
+
+
+async def in_daemon_thread(fn: Callable[..., T], *args: Any,
+                           then: Callable[[], None] | None = None) -> T:
+    """``fn(*args)`` in a daemon thread of its own; ``then()`` runs on the event loop when it
+    returns, even after the caller stopped waiting. A cancelled caller (Ctrl-C) stops waiting
+    at once: a thread cannot be stopped, and a daemon one does not hold the process's exit."""
+    token = anyio.lowlevel.current_token()
+    done = anyio.Event()
+    outcome: list[tuple[bool, Any]] = []
+
+    def finish() -> None:
+        if then is not None:
+            then()
+        done.set()
+
+    def work() -> None:
+        try:
+            outcome.append((True, fn(*args)))
+        except Exception as e:  # handed to the caller, raised there
+            outcome.append((False, e))
+        try:
+            anyio.from_thread.run_sync(finish, token=token)
+        except Exception:  # the event loop has ended: nobody waits for this answer
+            pass
+
+    threading.Thread(target=work, name="memory-core mcp worker", daemon=True).start()
+    await done.wait()
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
+
+
+class DaemonLines:
+    """The lines of ``fp`` for the SDK's stdio transport (which only iterates them), each read
+    by :func:`in_daemon_thread`, so that cancelling the transport does not wait for a line."""
+
+    def __init__(self, fp: TextIO) -> None:
+        self._fp = fp
+
+    def __aiter__(self) -> DaemonLines:
+        return self
+
+    async def __anext__(self) -> str:
+        line = await in_daemon_thread(self._fp.readline)
+        if not line:
+            raise StopAsyncIteration
+        return line
+
+
+@contextmanager
+def claimed_stdin() -> Iterator[DaemonLines]:
+    """The client's lines, read from a private duplicate of fd 0 while fd 0 reads the null
+    device (as the SDK does with the stdin it opens itself: a child process or stray read
+    cannot take the client's bytes); fd 0 is restored on exit."""
+    try:
+        import fcntl  # POSIX
+
+        private = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    except (ImportError, OSError):
+        yield DaemonLines(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+        return
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    try:  # never closed: an abandoned reader thread may still be blocked on it
+        yield DaemonLines(io.TextIOWrapper(os.fdopen(private, "rb", closefd=False),
+                                           encoding="utf-8", errors="replace"))
+    finally:
+        os.dup2(private, 0)
 
 
 def _request_id(value: Any) -> str | int | None:
