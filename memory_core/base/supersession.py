@@ -24,6 +24,7 @@ diary's line only by an explicit change.
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
@@ -413,6 +414,10 @@ def supersedes(new: Fact, old: Fact) -> bool:
     return not (new.kind == "version" and not new.explicit)
 
 
+#: How many of a word's latest facts a new fact is compared with (see :func:`detect`).
+TERM_WINDOW = 48
+
+
 def detect(statements: Iterable[Statement]) -> list[Supersession]:
     """Every statement that a later one supersedes, each with the first that did.
 
@@ -420,11 +425,14 @@ def detect(statements: Iterable[Statement]) -> list[Supersession]:
     one it joins the old one's attribute, and also supersedes that attribute's newest value so
     far (a chain "Lumen" → "from Lumen to Netloom" → "Sable is now our proxy vendor": the
     second line's subject, "account-free crawl", is not the third's, but the attribute is).
-    Only facts that share a subject word, an identifier or a code are compared.
+    Only facts that share a subject word, an identifier or a code are compared, and of a word
+    only its latest :data:`TERM_WINDOW` facts (linear in the facts, not quadratic).
     """
     facts = sorted((f for st in statements for f in facts_of(st)),
                    key=lambda f: (f.stmt.day, f.stmt.path, f.stmt.line))
-    by_term: dict[str, list[int]] = {}
+    # each word's latest facts only: a word that many facts share names no one attribute, and
+    # comparing every pair of its facts made a long diary of look-alike lines quadratic
+    by_term: dict[str, deque[int]] = {}
     group: list[int] = []  # fact index → its attribute's id
     head: dict[int, int] = {}  # attribute → its newest fact
     out: dict[tuple[str, int], Supersession] = {}
@@ -451,7 +459,7 @@ def detect(statements: Iterable[Statement]) -> list[Supersession]:
             group[i] = g
         head[group[i]] = i
         for w in new.subject | new.keys | new.values | new.codes:
-            by_term.setdefault(w, []).append(i)
+            by_term.setdefault(w, deque(maxlen=TERM_WINDOW)).append(i)
     return sorted(out.values(), key=lambda s: (s.old_path, s.old_line))
 
 
