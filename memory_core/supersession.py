@@ -124,9 +124,9 @@ _ZH_SYNONYMS: dict[str, str] = {
     "站会": "standup", "副本": "replica", "证书": "certificate", "镜像": "image",
 }
 #: English spellings of one word: "on call", "on-call" → ``oncall``; stems that differ from
-#: the table's word ("logs", "proxies").
+#: the table's word ("logs", "proxies"); a name's short form ("Postgres" → PostgreSQL).
 _EN_JOINED = re.compile(r"\b(?:on[- ]call|time[- ]out|stand[- ]up|back[- ]up)\b", re.I)
-_EN_ALIAS = {"logs": "log", "proxi": "proxy"}
+_EN_ALIAS = {"logs": "log", "proxi": "proxy", "postgr": "postgresql", "k8s": "kubernetes"}
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*[A-Za-z0-9]|[A-Za-z]")

@@ -205,3 +205,18 @@ def test_a_plain_shi_with_a_chinese_value_is_replaced_only_by_a_change() -> None
         ("2026-03-02", "- 我们用的是 WireGuard。"),
         ("2026-03-03", "- 我们用的是 Tailscale。"),
     ]) == set()
+
+
+def test_a_short_name_asks_about_its_long_one() -> None:
+    """"Postgres" is PostgreSQL: a question about the Postgres version asks about the attribute
+    that "PostgreSQL 15.4" … "PostgreSQL 16.4" states."""
+    from memory_core.supersession import asks_about
+
+    rows = detect([Statement("memory/2026-10-20.md", 11, "2026-10-20",
+                             "- Database: PostgreSQL 15.4 on `db-01`, port 5432."),
+                   Statement("memory/2026-11-14.md", 7, "2026-11-14",
+                             "- Upgraded PostgreSQL 15.4 → 16.4 on `db-01` tonight.")])
+    assert len(rows) == 1
+    subjects = [frozenset(rows[0].subject.split())]
+    assert asks_about("Which Postgres version is the database running currently?", subjects)
+    assert not asks_about("Which Redis version is the cache running currently?", subjects)
