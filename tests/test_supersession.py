@@ -111,6 +111,8 @@ def test_demo_home_changing_facts_found_and_nothing_else() -> None:
         ("memory/2026-10-20.md", 11): "memory/2026-11-14.md#L7",
         ("memory/2026-11-10.md", 4): "memory/2026-11-14.md#L7",
         ("memory/2026-10-20.md", 13): "memory/2026-11-17.md#L4",
+        # "On-call this rotation: Priya" and "从今天起值班人换成 Marco": one attribute
+        ("memory/2026-10-20.md", 16): "memory/2026-11-06.md#L4",
         ("memory/2026-11-06.md", 4): "memory/2026-11-24.md#L4",
     }
     assert {k: found.get(k) for k in facts} == facts
@@ -146,3 +148,75 @@ def test_sync_stores_the_relation_and_status_counts_it(tmp_path: Path) -> None:
         (tmp_path / "memory" / "2026-05-11.md").write_text("# x\n\n- Redis maxmemory is 2gb.\n")
         idx.sync()
         assert idx.status().superseded == 0
+
+
+def test_an_english_question_finds_a_chinese_attribute() -> None:
+    """"on call" and "值班" name one attribute (a bilingual synonym table), in the detector and
+    in :func:`asks_about`; an English line and a Chinese change of it are linked."""
+    from memory_core.supersession import asks_about
+
+    sts = [Statement("memory/2026-10-20.md", 15, "2026-10-20",
+                     "- On-call this rotation: Priya (through Nov 5)."),
+           Statement("memory/2026-11-06.md", 4, "2026-11-06",
+                     "- 从今天起值班人换成 Marco（到 11 月 23 日），Priya 的值班周期结束。"),
+           Statement("memory/2026-11-24.md", 4, "2026-11-24",
+                     "- Marco 的值班周期昨天结束。从今天起值班人是 Wen，到 12 月 7 日。")]
+    rows = detect(sts)
+    assert [(r.old_path, r.new_path) for r in rows] == [
+        ("memory/2026-10-20.md", "memory/2026-11-06.md"),
+        ("memory/2026-11-06.md", "memory/2026-11-24.md")]
+    subjects = [frozenset(rows[1].subject.split())]  # the current line's attribute
+    assert asks_about("Who is on call right now?", subjects)
+    assert asks_about("Who is on-call at the moment?", subjects)
+    assert asks_about("现在谁值班？", subjects)
+    assert not asks_about("Who took the customer call on Monday?", subjects)
+
+
+def test_the_attribute_inside_the_value() -> None:
+    """"We're on Woodpecker CI now": the value is the name, the attribute the word after it."""
+    got = _pairs([
+        ("2026-01-08", "- CI runs on GitHub Actions; the monorepo workflow takes 14 minutes."),
+        ("2026-03-11", "- Moved CI from GitHub Actions to Buildkite: the build takes 6 minutes."),
+        ("2026-05-19", "- We're on Woodpecker CI now. Buildkite's per-seat pricing tripled."),
+    ])
+    assert got == {("2026-01-08", "2026-03-11"), ("2026-03-11", "2026-05-19")}
+
+
+def test_the_attribute_inside_the_value_without_now_replaces_nothing() -> None:
+    got = _pairs([
+        ("2026-03-11", "- Moved CI from GitHub Actions to Buildkite."),
+        ("2026-05-19", "- We're on Woodpecker CI for the docs site."),
+        ("2026-05-20", "- We use Grafana dashboards for the shop."),
+    ])
+    assert got == set()
+
+
+def test_a_plain_shi_with_a_chinese_value_is_replaced_only_by_a_change() -> None:
+    """"短信验证码用的是阿里云短信服务": a plain 是 and a Chinese value is a fact that a later
+    explicit change supersedes, but it never replaces anything itself (是 is everywhere)."""
+    got = _pairs([
+        ("2026-02-24", "- 短信验证码用的是阿里云短信服务。"),
+        ("2026-05-06", "- 短信服务从阿里云切换到腾讯云，价格低一些，到达率差不多。"),
+    ])
+    assert got == {("2026-02-24", "2026-05-06")}
+    assert _pairs([
+        ("2026-02-24", "- 短信验证码用的是阿里云短信服务。"),
+        ("2026-03-01", "- 短信验证码用的是腾讯云短信服务。"),
+        ("2026-03-02", "- 我们用的是 WireGuard。"),
+        ("2026-03-03", "- 我们用的是 Tailscale。"),
+    ]) == set()
+
+
+def test_a_short_name_asks_about_its_long_one() -> None:
+    """"Postgres" is PostgreSQL: a question about the Postgres version asks about the attribute
+    that "PostgreSQL 15.4" … "PostgreSQL 16.4" states."""
+    from memory_core.supersession import asks_about
+
+    rows = detect([Statement("memory/2026-10-20.md", 11, "2026-10-20",
+                             "- Database: PostgreSQL 15.4 on `db-01`, port 5432."),
+                   Statement("memory/2026-11-14.md", 7, "2026-11-14",
+                             "- Upgraded PostgreSQL 15.4 → 16.4 on `db-01` tonight.")])
+    assert len(rows) == 1
+    subjects = [frozenset(rows[0].subject.split())]
+    assert asks_about("Which Postgres version is the database running currently?", subjects)
+    assert not asks_about("Which Redis version is the cache running currently?", subjects)

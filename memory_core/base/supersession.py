@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from .dates import day_of, path_date
 
 #: Bumped when what :func:`detect` finds changes: a sync then recomputes the stored relation.
-DETECTOR_VERSION = 4
+DETECTOR_VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -115,6 +115,19 @@ _EVENT_VALUE = re.compile(
 _DONE = re.compile(r"^\s*(?:ran|did|met|saw|got|made|wrote|found|took|sent|had|spent|"
                    r"[a-z]+ed)\b", re.I)
 
+#: One attribute in two languages: a Chinese term → the English word (its stem) that names the
+#: same attribute, so that "Who is on call now?" finds "从今天起值班人是 Wen" and an English line
+#: and a Chinese change of it are one fact. Attributes an agent's memory tracks, not a lexicon.
+_ZH_SYNONYMS: dict[str, str] = {
+    "值班": "oncall", "代理": "proxy", "超时": "timeout", "备份": "backup", "域名": "domain",
+    "并发": "concurrency", "数据库": "database", "版本": "version", "短信": "sms",
+    "端口": "port", "供应商": "vendor", "保留": "retention", "负责人": "lead", "日志": "log",
+    "站会": "standup", "副本": "replica", "证书": "certificate", "镜像": "image",
+}
+#: English spellings of one word: "on call", "on-call" → ``oncall``; stems that differ from
+#: the table's word ("logs", "proxies"); a name's short form ("Postgres" → PostgreSQL).
+_EN_JOINED = re.compile(r"\b(?:on[- ]call|time[- ]out|stand[- ]up|back[- ]up)\b", re.I)
+_EN_ALIAS = {"logs": "log", "proxi": "proxy", "postgr": "postgresql", "k8s": "kubernetes"}
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*[A-Za-z0-9]|[A-Za-z]")
@@ -137,13 +150,31 @@ def subject_words(text: str) -> frozenset[str]:
     """A subject's words: English content words (stemmed, identifiers split at ``_``) and the
     character bigrams of its Chinese runs."""
     out: set[str] = set()
-    for m in _WORD.finditer(text.replace("`", " ")):
+    text = _EN_JOINED.sub(lambda m: re.sub(r"[- ]", "", m.group(0)), text.replace("`", " "))
+    for m in _WORD.finditer(text):
         for part in m.group(0).lower().split("_"):
             if part and part not in _STOP and not _NUM.fullmatch(part):
-                out.add(_stem(part))
+                stem = _stem(part)
+                out.add(_EN_ALIAS.get(stem, stem))
     for run in _CJK_RUN.findall(text):
-        out.update(run[i : i + 2] for i in range(max(1, len(run) - 1)))
+        out.update(_cjk_words(run))
     return frozenset(w for w in out if w)
+
+
+def _cjk_words(run: str) -> set[str]:
+    """A Chinese run's words: each synonym-table term as its English word ("值班人" →
+    ``oncall``), the rest as character bigrams (a single character left beside a term is
+    dropped: "人" of "值班人" names no attribute)."""
+    out: set[str] = set()
+    pieces = [run]
+    for term, word in _ZH_SYNONYMS.items():
+        if any(term in p for p in pieces):
+            out.add(word)
+            pieces = [x for p in pieces for x in p.split(term)]
+    for p in pieces:
+        if len(p) >= 2 or p == run:
+            out.update(p[i : i + 2] for i in range(max(1, len(p) - 1)))
+    return out
 
 
 def _keys(text: str) -> frozenset[str]:
@@ -215,6 +246,11 @@ _EN_NOW_OUR = re.compile(
     r"^(?P<val>`[^`]+`|[A-Z][\w-]+)\s+(?:is|are)\s+now\s+(?:our|the)\s+"
     r"(?:only\s+|new\s+|main\s+|current\s+|sole\s+)?(?P<subj>[a-z][\w -]{2,40}?)"
     r"(?:[:,;.(]|\s+(?:for|and|because|since|after)\b|$)")
+#: "We're on Woodpecker CI now": the attribute ("CI") sits after the value's name.
+_EN_ON_NAME = re.compile(
+    r"^[Ww]e(?:['’]re| are| use| run)\s+(?:now\s+)?(?:on|using|with|running)?\s*"
+    r"(?P<val>[A-Z][\w-]+(?:\s[A-Z][a-z][\w-]*)?)\s+(?P<subj>[A-Z]{2,}|[a-z][a-z-]{2,})"
+    r"(?P<now>\s+(?:now|these days)\b|\s+since today\b)")
 _COLON = re.compile(r"^(?P<subj>[^:：]{2,60}?)\s*(?:：|:(?!\d))\s*(?P<val>[^,;:(，；（：]+)")
 _COUNT = re.compile(r"\b(?P<num>\d[\d,]*)\s+(?P<noun>[a-z][a-z-]+s)\b")
 _VERSION = re.compile(r"\b(?P<name>[A-Z][A-Za-z]+)\s+(?P<ver>\d+\.\d+(?:\.\d+)?)\b")
@@ -315,6 +351,10 @@ def _stated(st: Statement, t: str) -> list[Fact]:
     if m:
         f = _fact(st, m.group("subj"), value_tokens(m.group("val")), frozenset(), True, "attr")
         return [f] if f else []
+    m = _EN_ON_NAME.match(t)
+    if m and m.group("subj").lower() not in _STOP:  # with "now" only: precision first
+        f = _fact(st, m.group("subj"), value_tokens(m.group("val")), frozenset(), True, "attr")
+        return [f] if f else []
     m = _EN_LEADS.match(t)
     if m:
         f = _fact(st, m.group("subj") + " lead", value_tokens(m.group("val")), frozenset(),
@@ -345,12 +385,13 @@ def _stated(st: Statement, t: str) -> list[Fact]:
             if (_EVENT_VALUE.search(val) and verb[:1] not in ("定", "设")) or len(
                     val.split()) > 6:
                 continue  # an event, or a sentence rather than a value
-            if (rx is _ZH_IS and verb == "是" and not (now or cue)
-                    and not re.match(r"`|\d", val.strip())):
-                continue  # "…是…" is everywhere in Chinese prose: a code or a number, or with
-                # 现在/目前/从今天起
+            # "…是…" is everywhere in Chinese prose: with another value than a code or a
+            # number, and without 现在/目前/从今天起, a statement that only a later explicit
+            # change supersedes ("短信验证码用的是阿里云短信服务")
+            plain = (rx is _ZH_IS and verb == "是" and not (now or cue)
+                     and not re.match(r"`|\d", val.strip()))
             f = _fact(st, _clause_subject(m.group("subj")), value_tokens(val), frozenset(),
-                      now or cue, "attr", m.group("subj"))
+                      now or cue, "passive" if plain else "attr", m.group("subj"))
             if f:
                 out.append(f)
                 break
