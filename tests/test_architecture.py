@@ -276,7 +276,6 @@ LONG_FUNCTION_ALLOWED = frozenset({
     "app.py: home",  # workbench
     "memory_core/keyword/postings.py: write_delta",  # prune
     "memory_core/promotion/plan.py: _plan_entries",  # writes
-    "memory_core/sources.py: _walk",  # writes
     "pages/search.py: tune",  # workbench
 })
 
