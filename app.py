@@ -27,7 +27,7 @@ if not st.session_state.get("wb_warm"):
 
 import pandas as pd  # noqa: E402 - after the first message, see above
 
-from memory_core.status import TruncationInfo  # noqa: E402
+from memory_core.status import Status, TruncationInfo  # noqa: E402
 from workbench import chunkview, live, projection, state  # noqa: E402
 
 PAGES_INFO = [
@@ -93,6 +93,28 @@ def home() -> None:
     live.home_note(key)  # who follows the files (a watcher process, this workbench, nobody)
     projection.warm_up()  # start compiling UMAP in the background (~45 s the first time)
 
+    _index_now(key, idx)
+
+    status = idx.status()
+    if not status.indexed:
+        st.info("This workspace is not indexed yet: press **Index now** (the other pages also "
+                "index it on first use).")
+    _status_metrics(status)
+
+    left, right = st.columns(2)
+    with left:
+        _sources_table(status)
+    with right:
+        _search_legs(key, status)
+    _home_settings(key, idx)
+    _status_warnings(status)
+
+    _page_links(status)
+
+
+def _index_now(key: state.IndexKey, idx: Any) -> None:
+    """The "Index now" button (and "Full rebuild"): sync the index with a progress bar, then
+    say what it did, or why it failed in the engine's own words."""
     c_btn, c_force, _ = st.columns([1, 1.4, 4])
     force = c_force.checkbox("Full rebuild", key="home_force",
                              help="Re-chunk and re-embed everything (the embedding cache "
@@ -117,10 +139,11 @@ def home() -> None:
             for w in report.warnings:
                 st.warning(w)
 
-    status = idx.status()
-    if not status.indexed:
-        st.info("This workspace is not indexed yet: press **Index now** (the other pages also "
-                "index it on first use).")
+
+def _status_metrics(status: Status) -> None:
+    """The index at a glance (files, chunks, provider, search mode, up to date), the model's
+    settings, and the notices that the index is not what was asked for (a provider fallback,
+    an index built with other settings)."""
     provider = status.provider or "—"
     model = status.model or ""
     c = st.columns(5)
@@ -145,42 +168,51 @@ def home() -> None:
         st.warning(f"The index was built with other settings ({ident.reason}): "
                    "Index now rebuilds it.")
 
-    left, right = st.columns(2)
-    with left:
-        st.subheader("Sources")
-        counts = [c.to_json() for c in status.source_counts]
-        if counts:
-            st.dataframe(pd.DataFrame(counts), hide_index=True, width="stretch")
-        else:
-            st.caption("Nothing indexed yet.")
-        extra = status.extra_paths
-        st.caption(f"Configured sources: {', '.join(status.sources)}"
-                   + (f"; extra paths: {', '.join(extra)}" if extra else ""))
-    with right:
-        st.subheader("Search legs")
-        fts, vec = status.fts, status.vector
-        fts_error = fts.error if fts else None
-        vec_on = bool(vec and vec.enabled)
-        if fts is None:  # not read yet: nothing is known of the legs but what is asked for
-            st.markdown(f"Known once indexed (provider requested: "
-                        f"`{status.requested_provider}`).")
-        else:
-            st.markdown(
-                f"- Keyword (FTS5): {_yes(fts.available)}"
-                + (f" — {fts_error}" if fts_error else "") + "\n"
-                f"- Vector: {_yes(vec_on)} "
-                + (f"({vec.dims} dims, search via {vec.search})"
-                   if vec and vec_on else "(no embedding provider: keyword only)")
-                + (f" — sqlite-vec: {vec.load_error}" if vec and vec.load_error else ""))
-        if status.indexed and provider not in ("none", "—"):
-            tr = _truncation(key)
-            if tr.available:
-                st.metric("Chunks the model truncates", f"{tr.share:.0%}",
-                          help=f"{tr.truncated} of {tr.chunks} chunks lose text to the model "
-                               f"({tr.max_seq_length} tokens a read; mean "
-                               f"{tr.mean_tokens:.0f}); {tr.windowed} longer ones are embedded "
-                               "in windows the model reads whole, and pooled.")
-    _home_settings(key, idx)
+
+def _sources_table(status: Status) -> None:
+    """Chunks per source, and the sources the configuration names."""
+    st.subheader("Sources")
+    counts = [c.to_json() for c in status.source_counts]
+    if counts:
+        st.dataframe(pd.DataFrame(counts), hide_index=True, width="stretch")
+    else:
+        st.caption("Nothing indexed yet.")
+    extra = status.extra_paths
+    st.caption(f"Configured sources: {', '.join(status.sources)}"
+               + (f"; extra paths: {', '.join(extra)}" if extra else ""))
+
+
+def _search_legs(key: state.IndexKey, status: Status) -> None:
+    """Which search legs answer (keyword, vector) and why not, and how much of the chunks the
+    model truncates."""
+    provider = status.provider or "—"
+    st.subheader("Search legs")
+    fts, vec = status.fts, status.vector
+    fts_error = fts.error if fts else None
+    vec_on = bool(vec and vec.enabled)
+    if fts is None:  # not read yet: nothing is known of the legs but what is asked for
+        st.markdown(f"Known once indexed (provider requested: "
+                    f"`{status.requested_provider}`).")
+    else:
+        st.markdown(
+            f"- Keyword (FTS5): {_yes(fts.available)}"
+            + (f" — {fts_error}" if fts_error else "") + "\n"
+            f"- Vector: {_yes(vec_on)} "
+            + (f"({vec.dims} dims, search via {vec.search})"
+               if vec and vec_on else "(no embedding provider: keyword only)")
+            + (f" — sqlite-vec: {vec.load_error}" if vec and vec.load_error else ""))
+    if status.indexed and provider not in ("none", "—"):
+        tr = _truncation(key)
+        if tr.available:
+            st.metric("Chunks the model truncates", f"{tr.share:.0%}",
+                      help=f"{tr.truncated} of {tr.chunks} chunks lose text to the model "
+                           f"({tr.max_seq_length} tokens a read; mean "
+                           f"{tr.mean_tokens:.0f}); {tr.windowed} longer ones are embedded "
+                           "in windows the model reads whole, and pooled.")
+
+
+def _status_warnings(status: Status) -> None:
+    """The index's warnings, the files' and the skipped transcript lines, in one expander."""
     warnings = list(status.warnings)
     warnings += [f"{p}: {w}" for p, w in status.file_warnings.items()]
     if status.bad_jsonl_lines:
@@ -190,6 +222,9 @@ def home() -> None:
             for w in warnings:
                 st.markdown(f"- {w}")
 
+
+def _page_links(status: Status) -> None:
+    """Links to the other pages, each with what it is for, and the full status as JSON."""
     st.subheader("Pages")
     cols = st.columns(len(PAGES_INFO))
     for col, (path, title, icon, _, desc) in zip(cols, PAGES_INFO, strict=True):

@@ -62,6 +62,85 @@ query = st.text_input("Query", value=state.shared_query(), key="search_query",
 state.set_shared_query(query)
 
 
+def _weight_controls() -> Any:
+    """The weights, the gate and the fusion controls; returns the slot under the weights
+    where the results say why a weight does nothing for this query."""
+    st.markdown("**Weights and gate**")
+    if off:
+        st.caption("qmd ranks by its own scores (BM25 over whole documents in `search` "
+                   "mode): only minScore, maxResults (at most `[qmd] max_results`, 4) and "
+                   "the sources apply; the other controls tune the builtin fusion and are "
+                   "disabled.")
+    st.slider("vectorWeight", **tuning.slider_range("vector_weight"),
+              key=W + "vector_weight", disabled=off,
+              help=OFF_WHY if off else "Clamped to 0..1, then divided by the sum of both "
+                                       "weights.")
+    st.slider("textWeight", **tuning.slider_range("text_weight"), key=W + "text_weight",
+              disabled=off,
+              help=OFF_WHY if off else None)
+    weight_note = st.empty()  # why a weight does nothing for this query (search_view)
+    st.slider("minScore", **tuning.slider_range("min_score"), key=W + "min_score",
+              help="Hits scoring below stay visible, greyed.")
+    mr_range = tuning.slider_range("max_results")
+    if off:  # qmd returns at most [qmd] max_results: the slider offers no more than that
+        mr_range["max_value"] = q_max = int(idx.config.qmd.max_results)
+        if int(st.session_state.get(W + "max_results", 1)) > q_max:
+            st.session_state[W + "max_results"] = q_max
+    st.slider("maxResults", **mr_range, key=W + "max_results",
+              help=f"qmd returns at most `[qmd] max_results` = {q_max}." if off else None)
+    st.slider("candidateMultiplier", **tuning.slider_range("candidate_multiplier"),
+              key=W + "candidate_multiplier",
+              disabled=off, help=OFF_WHY if off else "Each leg contributes its top "
+              "maxResults × candidateMultiplier (≤ 200).")
+    st.selectbox("Fusion", FUSIONS, key=W + "fusion", disabled=off,
+                 help=OFF_WHY if off else "reference: OpenClaw's weighted sum of leg "
+                 "scores; rrf: weighted reciprocal rank; normalized: BM25 divided by the "
+                 "query's best.")
+    if st.session_state[W + "fusion"] == "rrf":
+        st.slider("RRF k", **tuning.slider_range("rrf_k"), key=W + "rrf_k", disabled=off)
+    st.toggle("Hybrid (both legs)", key=W + "hybrid", disabled=off,
+              help=OFF_WHY if off else None)
+    return weight_note
+
+
+def _diversity_controls() -> None:
+    """MMR, temporal decay and the date hint: the steps after fusion, each with its own
+    setting shown only when it is on."""
+    st.markdown("**Diversity and recency**")
+    st.toggle("MMR", key=W + "mmr_enabled", disabled=off, help=OFF_WHY if off else None)
+    if st.session_state[W + "mmr_enabled"]:
+        st.slider("MMR λ", **tuning.slider_range("mmr_lambda"), key=W + "mmr_lambda",
+                  disabled=off,
+                  help="1 = relevance only, 0 = diversity only.")
+    st.toggle("Temporal decay", key=W + "decay_enabled", disabled=off,
+              help=OFF_WHY if off else None)
+    if st.session_state[W + "decay_enabled"]:
+        st.slider("Half-life (days)", **tuning.slider_range("half_life_days"),
+                  key=W + "half_life_days",
+                  disabled=off)
+        st.date_input("'Now' for decay", key=W + "now_ms", disabled=off,
+                      help="Empty: the clock. Pin a date to replay a past moment.")
+    st.slider("Date hint", **tuning.slider_range("date_hint"), key=W + "date_hint",
+              disabled=off,
+              help=OFF_WHY if off else "Bonus for diaries of a date the query names (“on 7 "
+              "May 2023”), fading with distance; 0 = off, as in the reference.")
+
+
+def _keyword_query_controls() -> None:
+    """The keyword query's settings, apart: changing them re-fetches the candidates rather
+    than re-fusing the cached ones."""
+    with st.expander("Keyword query (refetches)"):
+        st.radio("Terms", list(get_args(KeywordQueryMode)), key=W + "keyword_query",
+                 horizontal=True, disabled=off,
+                 help=OFF_WHY if off else "and: OpenClaw's query (every term); or: any "
+                 "term, BM25-ranked.")
+        st.toggle("CJK bigrams", key=W + "cjk_bigrams", disabled=off,
+                  help=OFF_WHY if off else "Search Chinese/Japanese/Korean text by "
+                  "character pairs.")
+        st.toggle("Keyword-only hits fill free slots", key=W + "keyword_only_fill",
+                  disabled=off, help=OFF_WHY if off else None)
+
+
 @st.fragment
 def tune() -> None:
     """The sliders and all they change, as one fragment: a slider step reruns only this part
@@ -72,69 +151,9 @@ def tune() -> None:
     _load_widgets(tuned_now, only_missing=True)  # a widget not drawn last run lost its state
     ctl, main = st.columns([1, 2.6], gap="large")
     with ctl:
-        st.markdown("**Weights and gate**")
-        if off:
-            st.caption("qmd ranks by its own scores (BM25 over whole documents in `search` "
-                       "mode): only minScore, maxResults (at most `[qmd] max_results`, 4) and "
-                       "the sources apply; the other controls tune the builtin fusion and are "
-                       "disabled.")
-        st.slider("vectorWeight", **tuning.slider_range("vector_weight"),
-                  key=W + "vector_weight", disabled=off,
-                  help=OFF_WHY if off else "Clamped to 0..1, then divided by the sum of both "
-                                           "weights.")
-        st.slider("textWeight", **tuning.slider_range("text_weight"), key=W + "text_weight",
-                  disabled=off,
-                  help=OFF_WHY if off else None)
-        weight_note = st.empty()  # why a weight does nothing for this query (search_view)
-        st.slider("minScore", **tuning.slider_range("min_score"), key=W + "min_score",
-                  help="Hits scoring below stay visible, greyed.")
-        mr_range = tuning.slider_range("max_results")
-        if off:  # qmd returns at most [qmd] max_results: the slider offers no more than that
-            mr_range["max_value"] = q_max = int(idx.config.qmd.max_results)
-            if int(st.session_state.get(W + "max_results", 1)) > q_max:
-                st.session_state[W + "max_results"] = q_max
-        st.slider("maxResults", **mr_range, key=W + "max_results",
-                  help=f"qmd returns at most `[qmd] max_results` = {q_max}." if off else None)
-        st.slider("candidateMultiplier", **tuning.slider_range("candidate_multiplier"),
-                  key=W + "candidate_multiplier",
-                  disabled=off, help=OFF_WHY if off else "Each leg contributes its top "
-                  "maxResults × candidateMultiplier (≤ 200).")
-        st.selectbox("Fusion", FUSIONS, key=W + "fusion", disabled=off,
-                     help=OFF_WHY if off else "reference: OpenClaw's weighted sum of leg "
-                     "scores; rrf: weighted reciprocal rank; normalized: BM25 divided by the "
-                     "query's best.")
-        if st.session_state[W + "fusion"] == "rrf":
-            st.slider("RRF k", **tuning.slider_range("rrf_k"), key=W + "rrf_k", disabled=off)
-        st.toggle("Hybrid (both legs)", key=W + "hybrid", disabled=off,
-                  help=OFF_WHY if off else None)
-        st.markdown("**Diversity and recency**")
-        st.toggle("MMR", key=W + "mmr_enabled", disabled=off, help=OFF_WHY if off else None)
-        if st.session_state[W + "mmr_enabled"]:
-            st.slider("MMR λ", **tuning.slider_range("mmr_lambda"), key=W + "mmr_lambda",
-                      disabled=off,
-                      help="1 = relevance only, 0 = diversity only.")
-        st.toggle("Temporal decay", key=W + "decay_enabled", disabled=off,
-                  help=OFF_WHY if off else None)
-        if st.session_state[W + "decay_enabled"]:
-            st.slider("Half-life (days)", **tuning.slider_range("half_life_days"),
-                      key=W + "half_life_days",
-                      disabled=off)
-            st.date_input("'Now' for decay", key=W + "now_ms", disabled=off,
-                          help="Empty: the clock. Pin a date to replay a past moment.")
-        st.slider("Date hint", **tuning.slider_range("date_hint"), key=W + "date_hint",
-                  disabled=off,
-                  help=OFF_WHY if off else "Bonus for diaries of a date the query names (“on 7 "
-                  "May 2023”), fading with distance; 0 = off, as in the reference.")
-        with st.expander("Keyword query (refetches)"):
-            st.radio("Terms", list(get_args(KeywordQueryMode)), key=W + "keyword_query",
-                     horizontal=True, disabled=off,
-                     help=OFF_WHY if off else "and: OpenClaw's query (every term); or: any "
-                     "term, BM25-ranked.")
-            st.toggle("CJK bigrams", key=W + "cjk_bigrams", disabled=off,
-                      help=OFF_WHY if off else "Search Chinese/Japanese/Korean text by "
-                      "character pairs.")
-            st.toggle("Keyword-only hits fill free slots", key=W + "keyword_only_fill",
-                      disabled=off, help=OFF_WHY if off else None)
+        weight_note = _weight_controls()
+        _diversity_controls()
+        _keyword_query_controls()
         sources = st.multiselect("Sources", idx.config.sources.sources, key="search_sources",
                                  placeholder="all sources")
         buttons = st.container(horizontal=True)  # one block, not three (st.columns)

@@ -273,11 +273,7 @@ MAX_FUNCTION_LINES = 80
 #: Functions over :data:`MAX_FUNCTION_LINES` in files other helpers of session 8 own (issue #32
 #: item 3): they are being split on their branches. The lead empties this list at merge.
 LONG_FUNCTION_ALLOWED = frozenset({
-    "app.py: home",  # workbench
-    "memory_core/storage/postings.py: write_delta",  # prune
     "memory_core/promotion/plan.py: _plan_entries",  # writes
-    "memory_core/write/sources.py: _walk",  # writes
-    "pages/search.py: tune",  # workbench
 })
 
 

@@ -98,32 +98,12 @@ def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: st
         vector = list(vector_hits.hits)
         timings.update(vector_hits.timings)
     elif provider is not None:
-        t1 = time.perf_counter()
-        try:
-            qvec = (query_vector if query_vector is not None else
-                    soon.result() if soon is not None else provider.embed_query(q))
-        except EmbeddingError as e:
-            if mode == "vector-only":
-                raise  # no keyword leg to answer instead
-            # the provider is down: the keyword leg answers alone, and says so
-            qvec, mode = None, "fts-only"
-            note = f"the query's embedding failed ({e}): keyword results only"
-        timings["embed_ms"] = (time.perf_counter() - t1) * 1000  # with ``soon``: the wait left
-        t2 = time.perf_counter()
-        vector = vector_leg(store, qvec, pool, sources)
-        timings["vector_ms"] = (time.perf_counter() - t2) * 1000
+        vector, mode, note = _fetch_vector_leg(store, provider, q, mode, pool, sources,
+                                               query_vector, soon, timings)
     # every hit of every list (the fallback lists run when the keyword leg found nothing)
     cut = max(len(vector), len(keyword), *map(len, fallback), 0) if rows_for is None else max(
         0, rows_for)
-    ids = {h.id for h in vector[:cut]} | {h.id for h in keyword[:cut]}
-    if rows_for is not None:  # the fetched pools' chunks with a supersession (fusion may
-        marked = store.marked_chunk_ids()  # draw current statements from the whole pool)
-        ids |= {h.id for h in (*vector, *keyword) if h.id in marked}
-    for lst in fallback:
-        ids |= {h.id for h in lst[:cut]}
-    rows = store.chunk_rows(ids)
-    chunks = {cid: ChunkInfo(r.id, r.path, r.source, r.start_line, r.end_line, r.text,
-                             r.mtime_ms) for cid, r in rows.items()}
+    chunks = _hit_chunks(store, vector, keyword, fallback, cut, rows_for)
     # A row can vanish between the legs and the lookup (a concurrent sync): drop it.
     vector = _present(vector, chunks, cut)
     keyword = _present(keyword, chunks, cut)
@@ -134,6 +114,49 @@ def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: st
     return Candidates(q, mode, tuple(vector), tuple(keyword), chunks, pool, match, table, fb,
                       tuple(terms), timings, rows_for, dfs, n_rows, note, marks.superseded,
                       marks.current, marks.subjects)
+
+
+def _fetch_vector_leg(store: Store, provider: EmbeddingProvider, q: str, mode: str, pool: int,
+                      sources: Sequence[str] | None, query_vector: np.ndarray | None,
+                      soon: _Soon | None, timings: dict[str, float]
+                      ) -> tuple[list[LegHit], str, str]:
+    """The vector leg of :func:`fetch_candidates`: embed ``q`` (unless ``query_vector`` is
+    given, or ``soon`` is embedding it already) and search the vectors, timing both into
+    ``timings``. Returns the hits, the mode and a note: when the embedding fails beside a
+    keyword leg, the mode becomes ``fts-only`` and the note says why (no hits)."""
+    note = ""
+    t1 = time.perf_counter()
+    try:
+        qvec = (query_vector if query_vector is not None else
+                soon.result() if soon is not None else provider.embed_query(q))
+    except EmbeddingError as e:
+        if mode == "vector-only":
+            raise  # no keyword leg to answer instead
+        # the provider is down: the keyword leg answers alone, and says so
+        qvec, mode = None, "fts-only"
+        note = f"the query's embedding failed ({e}): keyword results only"
+    timings["embed_ms"] = (time.perf_counter() - t1) * 1000  # with ``soon``: the wait left
+    t2 = time.perf_counter()
+    vector = vector_leg(store, qvec, pool, sources)
+    timings["vector_ms"] = (time.perf_counter() - t2) * 1000
+    return vector, mode, note
+
+
+def _hit_chunks(store: Store, vector: list[LegHit], keyword: list[LegHit],
+                fallback: list[list[LegHit]], cut: int,
+                rows_for: int | None) -> dict[str, ChunkInfo]:
+    """The chunk rows (path, lines, text) of each list's first ``cut`` hits, read in one
+    lookup; with ``rows_for``, also those of every fetched hit whose chunk has a supersession
+    (fusion may draw current statements from the whole pool)."""
+    ids = {h.id for h in vector[:cut]} | {h.id for h in keyword[:cut]}
+    if rows_for is not None:  # the fetched pools' chunks with a supersession (fusion may
+        marked = store.marked_chunk_ids()  # draw current statements from the whole pool)
+        ids |= {h.id for h in (*vector, *keyword) if h.id in marked}
+    for lst in fallback:
+        ids |= {h.id for h in lst[:cut]}
+    rows = store.chunk_rows(ids)
+    return {cid: ChunkInfo(r.id, r.path, r.source, r.start_line, r.end_line, r.text,
+                           r.mtime_ms) for cid, r in rows.items()}
 
 
 @dataclass(frozen=True)

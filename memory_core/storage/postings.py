@@ -591,27 +591,15 @@ def write_delta(db: Any, old: Postings, db_path: Path, stamp: str, table: str = 
     new_of_old, old_pos = _kept_positions(old, cur, keep_new)
     o_ptr = np.asarray(old.ptr, np.int64)
     d_terms, d_rows, d_tfs, d_len = _delta_postings(old.spec, texts, added)
-    terms = sorted(set(old.terms).union(d_terms)) if d_terms else list(old.terms)
-    # each old term's index among ``terms``: itself plus the new terms before it
-    fresh = [bisect_left(old.terms, t) for t in sorted(set(d_terms).difference(old.terms))]
-    ix = np.arange(len(old.terms), dtype=np.int64)
-    new_ix = ix + np.searchsorted(np.asarray(fresh, np.int64), ix, side="right")
-    d_term = np.fromiter((bisect_left(terms, t) for t in d_terms), np.int64, len(d_terms))
+    terms, new_ix, d_term = _merged_terms(old.terms, d_terms)
     rows_in, tfs_in = BlockReader.open(old.checks, "rows"), BlockReader.open(old.checks, "tfs")
     try:
         if rows_in is None or tfs_in is None:
             return False  # the file was replaced since it was mapped: read afresh
         old_tf = np.dtype(old.tfs.dtype)  # the header's, little-endian
         # first pass: the postings of rows gone, per term (the file's sizes come first)
-        gone = np.zeros(len(old.terms), np.int64)
-        tf_max = int(d_tfs.max()) if d_tfs.size else 0
-        for a, b in _pieces(int(o_ptr[-1])):
-            live = new_of_old[np.frombuffer(rows_in.read(4 * a, 4 * b), "<i4")] >= 0
-            if not live.all():
-                gone += np.bincount(_term_of(o_ptr, a, b)[~live], minlength=len(old.terms))
-            if old_tf.itemsize > 2:  # only then can a kept tf be ≥ 65536
-                tf = np.frombuffer(tfs_in.read(old_tf.itemsize * a, old_tf.itemsize * b), old_tf)
-                tf_max = max(tf_max, int(tf[live].max(initial=0)))
+        gone, tf_max = _gone_per_term(rows_in, tfs_in, o_ptr, new_of_old, old_tf,
+                                      int(d_tfs.max()) if d_tfs.size else 0)
         counts = np.zeros(len(terms), np.int64)
         counts[new_ix] = np.diff(o_ptr) - gone
         np.add.at(counts, d_term, 1)
@@ -628,25 +616,8 @@ def write_delta(db: Any, old: Postings, db_path: Path, stamp: str, table: str = 
         with StreamWriter(sidecar_path(db_path), MAGIC, header, sizes) as out:
             for k, v in head.items():
                 out.put(k, v)
-            d0 = 0
-            for a, b in _pieces(int(o_ptr[-1])):
-                rows = new_of_old[np.frombuffer(rows_in.read(4 * a, 4 * b), "<i4")]
-                tfs = np.frombuffer(tfs_in.read(old_tf.itemsize * a, old_tf.itemsize * b),
-                                    old_tf).astype(tf_type)
-                live = rows >= 0
-                some_gone = not live.all()
-                if some_gone:
-                    rows, tfs = rows[live], tfs[live]
-                if d0 < d_key.size and rows.size:
-                    term = new_ix[_term_of(o_ptr, a, b)]
-                    key = (term[live] if some_gone else term) * n + rows
-                    d1 = int(np.searchsorted(d_key, key[-1]))
-                    at = np.searchsorted(key, d_key[d0:d1])
-                    rows = np.insert(rows, at, d_rows32[d0:d1])
-                    tfs = np.insert(tfs, at, d_tfs[d0:d1])
-                    d0 = d1
-                out.put("rows", rows.astype("<i4", copy=False).data)
-                out.put("tfs", tfs.data)
+            d0 = _put_merged(out, rows_in, tfs_in, o_ptr, new_of_old, old_tf, new_ix, n,
+                             d_key, d_rows32, d_tfs, tf_type)
             out.put("rows", d_rows32[d0:].data)  # the changed rows' postings after the last kept
             out.put("tfs", d_tfs[d0:].data)
             for k, v in tail.items():
@@ -659,6 +630,68 @@ def write_delta(db: Any, old: Postings, db_path: Path, stamp: str, table: str = 
             if r is not None:
                 r.close()
     return True
+
+
+def _merged_terms(old_terms: list[str], d_terms: list[str]
+                  ) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The vocabulary after a delta (``old_terms`` plus the changed rows' ``d_terms``, sorted),
+    each old term's index in it (``new_ix``) and each delta posting's (``d_term``), so the old
+    postings can be renumbered without a lookup per term."""
+    terms = sorted(set(old_terms).union(d_terms)) if d_terms else list(old_terms)
+    # each old term's index among ``terms``: itself plus the new terms before it
+    fresh = [bisect_left(old_terms, t) for t in sorted(set(d_terms).difference(old_terms))]
+    ix = np.arange(len(old_terms), dtype=np.int64)
+    new_ix = ix + np.searchsorted(np.asarray(fresh, np.int64), ix, side="right")
+    d_term = np.fromiter((bisect_left(terms, t) for t in d_terms), np.int64, len(d_terms))
+    return terms, new_ix, d_term
+
+
+def _gone_per_term(rows_in: BlockReader, tfs_in: BlockReader, o_ptr: np.ndarray,
+                   new_of_old: np.ndarray, old_tf: np.dtype[Any], tf_max: int
+                   ) -> tuple[np.ndarray, int]:
+    """The first pass of :func:`write_delta` over the old postings, a piece at a time: how many
+    of each old term's postings belong to rows gone (the new file's sizes are written first),
+    and the largest term frequency kept, starting from the delta's ``tf_max`` (it picks the
+    new file's tf type)."""
+    gone = np.zeros(o_ptr.size - 1, np.int64)
+    for a, b in _pieces(int(o_ptr[-1])):
+        live = new_of_old[np.frombuffer(rows_in.read(4 * a, 4 * b), "<i4")] >= 0
+        if not live.all():
+            gone += np.bincount(_term_of(o_ptr, a, b)[~live], minlength=o_ptr.size - 1)
+        if old_tf.itemsize > 2:  # only then can a kept tf be ≥ 65536
+            tf = np.frombuffer(tfs_in.read(old_tf.itemsize * a, old_tf.itemsize * b), old_tf)
+            tf_max = max(tf_max, int(tf[live].max(initial=0)))
+    return gone, tf_max
+
+
+def _put_merged(out: StreamWriter, rows_in: BlockReader, tfs_in: BlockReader,
+                o_ptr: np.ndarray, new_of_old: np.ndarray, old_tf: np.dtype[Any],
+                new_ix: np.ndarray, n: int, d_key: np.ndarray, d_rows32: np.ndarray,
+                d_tfs: np.ndarray, tf_type: str) -> int:
+    """The second pass of :func:`write_delta`: write the kept old postings, a piece at a time,
+    renumbered to their new rows and terms, with the changed rows' postings merged in by
+    ``(term, row)`` (``d_key``); return how many of those were written (the rest come after
+    the last kept posting)."""
+    d0 = 0
+    for a, b in _pieces(int(o_ptr[-1])):
+        rows = new_of_old[np.frombuffer(rows_in.read(4 * a, 4 * b), "<i4")]
+        tfs = np.frombuffer(tfs_in.read(old_tf.itemsize * a, old_tf.itemsize * b),
+                            old_tf).astype(tf_type)
+        live = rows >= 0
+        some_gone = not live.all()
+        if some_gone:
+            rows, tfs = rows[live], tfs[live]
+        if d0 < d_key.size and rows.size:
+            term = new_ix[_term_of(o_ptr, a, b)]
+            key = (term[live] if some_gone else term) * n + rows
+            d1 = int(np.searchsorted(d_key, key[-1]))
+            at = np.searchsorted(key, d_key[d0:d1])
+            rows = np.insert(rows, at, d_rows32[d0:d1])
+            tfs = np.insert(tfs, at, d_tfs[d0:d1])
+            d0 = d1
+        out.put("rows", rows.astype("<i4", copy=False).data)
+        out.put("tfs", tfs.data)
+    return d0
 
 
 def refresh(store: Store, *, force_full: bool = False,

@@ -289,136 +289,203 @@ def _walk(root: str, root_real: str, admit: Callable[[str], bool],
     cited, or handed back to ``memory_get``.
     """
     visited = {root_real}
-    md_only = admit is _is_markdown
-    plain_md = md_only and not w.follow  # the common walk: the fast lane below applies
-    seen, seen_add = w.seen, w.seen.add
-    # _source_file inlined, and the tuple built without the named tuple's Python-level
-    # __new__, appended here rather than yielded: this runs once per file of every sync (a
-    # fifth of a no-op sync's Python time at 10k files). Same fields and values as
-    # _source_file (stat_signature's rule).
-    add = out.append
-    new = tuple.__new__
-    md_suffix = MARKDOWN_SUFFIX
-    os_stat = os.stat
+    # the common walk (Markdown, no link followed): the fast lane of _walk_markdown_files applies
+    plain_md = admit is _is_markdown and not w.follow
     stack: list[tuple[str, str, str]] = [(root, root_real, "")]
     while stack:
         d, d_real, prefix = stack.pop()
-        d_path = d if d.endswith(os.sep) else d + os.sep  # the paths os.scandir(d) would give
-        fd: int | None = None
-        try:
-            # listed through the folder's descriptor: each entry's stat is then an fstatat()
-            # relative to it, not a lookup of the whole path again (a sixth of the walk's stat
-            # time at 10k files)
-            fd = os.open(d, _DIR_OPEN) if _SCAN_FD else None
-            entries = list(os.scandir(d if fd is None else fd))
-        except OSError as err:
-            if fd is not None:
-                os.close(fd)
-            w.warnings.append(f"{display_path(d)}: cannot list ({err.strerror or err})")
+        folder = _Folder.of(d, d_real, prefix, pre)
+        listed = _list_folder(folder, w)
+        if listed is None:
             continue
-        subdirs: list[tuple[str, str, str]] = []
-        d_real_sep = d_real + os.sep
-        # a folder reached without a link: its files' real paths are the listed ones
-        as_listed = d_real_sep == d_path
-        out_prefix = pre + prefix
+        fd, entries = listed
         try:
             if plain_md:
-                # the fast lane: a regular .md file with an ASCII name, where the steps below
-                # reduce to the de-duplication and the stat (a tenth of a no-op sync's walk).
-                # In the folder's own order: its files are sorted with the listing, and its
-                # stats in the order the folder stores them took a sixth less time than in
-                # name order (10k files). What may warn, or descend, goes through the steps
-                # below in name order, as before; none of it can share a real path with a
-                # file of this lane (no link is followed here, and names differ).
-                rest: list[os.DirEntry[str]] = []
-                for e in entries:
-                    name = e.name
-                    try:
-                        fast = (name.endswith(md_suffix) and name.isascii()
-                                and e.is_file(follow_symlinks=False))
-                    except OSError:
-                        fast = False  # the steps below report it
-                    if not fast:
-                        rest.append(e)
-                        continue
-                    path = d_path + name
-                    real = path if as_listed else d_real_sep + name
-                    if real in seen:
-                        continue
-                    try:
-                        # a fresh stat, not the entry's cached one: 10k of those kept alive
-                        # with the folder's entries cost a tenth more time
-                        st = (os_stat(name, dir_fd=fd, follow_symlinks=False) if fd is not None
-                              else e.stat())
-                    except OSError:
-                        rest.append(e)  # warned below, in name order
-                        continue
-                    seen_add(real)
-                    add(new(SourceFile, (out_prefix + name, path, source, kind,
-                                         int(st.st_mtime * 1000), st.st_size,
-                                         int(st.st_ctime * 1000))))
-                entries = rest
+                entries = _walk_markdown_files(folder, fd, entries, w, source, kind, out)
             entries.sort(key=_ENTRY_NAME)
-            for e in entries:
-                name = e.name
-                path = d_path + name
-                try:
-                    is_link = e.is_symlink()
-                    if is_link and not w.follow:
-                        w.warnings.append(f"{display_path(path)}: symlink skipped "
-                                          "(set follow_symlinks to index it)")
-                        continue
-                    if e.is_dir():
-                        if name in _WATCH_IGNORED:
-                            continue
-                        if not _is_text_name(name):
-                            w.warnings.append(f"{display_path(path)}: folder name is not "
-                                              "valid UTF-8, skipped with its files (rename it "
-                                              "to index it)")
-                            w.unlisted += 1
-                            continue
-                        real = os.path.realpath(path) if is_link else d_real + os.sep + name
-                        if real in visited:
-                            w.warnings.append(f"{display_path(path)}: symlink loop, not "
-                                              "descended again")
-                            continue
-                        visited.add(real)
-                        subdirs.append((path, real, prefix + name + "/"))
-                        continue
-                    if not e.is_file():
-                        continue
-                except OSError as err:
-                    w.warnings.append(f"{display_path(path)}: {err.strerror or err}")
-                    continue
-                rel = prefix + name
-                # the Markdown rule inline (a call per file counts at 10k files)
-                if not (rel.endswith(MARKDOWN_SUFFIX) if md_only else admit(rel)):
-                    continue
-                if not name.isascii() and not _is_text_name(name):
-                    w.warnings.append(f"{display_path(path)}: file name is not valid UTF-8, "
-                                      "skipped (rename it to index it)")
-                    w.unlisted += 1
-                    continue
-                real = os.path.realpath(path) if is_link else d_real + os.sep + name
-                if is_link and not target_ok(real):
-                    w.warnings.append(f"{display_path(path)}: symlink to a file of another "
-                                      "kind, skipped")
-                    continue
-                if real in seen:
-                    continue
-                try:
-                    st = e.stat()
-                except OSError as err:
-                    w.warnings.append(f"{display_path(path)}: {err.strerror or err}")
-                    continue
-                seen_add(real)
-                add(new(SourceFile, (out_prefix + name, path, source, kind,
-                                     int(st.st_mtime * 1000), st.st_size,
-                                     int(st.st_ctime * 1000))))
+            subdirs = _walk_entries(folder, entries, admit, target_ok, w, visited, source, kind,
+                                    out)
         finally:
             if fd is not None:
                 os.close(fd)  # after the entries' stats, which are relative to it
         stack.extend(reversed(subdirs))
+
+
+@dataclass(frozen=True)
+class _Folder:
+    """One folder of a walk: the paths its entries are built from.
+
+    ``listed`` is the folder as the walk reached it, ``path`` the same with a trailing
+    separator (the paths ``os.scandir`` gives its entries), ``real`` its real path, ``prefix``
+    its path relative to the walk's root ("" or ending in "/") and ``out_prefix`` the same with
+    the source's prefix in front (the start of a listed file's ``path``).
+    """
+
+    listed: str
+    path: str
+    real: str
+    prefix: str
+    out_prefix: str
+
+    @classmethod
+    def of(cls, listed: str, real: str, prefix: str, pre: str) -> _Folder:
+        """The folder ``listed`` (real path ``real``) at ``prefix`` under a root listed as
+        ``pre``."""
+        path = listed if listed.endswith(os.sep) else listed + os.sep
+        return cls(listed, path, real, prefix, pre + prefix)
+
+    @property
+    def as_listed(self) -> bool:
+        """Whether the folder was reached without a link: its files' real paths are then the
+        listed ones."""
+        return self.real + os.sep == self.path
+
+    def real_of(self, name: str, is_link: bool) -> str:
+        """The real path of the entry ``name``: resolved for a link, else built from the
+        folder's real path (no ``realpath`` call per file)."""
+        return os.path.realpath(self.path + name) if is_link else self.real + os.sep + name
+
+
+def _list_folder(folder: _Folder, w: _Walk) -> tuple[int | None, list[os.DirEntry[str]]] | None:
+    """The folder's descriptor (``None`` where ``os.scandir`` takes none) and its entries, or
+    ``None`` with a warning when it cannot be listed (the walk goes on without it).
+
+    Listed through the folder's descriptor: each entry's stat is then an fstatat() relative to
+    it, not a lookup of the whole path again (a sixth of the walk's stat time at 10k files).
+    The caller closes the descriptor, after the entries' stats.
+    """
+    d = folder.listed
+    fd: int | None = None
+    try:
+        fd = os.open(d, _DIR_OPEN) if _SCAN_FD else None
+        return fd, list(os.scandir(d if fd is None else fd))
+    except OSError as err:
+        if fd is not None:
+            os.close(fd)
+        w.warnings.append(f"{display_path(d)}: cannot list ({err.strerror or err})")
+        return None
+
+
+def _walk_markdown_files(folder: _Folder, fd: int | None, entries: list[os.DirEntry[str]],
+                         w: _Walk, source: str, kind: str,
+                         out: list[SourceFile]) -> list[os.DirEntry[str]]:
+    """The fast lane of a Markdown walk that follows no link: append each regular ``.md`` file
+    with an ASCII name to ``out``, and return the other entries for :func:`_walk_entries`.
+
+    For these files the general steps reduce to the de-duplication and the stat (a tenth of a
+    no-op sync's walk). In the folder's own order: its files are sorted with the listing, and
+    its stats in the order the folder stores them took a sixth less time than in name order
+    (10k files). What may warn, or descend, goes through the general steps in name order, as
+    before; none of it can share a real path with a file of this lane (no link is followed
+    here, and names differ).
+    """
+    rest: list[os.DirEntry[str]] = []
+    d_path, as_listed = folder.path, folder.as_listed
+    for e in entries:
+        name = e.name
+        try:
+            fast = (name.endswith(MARKDOWN_SUFFIX) and name.isascii()
+                    and e.is_file(follow_symlinks=False))
+        except OSError:
+            fast = False  # the general steps report it
+        if not fast:
+            rest.append(e)
+            continue
+        path = d_path + name
+        real = path if as_listed else folder.real_of(name, False)
+        if real in w.seen:
+            continue
+        try:
+            # a fresh stat, not the entry's cached one: 10k of those kept alive with the
+            # folder's entries cost a tenth more time
+            st = (os.stat(name, dir_fd=fd, follow_symlinks=False) if fd is not None
+                  else e.stat())
+        except OSError:
+            rest.append(e)  # warned by the general steps, in name order
+            continue
+        w.seen.add(real)
+        out.append(_source_file(folder.out_prefix + name, path, source, kind, st))
+    return rest
+
+
+def _walk_entries(folder: _Folder, entries: list[os.DirEntry[str]], admit: Callable[[str], bool],
+                  target_ok: Callable[[str], bool], w: _Walk, visited: set[str], source: str,
+                  kind: str, out: list[SourceFile]) -> list[tuple[str, str, str]]:
+    """The general steps, per entry in the given (name) order: append each admitted file to
+    ``out`` (:func:`_admit_file`) and return the sub-folders to descend into
+    (:func:`_subfolder`), as the walk's ``(path, real path, root-relative prefix)`` items."""
+    subdirs: list[tuple[str, str, str]] = []
+    for e in entries:
+        path = folder.path + e.name
+        try:
+            is_link = e.is_symlink()
+            if is_link and not w.follow:
+                w.warnings.append(f"{display_path(path)}: symlink skipped "
+                                  "(set follow_symlinks to index it)")
+                continue
+            if e.is_dir():
+                sub = _subfolder(folder, e.name, is_link, w, visited)
+                if sub is not None:
+                    subdirs.append(sub)
+                continue
+            if not e.is_file():
+                continue
+        except OSError as err:
+            w.warnings.append(f"{display_path(path)}: {err.strerror or err}")
+            continue
+        _admit_file(folder, e, is_link, admit, target_ok, w, source, kind, out)
+    return subdirs
+
+
+def _subfolder(folder: _Folder, name: str, is_link: bool, w: _Walk,
+               visited: set[str]) -> tuple[str, str, str] | None:
+    """The walk item of the sub-folder ``name``, or ``None`` (with a warning where the user
+    should know) when it is not descended: an ignored folder, a name that is not UTF-8, or a
+    real path already visited (a symlink loop)."""
+    path = folder.path + name
+    if name in _WATCH_IGNORED:
+        return None
+    if not _is_text_name(name):
+        w.warnings.append(f"{display_path(path)}: folder name is not valid UTF-8, skipped "
+                          "with its files (rename it to index it)")
+        w.unlisted += 1
+        return None
+    real = folder.real_of(name, is_link)
+    if real in visited:
+        w.warnings.append(f"{display_path(path)}: symlink loop, not descended again")
+        return None
+    visited.add(real)
+    return path, real, folder.prefix + name + "/"
+
+
+def _admit_file(folder: _Folder, e: os.DirEntry[str], is_link: bool,
+                admit: Callable[[str], bool], target_ok: Callable[[str], bool], w: _Walk,
+                source: str, kind: str, out: list[SourceFile]) -> None:
+    """Append the file entry ``e`` to ``out`` if ``admit`` accepts its root-relative path, its
+    name is UTF-8, a link's target passes ``target_ok``, its real path is new, and it can be
+    stat'ed; warn where the user should know why it is left out."""
+    name = e.name
+    path = folder.path + name
+    if not admit(folder.prefix + name):
+        return
+    if not name.isascii() and not _is_text_name(name):
+        w.warnings.append(f"{display_path(path)}: file name is not valid UTF-8, "
+                          "skipped (rename it to index it)")
+        w.unlisted += 1
+        return
+    real = folder.real_of(name, is_link)
+    if is_link and not target_ok(real):
+        w.warnings.append(f"{display_path(path)}: symlink to a file of another kind, skipped")
+        return
+    if real in w.seen:
+        return
+    try:
+        st = e.stat()
+    except OSError as err:
+        w.warnings.append(f"{display_path(path)}: {err.strerror or err}")
+        return
+    w.seen.add(real)
+    out.append(_source_file(folder.out_prefix + name, path, source, kind, st))
 
 
 def _is_markdown(path: str) -> bool:
