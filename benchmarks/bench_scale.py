@@ -422,8 +422,8 @@ def bench_vectors_only(size: str, seed_ws: Path, base_url: str, nq: int) -> None
     writes it), mapped by ``vectors.load`` and searched exactly for the leg's pool (200), against
     an exact numpy top-24 over an in-memory copy, interleaved as in :func:`bench_search`. The
     peak memory added by writing the sidecar and by the first searches is stated."""
-    from memory_core import vectors
     from memory_core.read.search import POOL
+    from memory_core.storage import vectors
 
     with MemoryIndex.open(seed_ws, overrides=_ov(base_url)) as idx:
         vm0 = idx.store.vector_matrix()
@@ -497,9 +497,7 @@ def bench_sync_memory(size: str, ws: Path, base_url: str, files: int = 10) -> No
     whole from the index, measured alone: the vector sidecar (deleted first) and the keyword
     postings (FTS5 read whole, as ``index --verify`` and the first build do); then the files are
     put back and synced again (the workspace stays the generated one)."""
-    from memory_core.keyword import postings
-
-    from memory_core import vectors
+    from memory_core.storage import postings, vectors
     from memory_core.storage.store import Store
 
     paths = sorted((ws / "memory").glob("*.md"))[:files]
@@ -639,8 +637,7 @@ def bench_mmr(reps: int) -> None:
     res = fuse(cands, s)
     hits = res.hits + res.below_gate
     texts, scores = [h.snippet for h in hits], [h.score for h in hits]
-    from memory_core import rerank
-
+    from memory_core.read import rerank
     def cold() -> None:  # every snippet tokenised again, as for a query's first re-rank
         rerank._token_set.cache_clear()  # benchmark access: the cache is private
         mmr_order(texts, scores, 0.7)

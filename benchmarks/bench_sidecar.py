@@ -33,11 +33,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from memory_core.keyword import postings
-
-from memory_core import vectors
-from memory_core.base import sidecar
 from memory_core.base.topk import smallest_first
+from memory_core.storage import postings, sidecar, vectors
 
 
 def median_ms(fn: Callable[[], object], reps: int) -> float:

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scale_support import HashEmbedServer
 
 from memory_core import MemoryIndex
-from memory_core import sync as sync_mod
+from memory_core.write import sync as sync_mod
 
 #: Vector width of the hashed embeddings (small: the figures measure the index, not vectors).
 DIMS = 64

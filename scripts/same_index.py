@@ -23,10 +23,8 @@ import sqlite_vec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from memory_core.keyword import postings
-
-from memory_core import vectors
 from memory_core.base.sql import sqlite
+from memory_core.storage import postings, vectors
 
 TABLES = [
     "SELECT rowid, id, path, source, start_line, end_line, hash, model, text, embedding"

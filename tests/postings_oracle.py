@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from memory_core.keyword import postings
 
+from memory_core.storage import postings
 from memory_core.storage.postings import TABLE, Postings
 
 

@@ -11,12 +11,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from memory_core.keyword import postings, reads
 
 from memory_core import MemoryIndex
 from memory_core.base.config import profile_settings
 from memory_core.read.keyword import phrase_counts
 from memory_core.read.query import or_fts_query
+from memory_core.storage import fts_reads as reads
+from memory_core.storage import postings
 from memory_core.storage.store import Store
 
 WORDS = ("server database deploy camping camps café naïve deploy_script user_id v2 HTTP2 "

@@ -20,12 +20,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from memory_core.keyword import postings, reads
 
 from memory_core import MemoryIndex
 from memory_core.base.config import profile_settings
 from memory_core.read.keyword import keyword_leg, or_query_topk
 from memory_core.read.query import or_fts_query
+from memory_core.storage import fts_reads as reads
+from memory_core.storage import postings
 from memory_core.storage.fts import phrase_bound
 from tests.postings_oracle import build_delta
 

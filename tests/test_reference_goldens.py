@@ -14,9 +14,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from memory_core.query import extract_keywords
 
 from memory_core import MemoryIndex
+from memory_core.read.query import extract_keywords
 
 from .conftest import GOLDENS
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_core import MemoryIndex, browse
+from memory_core import MemoryIndex
+from memory_core.read import browse
 from memory_core.storage.store import StoreError
 from tests.apptesting import OpenApp
 

@@ -18,11 +18,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from memory_core.keyword import postings
 
 from memory_core import MemoryIndex
-from memory_core import vectors as vec
-from memory_core.base import sidecar
+from memory_core.storage import postings, sidecar
+from memory_core.storage import vectors as vec
 
 try:  # the postings threshold lowered for the module (this small index gets a sidecar)
     from tests.test_postings import low_threshold

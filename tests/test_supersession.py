@@ -153,7 +153,7 @@ def test_sync_stores_the_relation_and_status_counts_it(tmp_path: Path) -> None:
 def test_an_english_question_finds_a_chinese_attribute() -> None:
     """"on call" and "值班" name one attribute (a bilingual synonym table), in the detector and
     in :func:`asks_about`; an English line and a Chinese change of it are linked."""
-    from memory_core.supersession import asks_about
+    from memory_core.base.supersession import asks_about
 
     sts = [Statement("memory/2026-10-20.md", 15, "2026-10-20",
                      "- On-call this rotation: Priya (through Nov 5)."),
@@ -210,7 +210,7 @@ def test_a_plain_shi_with_a_chinese_value_is_replaced_only_by_a_change() -> None
 def test_a_short_name_asks_about_its_long_one() -> None:
     """"Postgres" is PostgreSQL: a question about the Postgres version asks about the attribute
     that "PostgreSQL 15.4" … "PostgreSQL 16.4" states."""
-    from memory_core.supersession import asks_about
+    from memory_core.base.supersession import asks_about
 
     rows = detect([Statement("memory/2026-10-20.md", 11, "2026-10-20",
                              "- Database: PostgreSQL 15.4 on `db-01`, port 5432."),

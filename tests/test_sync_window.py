@@ -20,8 +20,9 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
-from memory_core import MemoryIndex, sync
+from memory_core import MemoryIndex
 from memory_core.embeddings import EmbeddingError
+from memory_core.write import sync
 from memory_core.write.sync import Indexer
 from tests.test_embed_ahead import _Counting
 from tests.test_eval_ray import serve

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from memory_core import MemoryIndex
-from memory_core import vectors as vec
-from memory_core.base import sidecar
+from memory_core.storage import sidecar
+from memory_core.storage import vectors as vec
 
 try:
     from tests.test_sidecar_damage import _content, _flip

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from memory_core import MemoryIndex
-from memory_core import vectors as vec
+from memory_core.storage import vectors as vec
 
 QUERIES = ["why did hosting costs go up", "Postgres upgrade plan", "数据库连接池",
            "computer overheating", "cookie expiry"]
