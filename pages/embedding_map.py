@@ -34,10 +34,12 @@ c1, c2, c3, c4, c5 = st.columns([1.2, 0.6, 1.1, 1.3, 1.3])
 method = c1.radio("Projection", ["UMAP", "PCA"], key="map_method", horizontal=True,
                   help="UMAP keeps neighbourhoods; PCA is instant and linear.")
 dims = 3 if c2.toggle("3-D", key="map_3d") else 2
-COLOURINGS = ["kind", "file", "source", "date", "cluster", "similarity to query", "rank", "leg",
-              "gold"]
+COLOURINGS = ["kind", "file", "source", "date", "cluster", "supersession", "similarity to query",
+              "rank", "leg", "gold"]
 colour = c3.selectbox("Colour by", COLOURINGS, key="map_colour",
-                      help="kind: MEMORY.md, diary, note, transcript. similarity, rank, leg: "
+                      help="kind: MEMORY.md, diary, note, transcript. supersession: a chunk "
+                           "a later line superseded, one holding the newer line (current), or "
+                           "neither. similarity, rank, leg: "
                            "against the query below; gold: a labelled query's evidence chunks, "
                            "found or missed.")
 n_clusters = 6
@@ -193,6 +195,8 @@ else:
         column = "file"
     elif colour == "kind":
         column, colours = "kind", maplayers.KIND_COLOURS
+    elif colour == "supersession":
+        column, colours = "supersession", maplayers.SUPERSESSION_COLOURS
     elif colour == "leg" or (colour == "rank" and not hits):
         info["leg"] = maplayers.leg_groups(list(info["id"]), marks)
         column, colours = "leg", maplayers.LEG_COLOURS
@@ -224,18 +228,24 @@ else:
             customdata=_custom(top),
             hovertemplate="<b>%{customdata[1]}</b><br>%{customdata[2]}<extra></extra>"))
     else:
-        order = {g: i for i, g in enumerate(
-            [*maplayers.KINDS, *maplayers.LEG_GROUPS, *maplayers.GOLD_GROUPS])}
+        order = {g: i for i, g in enumerate([*maplayers.KINDS, *maplayers.LEG_GROUPS,
+                                             *maplayers.GOLD_GROUPS,
+                                             *maplayers.SUPERSESSION_GROUPS])}
         groups = sorted(info[column].unique(),
                         key=lambda g: (order.get(g, 99), g == "other files", str(g)))
         for g in groups:
             sel = info.index[info[column] == g].to_numpy()
+            # a superseded point's hover names the newer line (its supersededBy)
+            newer = column == "supersession" and g == "superseded"
             fig.add_trace(Scatter(
                 **_xyz(sel), mode="markers", name=str(g)[:40],
                 marker={"size": size, "color": colours.get(g, maplayers.OTHER),
                         "opacity": 0.85},
-                customdata=_custom(sel),
-                hovertemplate="<b>%{customdata[1]}</b><br>%{customdata[2]}<extra></extra>"))
+                customdata=_custom(sel, list(info["superseded_by"].to_numpy()[sel])
+                                   if newer else None),
+                hovertemplate="<b>%{customdata[1]}</b>"
+                              + (" · superseded by %{customdata[3]}" if newer else "")
+                              + "<br>%{customdata[2]}<extra></extra>"))
 LEG_SYMBOL = {"both": "star", "vector": "diamond", "keyword": "square"}
 #: Scatter3d has no star: one open symbol per leg there too (all legs were one diamond)
 LEG_SYMBOL_3D = {"both": "circle-open", "vector": "diamond-open", "keyword": "square-open"}

@@ -227,3 +227,54 @@ def test_map_layers_are_pure_and_name_what_they_show() -> None:
     assert maplayers.covers("a.md", 3, 9, [("a.md", None)])
     assert maplayers.gold_groups(["a", "b", "c", "d"], {"a", "b"}, ["a", "c"]) == [
         "gold, found", "gold, missed", "hit, not gold", "other"]
+    from memory_core.base.supersession import Supersession
+
+    rows = [Supersession("d1.md", 3, "d2.md", 5, "vendor"),
+            Supersession("d1.md", 8, "d3.md", 2, "port")]
+    chunks = [("a", "d1.md", 1, 4), ("b", "d2.md", 1, 9), ("c", "d1.md", 10, 12),
+              ("d", "d3.md", 1, 3), ("e", "d1.md", 7, 9)]
+    assert maplayers.supersession_groups(rows, chunks) == (
+        ["superseded", "current", "unchanged", "current", "superseded"],
+        ["d2.md#L5", "", "", "", "d3.md#L2"])
+
+
+@pytest.mark.slow  # loads the local model: ~20 s
+def test_map_colours_by_supersession_and_names_the_newer_line(
+        open_app: OpenApp, module_demo: Path, tmp_path: Path) -> None:
+    """Issue #34: the map colours each chunk superseded, current or unchanged, as
+    ``chunk_marks`` marks it over the stored supersessions, and a superseded point's hover
+    names the newer line."""
+    from memory_core.base.supersession import chunk_marks
+    from tests.apptesting import copy_demo
+
+    at = open_app(module_demo, PAGE, provider="local", timeout=240)
+    at.radio(key="map_method").set_value("PCA").run()
+    assert "supersession" in at.selectbox(key="map_colour").options
+    at.selectbox(key="map_colour").set_value("supersession").run()
+    assert not at.exception
+    traces = {t["name"]: t for t in _figure(at)["data"]}
+    assert set(traces) == {"superseded", "current", "unchanged"}
+    # what the engine marks over the stored rows (a keyword-only copy: the same text, so the
+    # same chunks and supersessions) for the chunks the map draws
+    with MemoryIndex.open(copy_demo(tmp_path), provider="none") as idx:
+        idx.sync()
+        rows = idx.supersessions()
+    drawn = []
+    for t in traces.values():
+        for cd in t["customdata"]:
+            path, lines = cd[1].rsplit("#L", 1)
+            start, end = lines.split("–L")
+            drawn.append((cd[0], path, int(start), int(end)))
+    marks = chunk_marks(rows, drawn)
+    assert len(drawn) == 40 and len(rows) == 7
+    counts = {name: len(t["customdata"]) for name, t in traces.items()}
+    assert counts == {"superseded": len(marks.superseded), "current": len(marks.current),
+                      "unchanged": 40 - len(marks.superseded) - len(marks.current)}
+    assert counts["superseded"] == 4 and counts["current"] == 4
+    assert {cd[0] for cd in traces["current"]["customdata"]} == marks.current
+    sup = traces["superseded"]
+    assert "superseded by %{customdata[3]}" in sup["hovertemplate"]
+    assert {cd[0]: cd[3] for cd in sup["customdata"]} == marks.superseded
+    # the on-call line of 2026-11-06 was superseded by the rotation of 2026-11-24
+    assert "memory/2026-11-24.md#L4" in {cd[3] for cd in sup["customdata"]}
+    assert "superseded by" not in traces["unchanged"]["hovertemplate"]

@@ -23,11 +23,12 @@ from memory_core import evaluation as ev
 from memory_core.evaluation import EvalQuery
 
 from . import charts
-from .maplayers import chunk_kind
+from .maplayers import chunk_kind, supersession_groups
 from .projection import chunk_date, fingerprint
 
 #: The columns of :attr:`MapPoints.info`, one row per point.
-INFO_COLUMNS = ["id", "path", "source", "kind", "lines", "start", "end", "date", "snippet"]
+INFO_COLUMNS = ["id", "path", "source", "kind", "lines", "start", "end", "date", "snippet",
+                "supersession", "superseded_by"]
 #: Most points a map draws and fits (issue #10 item 7): above it a fixed, seeded sample, so the
 #: projection (and its disk cache) does not change with the query; the query's hits outside
 #: the sample are placed on the map by :meth:`MapPoints.vector_of` (see the page).
@@ -109,6 +110,9 @@ def load_points(idx: MemoryIndex, max_points: int = MAX_POINTS,
         "date": chunk_date(rows[cid].path),
         "snippet": rows[cid].text,
     } for cid in kept_ids], columns=INFO_COLUMNS)
+    # issue #34: superseded / current / unchanged, from the relation stored with the index
+    spans = [(cid, rows[cid].path, rows[cid].start_line, rows[cid].end_line) for cid in kept_ids]
+    info["supersession"], info["superseded_by"] = supersession_groups(idx.supersessions(), spans)
     sampled = sample.total > len(ids)
     return MapPoints(kept_ids, m, info, fingerprint(kept_ids, int(m.shape[1]) if keep else 0),
                      total=sample.total if sampled else len(kept_ids),

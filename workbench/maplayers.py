@@ -8,6 +8,8 @@ one number) per point and a palette that never gives two groups the same colour:
 * **file**: the most frequent files each get a colour of their own, the rest are "other files"
   (a repeating 10-colour palette made MEMORY.md and a diary look alike);
 * **cluster**: k-means groups named by their most distinctive words;
+* **supersession** (issue #34): a chunk covering a statement a later line superseded, one
+  holding the statement that superseded it (current), or neither;
 * for the current query: **similarity** to it (every point), the hits' **rank** and **leg**;
   for a labelled query: **gold** (a chunk covering an evidence line), found or missed.
 """
@@ -24,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from memory_core.base.dates import path_date
+from memory_core.base.supersession import Supersession, chunk_marks
 
 #: Distinct colours (Plotly's Dark24 and Alphabet palettes, greys left out): groups beyond
 #: these are pooled as "other", which is drawn grey.
@@ -45,6 +48,9 @@ GOLD_COLOURS = {"gold, found": "#1CA71C", "gold, missed": "#FB0D0D",
 LEG_GROUPS = ("both legs", "vector leg", "keyword leg", "not a hit")
 LEG_COLOURS = {"both legs": "#750D86", "vector leg": "#2E91E5", "keyword leg": "#EB663B",
                "not a hit": "#DDDDDD"}
+#: The supersession colouring's groups (:func:`supersession_groups`), in legend order.
+SUPERSESSION_GROUPS = ("superseded", "current", "unchanged")
+SUPERSESSION_COLOURS = {"superseded": "#FB0D0D", "current": "#1CA71C", "unchanged": "#DDDDDD"}
 _VIA = {"both": "both legs", "vector": "vector leg", "keyword": "keyword leg"}
 
 
@@ -168,6 +174,23 @@ def gold_groups(ids: Sequence[str], gold: set[str], hit_ids: Iterable[str]) -> l
         else:
             out.append("hit, not gold" if cid in found else "other")
     return out
+
+
+def supersession_groups(rows: Sequence[Supersession],
+                        chunks: Sequence[tuple[str, str, int, int]]
+                        ) -> tuple[list[str], list[str]]:
+    """Each ``(id, path, start_line, end_line)`` chunk's supersession group and, for a
+    superseded one, the newer line's citation (``path#L<n>``, what ``supersededBy`` says;
+    "" otherwise). The groups are :func:`memory_core.base.supersession.chunk_marks`'s, the
+    ones ranking uses: a chunk holding both a superseded and a current statement is current."""
+    marks = chunk_marks(rows, chunks)
+    groups, newer = [], []
+    for cid, *_ in chunks:
+        by = marks.superseded.get(cid, "")
+        groups.append("superseded" if by else "current" if cid in marks.current
+                      else "unchanged")
+        newer.append(by)
+    return groups, newer
 
 
 def date_scale(dates: list[str], ticks: int = 6) -> tuple[np.ndarray, list[float], list[str]]:
