@@ -19,6 +19,7 @@ from ..base.text import utf16_len
 from ..write.chunking import CONTINUED
 from .memory_file import (
     PromotedSection,
+    Relocation,
     Written,
     bullet_text,
     compact_for_budget,
@@ -122,25 +123,14 @@ def _plan_entries(index: MemoryIndex, candidates: Sequence[PromotionCandidate],
                   markers: set[str]) -> tuple[list[PlannedEntry], dict[str, str], list[str]]:
     """Check each candidate in order; return the kept ones, the skipped (key → why) and the
     reconciled keys (marker in ``MEMORY.md`` but not marked promoted in the state store)."""
-    ws = index.workspace
     skipped: dict[str, str] = {}
     reconciled: list[str] = []
     planned: list[PlannedEntry] = []
-    with state_of(index) as st:
-        rows = {c.key: st.recall_entry(c.key) for c in candidates}
-        policy = policy_for(index)
-        # issue #34: a line a later line superseded is never promoted (the default's policy)
-        stale = ({(r.old_path, r.old_line): r.new_citation for r in index.supersessions()}
-                 if policy.clean_lines else {})
-        # the agent's own queries that recalled each entry: the default writes the lines
-        # they were after, not the whole search chunk
-        queries = {c.key: [ev["query"] for ev in st.recall_events(c.key)
-                           if ev["kind"] == "recall" and ev["query"]]
-                   for c in candidates} if policy.clean_lines else {}
+    recalled = _recalled_state(index, candidates)
     for c in candidates:
         if c.key in skipped or any(p.key == c.key for p in planned):
             continue
-        row = rows.get(c.key)
+        row = recalled.rows.get(c.key)
         if row and row["promoted_at"] is not None:
             skipped[c.key] = f"already promoted ({iso(row['promoted_at'])})"
             continue
@@ -152,64 +142,112 @@ def _plan_entries(index: MemoryIndex, candidates: Sequence[PromotionCandidate],
         if not c.passed:
             skipped[c.key] = "did not pass the gates: " + "; ".join(c.reasons)
             continue
-        src = source_lines(ws, c.path)
-        if src is None:
-            skipped[c.key] = f"source file {c.path} is gone"
+        entry = _plan_entry(index.workspace, c, row, recalled)
+        if isinstance(entry, str):
+            skipped[c.key] = entry
             continue
-        rel, lines = src
-        snippet = row["snippet"] if row else c.snippet
-        # the default's chunker opens a chunk that starts inside a line with "…", which is
-        # in no diary line: re-located as it is, such a snippet is "no longer found"
-        loc = relocate(lines, snippet.removeprefix(CONTINUED) if policy.clean_lines
-                       else snippet, c.start_line, c.end_line)
-        if loc is None:
-            skipped[c.key] = (f"snippet no longer found in {rel} (edited or removed since it "
-                              f"was recalled at lines {c.start_line}-{c.end_line})")
-            continue
-        fence = next(((a, b) for a, b in fenced_ranges(lines)
-                      if loc.start_line <= b and a <= loc.end_line), None)
-        if fence:
-            skipped[c.key] = f"lines {loc.start_line}-{loc.end_line} overlap a dreaming block"
-            continue
-        text = snippet if (loc.quality == 3 and loc.loose) else loc.text
-        shown = text
-        if policy.clean_lines:  # the default: only the lines that are memory (openclaw#67580)
-            a, b = loc.start_line, loc.end_line
-            if (not loc.loose and c.start_line <= a and b <= c.end_line <= len(lines)
-                    and collapse(snippet).removeprefix("…").strip() in collapse(
-                        " ".join(lines[c.start_line - 1:c.end_line]))):
-                # the stored snippet is the chunk's first 700 characters (and a chunk that
-                # starts inside a line opens with "…"), so it re-locates to the chunk's head;
-                # the line the agent searched for is anywhere in the chunk it recalled, which
-                # is still there as it was (an edited range keeps the re-located window)
-                a, b = c.start_line, c.end_line
-            rng = [text] if loc.loose else lines[a - 1:b]
-            gone = [stale[(rel, n)] for n in range(a, b + 1) if (rel, n) in stale]
-            if gone and not loc.loose:
-                rng = ["" if (rel, n) in stale else x for n, x in enumerate(rng, a)]
-            if is_corpus_path(c.path):
-                rng = [corpus_text(x) for x in rng]
-            qs = queries.get(c.key, ())
-            shown = collapse(memory_lines(rng, qs, context=lines,
-                                          min_share=policy.min_match_share,
-                                          min_queries=policy.min_matching_queries))
-            if not shown:
-                skipped[c.key] = (f"its lines are superseded (by {gone[0]})" if gone
-                                  else _no_lines_why(rng, qs, lines, policy))
-                continue
-        # a corpus line is a transcript turn by design; the default writes it without the
-        # prefix that kept it from looking like one
-        why = contamination(shown, transcript_turns_ok=policy.clean_lines
-                            and is_corpus_path(c.path))
-        if why:  # 2026.9's filters and ours (code fences, cron reports, tool output)
-            skipped[c.key] = f"contaminated ({why}): not written into {MEMORY_FILE}"
-            continue
-        bullet = f"- {bullet_text(shown)}" + (
-            f" [score={c.score:.3f} recalls={c.recall_count} avg={c.avg_score:.3f} "
-            f"source={rel}:{loc.start_line}-{loc.end_line}]" if policy.score_metadata else "")
-        planned.append(PlannedEntry(c, loc.start_line, loc.end_line, text, bullet,
-                                    loc.quality, loc.loose))
+        planned.append(entry)
     return planned, skipped, reconciled
+
+
+@dataclass(frozen=True)
+class _Recalled:
+    """What the state store and the index say about the candidates, read once per plan: each
+    candidate's recall row, the superseded lines (``(path, line)`` → the citation of the line
+    that superseded it) and the agent's queries that recalled each entry, under ``policy``."""
+
+    rows: dict[str, dict[str, Any] | None]
+    policy: DreamingPolicy
+    stale: dict[tuple[str, int], str]
+    queries: dict[str, list[str]]
+
+
+def _recalled_state(index: MemoryIndex, candidates: Sequence[PromotionCandidate]) -> _Recalled:
+    """Read the candidates' recall rows, the superseded lines and the recalling queries in one
+    visit to the state store (the last two only where the policy writes clean lines)."""
+    with state_of(index) as st:
+        rows = {c.key: st.recall_entry(c.key) for c in candidates}
+        policy = policy_for(index)
+        # issue #34: a line a later line superseded is never promoted (the default's policy)
+        stale = ({(r.old_path, r.old_line): r.new_citation for r in index.supersessions()}
+                 if policy.clean_lines else {})
+        # the agent's own queries that recalled each entry: the default writes the lines
+        # they were after, not the whole search chunk
+        queries = {c.key: [ev["query"] for ev in st.recall_events(c.key)
+                           if ev["kind"] == "recall" and ev["query"]]
+                   for c in candidates} if policy.clean_lines else {}
+    return _Recalled(rows, policy, stale, queries)
+
+
+def _plan_entry(ws: Path, c: PromotionCandidate, row: dict[str, Any] | None,
+                recalled: _Recalled) -> PlannedEntry | str:
+    """The entry to write for a candidate that passed the gates, or why it is skipped: its
+    snippet must still be found in its source file, outside a dreaming block, with lines left
+    that are memory (the default's policy) and nothing contaminated."""
+    policy = recalled.policy
+    src = source_lines(ws, c.path)
+    if src is None:
+        return f"source file {c.path} is gone"
+    rel, lines = src
+    snippet = row["snippet"] if row else c.snippet
+    # the default's chunker opens a chunk that starts inside a line with "…", which is
+    # in no diary line: re-located as it is, such a snippet is "no longer found"
+    loc = relocate(lines, snippet.removeprefix(CONTINUED) if policy.clean_lines
+                   else snippet, c.start_line, c.end_line)
+    if loc is None:
+        return (f"snippet no longer found in {rel} (edited or removed since it "
+                f"was recalled at lines {c.start_line}-{c.end_line})")
+    fence = next(((a, b) for a, b in fenced_ranges(lines)
+                  if loc.start_line <= b and a <= loc.end_line), None)
+    if fence:
+        return f"lines {loc.start_line}-{loc.end_line} overlap a dreaming block"
+    text = snippet if (loc.quality == 3 and loc.loose) else loc.text
+    shown = text
+    if policy.clean_lines:  # the default: only the lines that are memory (openclaw#67580)
+        shown, why_not = _memory_text(c, loc, text, rel, lines, snippet, recalled)
+        if why_not:
+            return why_not
+    # a corpus line is a transcript turn by design; the default writes it without the
+    # prefix that kept it from looking like one
+    why = contamination(shown, transcript_turns_ok=policy.clean_lines
+                        and is_corpus_path(c.path))
+    if why:  # 2026.9's filters and ours (code fences, cron reports, tool output)
+        return f"contaminated ({why}): not written into {MEMORY_FILE}"
+    bullet = f"- {bullet_text(shown)}" + (
+        f" [score={c.score:.3f} recalls={c.recall_count} avg={c.avg_score:.3f} "
+        f"source={rel}:{loc.start_line}-{loc.end_line}]" if policy.score_metadata else "")
+    return PlannedEntry(c, loc.start_line, loc.end_line, text, bullet, loc.quality, loc.loose)
+
+
+def _memory_text(c: PromotionCandidate, loc: Relocation, text: str, rel: str,
+                 lines: Sequence[str], snippet: str, recalled: _Recalled) -> tuple[str, str]:
+    """The default's clean lines (openclaw#67580): of the recalled range, only the lines that
+    are memory and that the agent's queries were after, with superseded lines left out. Returns
+    the text to write and ``""``, or ``""`` and why no line is left."""
+    policy, stale = recalled.policy, recalled.stale
+    a, b = loc.start_line, loc.end_line
+    if (not loc.loose and c.start_line <= a and b <= c.end_line <= len(lines)
+            and collapse(snippet).removeprefix("…").strip() in collapse(
+                " ".join(lines[c.start_line - 1:c.end_line]))):
+        # the stored snippet is the chunk's first 700 characters (and a chunk that
+        # starts inside a line opens with "…"), so it re-locates to the chunk's head;
+        # the line the agent searched for is anywhere in the chunk it recalled, which
+        # is still there as it was (an edited range keeps the re-located window)
+        a, b = c.start_line, c.end_line
+    rng = [text] if loc.loose else lines[a - 1:b]
+    gone = [stale[(rel, n)] for n in range(a, b + 1) if (rel, n) in stale]
+    if gone and not loc.loose:
+        rng = ["" if (rel, n) in stale else x for n, x in enumerate(rng, a)]
+    if is_corpus_path(c.path):
+        rng = [corpus_text(x) for x in rng]
+    qs = recalled.queries.get(c.key, ())
+    shown = collapse(memory_lines(rng, qs, context=lines,
+                                  min_share=policy.min_match_share,
+                                  min_queries=policy.min_matching_queries))
+    if not shown:
+        return "", (f"its lines are superseded (by {gone[0]})" if gone
+                    else _no_lines_why(rng, qs, lines, policy))
+    return shown, ""
 
 
 def _no_lines_why(rng: Sequence[str], queries: Sequence[str], context: Sequence[str],
