@@ -16,7 +16,7 @@ from memory_core.base.synclock import sync_lock
 from memory_core.live.heartbeat import HeartbeatWriter
 
 ROOT = Path(__file__).resolve().parents[1]
-HOME = ROOT / "memory_core" / "common" / "indexfiles.py"
+HOME = ROOT / "memory_core" / "base" / "indexfiles.py"
 #: A suffix of the family inside a string literal (``"promotion.lock"`` is not one: a name
 #: runs into it).
 SUFFIX = re.compile(r"(?<![\w])(\.vectors|\.postings|\.lock|\.watch\.json|\.damaged|\.owner"

@@ -138,7 +138,7 @@ def _imports_stdlib_sqlite(path: Path) -> bool:
 def test_one_sqlite_library_per_process() -> None:
     """Only ``common/sql.py`` chooses the SQLite library (the stdlib only where sqlean is
     missing); everything else connects through it."""
-    allowed = {ROOT / "memory_core" / "common" / "sql.py"}
+    allowed = {ROOT / "memory_core" / "base" / "sql.py"}
     offenders = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "memory_core").rglob("*.py"))
                  if p not in allowed and _imports_stdlib_sqlite(p)]
     assert offenders == []
