@@ -38,6 +38,7 @@ import streamlit as st
 
 from memory_core import Candidates, MemoryIndex, SearchSettings, WorkspaceError
 from memory_core.base.config import ProfileName
+from memory_core.base.indexfiles import IndexFiles
 from memory_core.base.locations import REPO_ROOT, cache_root, datasets_dir
 from memory_core.openclaw import OpenClawHome, open_home
 from memory_core.write.sync import SyncReport
@@ -473,7 +474,7 @@ def file_stamp(*paths: Path) -> tuple[tuple[int, int], ...]:
     state, ``MEMORY.md``)."""
     out: list[tuple[int, int]] = []
     for p in paths:
-        for f in (p, p.with_name(p.name + "-wal")):
+        for f in (p, IndexFiles(p).wal):
             try:
                 st_ = f.stat()
                 out.append((st_.st_mtime_ns, st_.st_size))
