@@ -563,13 +563,14 @@ class MemoryIndex:
         s = checked_settings(settings or self.settings(**overrides), "search",
                              max_results=max_results, min_score=min_score)
         from .read.query import cap_query
+        from .read.search import query_text
 
         capped = [cap_query(q) for q in queries]
         qs = [q for q, _ in capped]
         legs: list[VectorLeg | None] = [None] * len(qs)
         if len(qs) > 1:
             self.ensure_synced()
-            legs = self._group_legs(qs, self._source_filter(sources))
+            legs = self._group_legs([query_text(q, s) for q in qs], self._source_filter(sources))
         for (query, note), leg in zip(capped, legs, strict=True):
             yield self._answer(query, sources, s, on_hits, vector_hits=leg, note=note)
 

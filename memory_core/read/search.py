@@ -45,6 +45,14 @@ def vector_leg(store: Store, qvec: np.ndarray | None, pool: int,
     return [LegHit(cid, score, i + 1, score) for i, (cid, score) in enumerate(rows)]
 
 
+def query_text(query: str, settings: SearchSettings) -> str:
+    """The text both legs search for: ``query`` stripped and, under the default profile's OR
+    query, each term once (a repeated term is evidence once, in both legs; a group's vector
+    legs embed the same text as its queries' own searches)."""
+    q = query.strip()
+    return distinct_terms(q) if settings.keyword_query == "or" else q
+
+
 def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: str,
                      settings: SearchSettings, sources: Sequence[str] | None = None,
                      *, pool: int = POOL,
@@ -61,9 +69,7 @@ def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: st
     (``memory_search`` itself: 48 rows of ~400 at the default cut, a third of a query's time at
     133k chunks). ``None``: every hit's row, for callers that re-fuse under other settings.
     """
-    q = query.strip()
-    if settings.keyword_query == "or":  # the default profile: a repeated term counts once
-        q = distinct_terms(q)
+    q = query_text(query, settings)
     timings: dict[str, float] = {}
     note = ""
     if not q:
