@@ -39,7 +39,7 @@ from .report import EvalReport, RunResult
 #: ``progress(stage, done, total)``: indexing and querying report through it.
 Progress = Callable[[str, int, int], None]
 #: Bumped when what a cached candidate file holds changes shape.
-_CACHE_VERSION = 2
+_CACHE_VERSION = 3  # 3: Candidates carry a note and the supersession marks; new module paths
 
 @dataclass(frozen=True)
 class EvalConfig:
@@ -208,7 +208,8 @@ def _load_cached(path: Path) -> list[CollectedQuery] | None:
     try:
         with path.open("rb") as f:
             data = pickle.load(f)  # our own cache file (see _store_cached)
-    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, TypeError):
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, TypeError,
+            ImportError):  # a file an older version wrote (its classes moved): fetched again
         return None
     return data if isinstance(data, list) else None
 
