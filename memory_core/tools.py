@@ -194,8 +194,13 @@ def backend_search(backend: MemoryBackend, args: Mapping[str, Any], citations: s
         return unavailable_result(str(e))
     except Exception as e:  # the tool answers whatever happened inside; the model reads it
         return {"results": [], "error": f"internal error: {type(e).__name__}: {e}"}
-    out = {"results": tool_results(res.hits, citations_included(citations, session_key)),
-           **res.extra, "mode": res.mode, "backend": res.backend, "citations": citations}
+    # the reference's key order (results, provider, model, mode, fallback, citations), then ours
+    extra: dict[str, Any] = dict(res.extra)
+    results = tool_results(res.hits, citations_included(citations, session_key))
+    out: dict[str, Any] = {"results": results,
+                           **{k: extra.pop(k) for k in ("provider", "model") if k in extra},
+                           "mode": res.mode, **extra, "citations": citations,
+                           "backend": res.backend}
     if res.fallback is not None:
         out["fallback"] = res.fallback.to_json()
     if res.detail is not None and res.detail.abstention:

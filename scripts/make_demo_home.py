@@ -174,7 +174,9 @@ class _Then:
             idx.sync()
             self.open[day] = idx
         out = tools.memory_search(self.open[day], query, record=False, **args)
-        return {k: v for k, v in out.items() if k != "debug"}
+        # what OpenClaw's tool answered: no debug part, and no name of the answering backend
+        # (our tools add it; the agent's transcripts were written by the reference engine)
+        return {k: v for k, v in out.items() if k not in ("debug", "backend")}
 
     def close(self) -> None:
         for idx in self.open.values():
