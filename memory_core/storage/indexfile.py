@@ -102,7 +102,14 @@ def _identity(uri: str) -> tuple[int, set[str]]:
     con = connect(uri, uri=True, timeout=5)
     try:
         app = int(con.execute("PRAGMA application_id").fetchone()[0])
-        names = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
+        try:
+            names = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
+        except DatabaseError:
+            if app != APPLICATION_ID:
+                raise
+            # our header (page 1 says so) over a schema that no longer reads: a damaged index
+            # of ours (a grown schema spans pages past the first), which the caller rebuilds
+            names = set()
     finally:
         con.close()
     return app, names
