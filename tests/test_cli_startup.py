@@ -100,7 +100,7 @@ def test_noop_index_imports_only_what_it_uses(tmp_path: Path) -> None:
 def test_noop_index_reads_a_config_file_without_pydantic(tmp_path: Path) -> None:
     """With a valid ``memory-workbench.toml`` the no-op ``index`` still imports no pydantic
     (the file is checked by :mod:`memory_core.base.config_check`); the file's values are in force
-    (keyword-only, as it says), and a broken value still gets pydantic's one-line message."""
+    (keyword-only, as it says), and a broken value gets its one-line message."""
     ws = tmp_path / "ws"
     (ws / "memory").mkdir(parents=True)
     (ws / "memory" / "2026-03-02.md").write_text("# 2026-03-02\n\n- The backup runs at 02:00.\n")

@@ -1,9 +1,12 @@
-"""The pydantic-free fast path of config validation agrees with the pydantic models.
+"""The one settings validator (:mod:`memory_core.base.config_check`) on valid and broken input.
 
-:func:`memory_core.base.config_check.quick_check` may only accept what the models accept, with the
-same dump; on anything else it must step aside (``None``) so the models give the message.
-Checked on every section's valid values and on thousands of seeded random breakages of them
-(wrong types, out-of-range numbers, unknown keys, non-finite floats, lone surrogates, ...).
+Every section's valid values are accepted with the declared types (an integer given for a number
+comes back a float); thousands of seeded random breakages of them (wrong types, out-of-range
+numbers, unknown keys, non-finite floats, lone surrogates, ...) are either valid or refused with
+one :class:`ConfigError` line naming the source, never another exception; and no settings
+file, valid or not, imports pydantic. (When it replaced the pydantic models, its answers on
+11,004 such inputs were compared with theirs: the same values and messages, but for a lone
+surrogate and a too-short string, now worded in the config file's terms.)
 """
 
 from __future__ import annotations
@@ -17,15 +20,17 @@ from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from memory_core.base.config import (
     CONFIG_FILE,
+    ConfigError,
     MemoryConfig,
     SearchSettings,
+    _validated,
     check_values,
     load_config,
-    model_of,
 )
-from memory_core.base.config_check import quick_check
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -68,39 +73,6 @@ ODD: list[Any] = [True, False, 0, 1, -1, 7, 0.5, 1.5, -0.5, 2.0, 2**53 + 1, 2**6
                   b"x", 3 + 0j]
 
 
-def _pydantic(plain: dict[str, Any]) -> dict[str, Any] | None:
-    from pydantic import ValidationError
-
-    try:
-        return model_of(MemoryConfig, frozenset(plain)).model_validate(plain).model_dump(
-            exclude_unset=True)
-    except ValidationError:
-        return None
-
-
-def _agree(plain: dict[str, Any]) -> bool:
-    """The fast path accepted ``plain`` (it always agrees with pydantic when it does)."""
-    fast, slow = quick_check(MemoryConfig, plain), _pydantic(plain)
-    if fast is not None:
-        assert slow is not None, f"accepted what pydantic refuses: {plain!r}"
-        assert fast == slow and _types(fast) == _types(slow), plain
-    return fast is not None
-
-
-def _types(v: Any) -> Any:
-    if isinstance(v, dict):
-        return {k: _types(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_types(x) for x in v]
-    return type(v).__name__
-
-
-def test_every_valid_section_takes_the_fast_path() -> None:
-    for data in VALID:
-        assert _agree(data), data
-    assert _agree({k: v for d in VALID for k, v in d.items() if k != "profile"})
-
-
 def _mutate(rng: random.Random, value: Any) -> Any:
     """``value`` with one leaf (or table) replaced by an odd value, or a key added/removed."""
     if isinstance(value, dict) and value and rng.random() < 0.8:
@@ -133,42 +105,94 @@ def _leaves(cls: type) -> dict[str, Any]:
     return out
 
 
-def test_random_breakages_never_pass_what_pydantic_refuses() -> None:
+def _check(plain: Any) -> dict[str, Any] | None:
+    """The validator's answer: the checked values, or ``None`` with one line of error."""
+    try:
+        return _validated(plain, "src")
+    except ConfigError as e:
+        msg = str(e)
+        assert msg.startswith("src: ") and "\n" not in msg and len(msg) < 1000, msg
+        return None
+
+
+def _types(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _types(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_types(x) for x in v]
+    return type(v).__name__
+
+
+def test_every_valid_section_is_accepted_with_the_declared_types() -> None:
+    for data in VALID:
+        assert _check(data) is not None, data
+    search = _check(VALID[-1])
+    assert search is not None and _types(search["search"])["min_score"] == "float"
+    assert _types(search["search"])["max_results"] == "int"
+    extra = _check(VALID[2])
+    assert extra is not None and extra["sources"]["extra_paths"][0] == {"path": "notes"}
+
+
+def test_random_breakages_are_refused_in_one_line() -> None:
     rng = random.Random(26)
     accepted = refused = 0
     for _ in range(3000):
-        base = rng.choice(VALID)
-        plain = _mutate(rng, base)
+        plain = _mutate(rng, rng.choice(VALID))
         if not isinstance(plain, dict):
             continue
-        if _agree(plain):
-            accepted += 1
-        else:
+        if _check(plain) is None:
             refused += 1
-    # both sides of the property were exercised
+        else:
+            accepted += 1
+    # both sides were exercised
     assert accepted > 200 and refused > 1000, (accepted, refused)
     for section, keys in _leaves(MemoryConfig).items():
         for key in keys or [None]:
             for odd in ODD:
-                _agree({section: odd} if key is None else {section: {key: odd}})
+                _check({section: odd} if key is None else {section: {key: odd}})
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"search": {"vector_weight": 2}},
+     "src: search.vector_weight: expects a value less than or equal to 1 (got 2)"),
+    ({"store": {"path": ""}}, 'src: store.path: expects at least 1 character (got "")'),
+    ({"sources": {"sessions_dir": "\ud800"}},
+     'src: sources.sessions_dir: expects text without lone surrogates (got "\ud800")'),
+    ({"a": 1, "b": 2, "c": 3, "search": {"max_results": 0}},
+     "src: search.max_results: expects a value greater than or equal to 1 (got 0); "
+     "a: unknown key; b: unknown key (and 1 more)"),
+    ({"provider": {"timeout_s": math.inf, "batch": 5}},
+     "src: provider.timeout_s: expects a finite number (got Infinity); "
+     "provider.batch: expects a table of settings (got 5)"),
+])
+def test_messages(data: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        _validated(data, "src")
+    assert str(err.value) == message
 
 
 def test_loose_values_take_the_same_door() -> None:
     assert check_values(SearchSettings, {"max_results": 3, "min_score": 1, "rrf_k": None},
                         "flags") == {"max_results": 3, "min_score": 1.0}
-    assert quick_check(SearchSettings, {"max_results": 0}) is None  # pydantic words it
+    with pytest.raises(ConfigError, match=r"^flags: --max-results: expects a value greater"):
+        check_values(SearchSettings, {"max_results": 0}, "flags",
+                     {"max_results": "--max-results"})
 
 
-def test_a_valid_config_file_is_read_without_pydantic(tmp_path: Path) -> None:
+def test_no_config_file_imports_pydantic(tmp_path: Path) -> None:
+    """Neither a valid file nor a broken one: the validator is ours (issue #32)."""
     (tmp_path / CONFIG_FILE).write_text(
         '[sources]\nsources = ["memory"]\nextra-paths = ["notes"]\n\n[provider]\n'
         'provider = "openai"\nbase_url = "http://127.0.0.1:9/v1"\nfallback = []\n'
         'timeout_s = 5\n\n[search]\nmax_results = 4\n', encoding="utf-8")
     code = ("import json, sys\nfrom pathlib import Path\nfrom memory_core.base.config import "
             f"load_config\ncfg = load_config(Path({str(tmp_path)!r}))\n"
+            "try:\n    load_config(Path('.'), {'search': {'max_results': 'x'}})\n"
+            "except ValueError as e:\n    err = str(e)\n"
             "print(json.dumps(['pydantic' in sys.modules, cfg.provider.timeout_s, "
-            "cfg.sources.extra_paths[0].pattern, cfg.settings().max_results]))")
+            "cfg.sources.extra_paths[0].pattern, cfg.settings().max_results, err]))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={"PYTHONPATH": str(ROOT)}, timeout=60, check=True)
-    assert out.stdout.strip() == '[false, 5.0, "**/*.md", 4]'
+    assert out.stdout.strip() == ('[false, 5.0, "**/*.md", 4, "overrides: search.max_results: '
+                                  'expects an integer (got \\"x\\")"]')
     assert load_config(tmp_path).provider.timeout_s == 5.0

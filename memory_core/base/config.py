@@ -15,19 +15,14 @@ import json
 import os
 import string
 import tomllib
-import types
-import typing
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
+from typing import Any, Literal, get_args, get_origin
 
-from .config_check import quick_check, type_hints
+from .config_check import ConfigError, shown, type_hints, validate
 from .fitted import GATES as CALIBRATED_GATES
 from .text import mostly_cjk
-
-if TYPE_CHECKING:
-    from pydantic import BaseModel, ValidationError
 
 CONFIG_FILE = "memory-workbench.toml"
 #: A named set of search settings: ``reference`` (OpenClaw 2026.5.20) or ``default`` (measured).
@@ -64,13 +59,6 @@ CANDIDATE_MULTIPLIER_LIMIT = 20
 LEG_POOL_LIMIT = 200
 
 
-class ConfigError(ValueError):
-    """A configuration value that cannot work: one line naming the key and what it expects.
-
-    A ``ValueError``, so the CLI reports it on one line with exit code 2 like any bad input.
-    """
-
-
 def setting(default: Any = MISSING, *, factory: Callable[[], Any] | None = None,
             help: str, ge: float | None = None, gt: float | None = None,
             le: float | None = None, lt: float | None = None, min_length: int | None = None,
@@ -79,10 +67,11 @@ def setting(default: Any = MISSING, *, factory: Callable[[], Any] | None = None,
             slider: tuple[float, float, float] | None = None, fetch: bool = False) -> Any:
     """One setting: its default, range and help, declared once on the dataclass field.
 
-    The validation models (:data:`CONFIG_MODELS`), the CLI's flags and choices, the tools'
+    The validator (:mod:`.config_check`), the CLI's flags and choices, the tools'
     schema bounds and the workbench's slider bounds are all generated from these. ``validate_as``
     narrows the field's type for validation only (a ``str`` field checked as a ``Literal``);
-    ``before``/``after`` are pydantic field validators (plain functions of the value);
+    ``before``/``after`` are plain functions of the value, run before and after its type is
+    checked (a ``ValueError`` is the key's error message);
     ``slider``: the workbench's ``(low, high, step)`` for it, within the range. ``fetch``: the
     setting changes what the candidates hold (:data:`FETCH_SETTINGS`), so changing it needs a
     new fetch, not only a new fusion.
@@ -123,7 +112,7 @@ def _extra_paths(value: Any) -> Any:
             out.append(item)
         else:
             raise ValueError("each entry is a path or a { path, pattern } table "
-                             f"(got {_shown(item)})")
+                             f"(got {shown(item)})")
     return out
 
 
@@ -512,7 +501,7 @@ class MemoryConfig:
     qmd: QmdConfig = field(default_factory=QmdConfig)
     #: The ``[search]`` keys the sources gave (a file, ``openclaw.json``, overrides): kept so
     #: that an explicit value wins over the provider's constants even when it equals the local
-    #: model's. Not a config key (``internal``: no TOML key and no validation model field).
+    #: model's. Not a config key (``internal``: no TOML key and not checked).
     search_keys: tuple[str, ...] = field(default=(), metadata={"internal": True})
 
     def settings(self, provider: str | None = None) -> SearchSettings:
@@ -556,8 +545,8 @@ class MemoryConfig:
 
 # --------------------------------------------------------------------------- validation
 #
-# The raw TOML (or an override dict) is validated against pydantic models generated from the
-# dataclasses above (each field's type and :func:`setting` metadata: range, validators, help)
+# The raw TOML (or an override dict) is checked against the dataclasses above by
+# :mod:`.config_check` (each field's type and :func:`setting` metadata: range, functions, help)
 # before anything is built: strict types (no "5000" for an integer, no letter-by-letter reading
 # of a string given for a list), ranges, the store path's placeholders, no unknown key. Only the
 # keys given are then applied, so a file and the overrides layer on the defaults as before;
@@ -565,60 +554,11 @@ class MemoryConfig:
 # with :func:`setting` to its dataclass: its TOML key, validation, CLI flag (where the command
 # offers it), tool-schema bounds and slider bounds all follow (docs/architecture.md).
 
-_BOUNDS = ("ge", "gt", "le", "lt", "min_length")
-_MODELS: dict[tuple[type, frozenset[str] | None], type[BaseModel]] = {}
-
-
-def _model_type(tp: Any) -> Any:
-    """``tp`` with every config dataclass in it replaced by its validation model."""
-    if is_dataclass(tp) and isinstance(tp, type):
-        return model_of(tp)
-    origin, args = get_origin(tp), get_args(tp)
-    if origin is list:
-        return list[_model_type(args[0])]  # type: ignore[misc]  # a type built at run time
-    if origin in (typing.Union, types.UnionType):
-        return typing.Union[tuple(_model_type(a) for a in args)]  # noqa: UP007
-    return tp
-
-
-def _validator(fn: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
-    def check(cls: Any, value: Any) -> Any:
-        return fn(value)
-    return check
-
-
-def model_of(cls: type, keys: frozenset[str] | None = None) -> type[BaseModel]:
-    """The pydantic model that validates ``cls``'s keys, generated once from its fields.
-
-    ``keys``: only those fields (a file's sections): the same checks and errors for what is
-    given, others still refused as unknown, without generating the models of sections that
-    are not there (each costs ~6 ms; all of them 80 ms, more than a no-op ``index``)."""
-    if (cls, keys) in _MODELS:
-        return _MODELS[cls, keys]
-    # pydantic (70 ms of imports with its plugin loader) only when there is something to check:
-    # a config file, overrides, flags; the defaults need none of it
-    from pydantic import ConfigDict, Field, create_model, field_validator
-
-    hints = type_hints(cls)
-    defs: dict[str, Any] = {}
-    checks: dict[str, Any] = {}
-    for f in fields(cls):
-        meta = f.metadata
-        if meta.get("internal") or (keys is not None and f.name not in keys):
-            continue
-        tp = _model_type(meta.get("validate_as", hints[f.name]))
-        bounds = {k: meta[k] for k in _BOUNDS if k in meta}
-        required = f.default is MISSING and f.default_factory is MISSING
-        default: Any = ... if required else (None if f.default is MISSING else f.default)
-        defs[f.name] = (tp, Field(default, description=meta.get("help"), **bounds))
-        for mode in ("before", "after"):
-            if mode in meta:
-                checks[f"_{f.name}_{mode}"] = field_validator(f.name, mode=mode)(
-                    _validator(meta[mode]))
-    strict = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
-    _MODELS[cls, keys] = create_model(f"{cls.__name__}Model", __config__=strict,
-                                      __validators__=checks, **defs)
-    return _MODELS[cls, keys]
+#: Every config dataclass: the tables a settings file may hold.
+CONFIG_CLASSES: tuple[type, ...] = (
+    MemoryConfig, SourcesConfig, ExtraPath, ChunkingConfig, ProviderConfig, StoreConfig,
+    WatchConfig, SessionsConfig, SearchSettings, BackendConfig, QmdConfig, BatchConfig,
+    QmdSessionsConfig)
 
 
 def setting_meta(cls: type, name: str) -> dict[str, Any]:
@@ -642,16 +582,7 @@ def check_values(cls: type, values: Mapping[str, Any], source: str,
     ``None`` means "not given" and is dropped. A bad value raises :class:`ConfigError`, one
     line naming the field (as ``labels`` names it, e.g. a flag) and what it expects.
     """
-    given = {k: v for k, v in values.items() if v is not None}
-    quick = quick_check(cls, given) if given else {}
-    if quick is not None:
-        return quick
-    from pydantic import ValidationError
-
-    try:
-        return model_of(cls).model_validate(given).model_dump(exclude_unset=True)
-    except ValidationError as e:
-        raise ConfigError(_describe(e, source, labels)) from None
+    return validate(cls, {k: v for k, v in values.items() if v is not None}, source, labels)
 
 
 def checked_settings(base: SearchSettings, source: str = "settings",
@@ -659,82 +590,6 @@ def checked_settings(base: SearchSettings, source: str = "settings",
     """``base`` with ``values`` applied after :func:`check_values` (``None``: unchanged)."""
     good = check_values(SearchSettings, values, source, labels)
     return replace(base, **good) if good else base
-
-
-class _ConfigModels(Mapping[type, "type[BaseModel]"]):
-    """Each config dataclass → its model, generated on first lookup (not at import)."""
-
-    _CLASSES = (MemoryConfig, SourcesConfig, ExtraPath, ChunkingConfig, ProviderConfig,
-                StoreConfig, WatchConfig, SessionsConfig, SearchSettings, BackendConfig,
-                QmdConfig, BatchConfig, QmdSessionsConfig)
-
-    def __getitem__(self, dc: type) -> type[BaseModel]:
-        if dc not in self._CLASSES:
-            raise KeyError(dc)
-        return model_of(dc)
-
-    def __iter__(self) -> typing.Iterator[type]:
-        return iter(self._CLASSES)
-
-    def __len__(self) -> int:
-        return len(self._CLASSES)
-
-
-#: Each dataclass and the model that validates its keys (generated: they cannot drift apart).
-CONFIG_MODELS: Mapping[type, type[BaseModel]] = _ConfigModels()
-
-
-def _shown(value: Any) -> str:
-    """A value as the user wrote it (TOML and JSON agree on strings, numbers, lists), short."""
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _key_path(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
-
-
-def _what(err: Any) -> str:
-    """What a pydantic error says the key expects, in the words of a config file."""
-    kind, msg = err["type"], err["msg"]
-    if kind == "extra_forbidden":
-        return "unknown key"
-    if kind == "missing":
-        return "is required"
-    if kind in ("model_type", "model_attributes_type", "dict_type"):
-        return "expects a table of settings"
-    if kind == "value_error":
-        return msg.removeprefix("Value error, ")
-    if kind in ("finite_number", "float_type") and "finite" in msg:
-        return "expects a finite number"
-    if msg.startswith("Input should be a valid "):
-        noun = msg.removeprefix("Input should be a valid ")
-        noun = {"boolean": "true or false", "integer": "an integer"}.get(noun, "a " + noun)
-        return "expects " + noun
-    if msg.startswith(("Input should be greater", "Input should be less")):
-        return msg.replace("Input should be", "expects a value", 1)
-    return msg.replace("Input should be", "expects", 1)
-
-
-def _describe(error: ValidationError, source: str,
-              labels: Mapping[str, str] | None = None) -> str:
-    """All problems of one config source on one line: ``<source>: key: what it expects (got x)``."""
-    parts = []
-    for err in error.errors():
-        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-        key = _key_path(loc)
-        line = f"{(labels or {}).get(key, key)}: {_what(err)}"
-        if err["type"] not in ("extra_forbidden", "missing", "value_error"):
-            line += f" (got {_shown(err['input'])})"
-        parts.append(line)
-    more = f" (and {len(parts) - 3} more)" if len(parts) > 3 else ""
-    return f"{source}: " + "; ".join(parts[:3]) + more
 
 
 def _plain(value: Any) -> Any:
@@ -749,20 +604,10 @@ def _plain(value: Any) -> Any:
 
 
 def _validated(data: Any, source: str) -> dict[str, Any]:
-    """``data`` checked against the models; only the keys it gives, with their checked values."""
+    """``data`` checked against the declarations: only the keys it gives, with their values."""
     if not isinstance(data, dict):
-        raise ConfigError(f"{source}: expects a table of settings (got {_shown(data)})")
-    plain = _plain(data)
-    quick = quick_check(MemoryConfig, plain)  # pydantic only for a value that may be wrong
-    if quick is not None:
-        return quick
-    from pydantic import ValidationError
-
-    try:
-        model = model_of(MemoryConfig, frozenset(plain)).model_validate(plain)
-    except ValidationError as e:
-        raise ConfigError(_describe(e, source)) from None
-    return model.model_dump(exclude_unset=True)
+        raise ConfigError(f"{source}: expects a table of settings (got {shown(data)})")
+    return validate(MemoryConfig, _plain(data), source)
 
 
 def provider_name(name: str, key: str = "provider") -> ProviderName:
@@ -771,7 +616,7 @@ def provider_name(name: str, key: str = "provider") -> ProviderName:
     For values that reach the config outside a file or an override dict (``--provider``).
     """
     if name not in PROVIDERS:
-        raise ConfigError(f"{key}: unknown provider {_shown(name)} (expected one of "
+        raise ConfigError(f"{key}: unknown provider {shown(name)} (expected one of "
                           f"{', '.join(PROVIDERS)})")
     return name
 

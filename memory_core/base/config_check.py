@@ -1,47 +1,59 @@
-"""The fast path of config validation: the common, valid file checked without pydantic.
+"""The one validator of settings: plain values checked against the config dataclasses' fields.
 
-Importing pydantic and generating the validation models costs ~125 ms of CPU in a process
-that reads a ``memory-workbench.toml``, more than a whole no-op ``index`` may (issue #26).
-:func:`quick_check` applies the same declarations (each field's type, its :func:`setting`
-range, ``before``/``after`` functions, required keys, no unknown key) to the plain values a
-TOML file or an override dict holds, and returns exactly what the pydantic model's
-``model_dump(exclude_unset=True)`` would. It only ever *accepts*: on anything it does not
-vouch for (a problem, or a type it does not handle) it returns ``None`` and the caller runs the
-pydantic models, which produce the error message as before. So the messages cannot drift; a
-value this path accepts that pydantic would refuse is a bug (tests/test_config_check.py
-compares the two on valid and broken inputs).
+A ``memory-workbench.toml``, an override dict, ``openclaw.json``'s mapped settings, CLI flags and
+tool arguments all reach the configuration through :func:`validate`, which reads each field's
+declaration (its type, the :func:`~memory_core.base.config.setting` range, ``before``/``after``
+functions, whether it is required) and returns only the keys given, with their checked values.
+Types are strict: no ``"5000"`` for an integer, no letter-by-letter reading of a string given
+for a list, no ``true`` for a number; an integer is a number. Each problem is recorded with where
+it is and what the key expects, in the words of a config file (:func:`describe` puts them on one
+line). It replaced pydantic models generated from the same fields, whose import and generation
+cost ~125 ms of CPU in every process that read a settings file (issue #32).
 """
 
 from __future__ import annotations
 
+import json
 import math
-import re
 import types
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import MISSING, fields, is_dataclass
-from typing import Any, Literal, get_args, get_origin
+from dataclasses import MISSING, dataclass, fields, is_dataclass
+from typing import Any, Literal, NamedTuple, get_args, get_origin
 
-#: A checker: the validated value, or :data:`_NO` when the pydantic path must decide.
-Check = Callable[[Any], Any]
-_NO: Any = object()
-_INT_RANGE = 1 << 63  # pydantic-core's strict int: leave huge ones to it
-_EXACT_FLOAT = 1 << 53  # an int read as a float loses nothing below this
-_BOUNDS: dict[str, Callable[[Any, Any], bool]] = {
-    "ge": lambda v, b: v >= b, "gt": lambda v, b: v > b,
-    "le": lambda v, b: v <= b, "lt": lambda v, b: v < b,
+_HIDDEN: Any = object()  # a problem whose message does not repeat the value given
+_BAD: Any = object()  # a value with a problem (recorded)
+_BOUNDS: dict[str, tuple[Callable[[Any, Any], bool], str]] = {
+    "ge": (lambda v, b: v >= b, "greater than or equal to"),
+    "gt": (lambda v, b: v > b, "greater than"),
+    "le": (lambda v, b: v <= b, "less than or equal to"),
+    "lt": (lambda v, b: v < b, "less than"),
 }
-_CHECKS: dict[type, Check] = {}
 _HINTS: dict[type, dict[str, Any]] = {}
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_FIELDS: dict[type, dict[str, _Field]] = {}
 
 
-def quick_check(cls: type, data: Mapping[str, Any]) -> dict[str, Any] | None:
-    """``data`` (plain keys, as :func:`memory_core.base.config._plain` gives them) validated against
-    ``cls``'s declarations, as pydantic's dump of only the keys given; ``None`` when it may be
-    invalid (the caller then asks pydantic, for the exact error)."""
-    out = _checker(cls)(data)
-    return None if out is _NO else out
+class ConfigError(ValueError):
+    """A configuration value that cannot work: one line naming the key and what it expects.
+
+    A ``ValueError``, so the CLI reports it on one line with exit code 2 like any bad input.
+    """
+
+
+class Problem(NamedTuple):
+    """One bad value: its key path, what the key expects, and the value (or ``_HIDDEN``)."""
+
+    loc: tuple[int | str, ...]
+    what: str
+    got: Any = _HIDDEN
+
+
+@dataclass(frozen=True)
+class _Field:
+    name: str
+    tp: Any  # the declared type, or ``validate_as``
+    meta: Mapping[str, Any]
+    required: bool
 
 
 def type_hints(cls: type) -> dict[str, Any]:
@@ -53,128 +65,168 @@ def type_hints(cls: type) -> dict[str, Any]:
     return hints
 
 
-def _checker(cls: type) -> Check:
-    """The checker of one config dataclass, built once from its fields."""
-    if cls in _CHECKS:
-        return _CHECKS[cls]
-    hints = type_hints(cls)
-    spec: dict[str, Check] = {}
-    required: list[str] = []
-    for f in fields(cls):
-        meta = f.metadata
-        if meta.get("internal"):
-            continue
-        check = _value_check(meta.get("validate_as", hints[f.name]), meta)
-        for mode in ("before", "after"):
-            if mode in meta:
-                check = _with_function(check, meta[mode], mode)
-        spec[f.name] = check
-        if f.default is MISSING and f.default_factory is MISSING:
-            required.append(f.name)
-
-    def check_table(value: Any) -> Any:
-        if type(value) is not dict or any(k not in value for k in required):
-            return _NO
-        out: dict[str, Any] = {}
-        for key, v in value.items():
-            check = spec.get(key)
-            if check is None:
-                return _NO  # unknown key
-            got = check(v)
-            if got is _NO:
-                return _NO
-            out[key] = got
-        return out
-
-    _CHECKS[cls] = check_table
-    return check_table
+def _fields(cls: type) -> dict[str, _Field]:
+    """The checked fields of ``cls`` (not ``internal`` ones) by name, read once per class."""
+    out = _FIELDS.get(cls)
+    if out is None:
+        hints = type_hints(cls)
+        out = _FIELDS[cls] = {
+            f.name: _Field(f.name, f.metadata.get("validate_as", hints[f.name]), f.metadata,
+                           f.default is MISSING and f.default_factory is MISSING)
+            for f in fields(cls) if not f.metadata.get("internal")}
+    return out
 
 
-def _with_function(check: Check, fn: Callable[[Any], Any], mode: str) -> Check:
-    """``check`` with a declared ``before``/``after`` function around it; a function that
-    refuses the value (``ValueError``) leaves the message to pydantic."""
-    def run(value: Any) -> Any:
-        try:
-            return fn(value)
-        except ValueError:
-            return _NO
-
-    if mode == "before":
-        def before(value: Any) -> Any:
-            v = run(value)
-            return _NO if v is _NO else check(v)
-        return before
-
-    def after(value: Any) -> Any:
-        v = check(value)
-        return _NO if v is _NO else run(v)
-    return after
+def validate(cls: type, data: Mapping[str, Any], source: str,
+             labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """``data`` (plain keys of ``cls``'s fields) checked: the keys given, with their checked
+    values; a :class:`ConfigError` naming every problem on one line (:func:`describe`)."""
+    problems: list[Problem] = []
+    checked = check_table(cls, data, problems)
+    if problems:
+        raise ConfigError(describe(problems, source, labels))
+    return typing.cast(dict[str, Any], checked)
 
 
-def _value_check(tp: Any, meta: Mapping[str, Any]) -> Check:
-    """The check of one field's type (strict, as the pydantic models: no coercion but an int
-    for a float) with its range; :data:`_NO` for any type this path does not handle."""
+def check_table(cls: type, value: Any, problems: list[Problem],
+                loc: tuple[int | str, ...] = ()) -> Any:
+    """``value`` (a dict of ``cls``'s keys) checked: the keys given with their checked values;
+    each problem appended to ``problems`` (the result is then not to be used)."""
+    if not isinstance(value, dict):
+        problems.append(Problem(loc, "expects a table of settings", value))
+        return _BAD
+    known = _fields(cls)
+    out = {key: _check_field(known[key], v, problems, (*loc, key))
+           for key, v in value.items() if key in known}
+    # what the given values expect first, then the keys that are not settings
+    problems.extend(Problem((*loc, key), "unknown key") for key in value if key not in known)
+    problems.extend(Problem((*loc, f.name), "is required") for f in known.values()
+                    if f.required and f.name not in value)
+    return out
+
+
+def _check_field(f: _Field, value: Any, problems: list[Problem],
+                 loc: tuple[int | str, ...]) -> Any:
+    """One field: its ``before`` function, its type and range, then its ``after`` function (a
+    function refuses a value with ``ValueError``, whose text is the message)."""
+    try:
+        if "before" in f.meta:
+            value = f.meta["before"](value)
+        value = _check_value(f.tp, f.meta, value, problems, loc)
+        if value is not _BAD and "after" in f.meta:
+            value = f.meta["after"](value)
+    except ValueError as e:
+        problems.append(Problem(loc, str(e)))
+        return _BAD
+    return value
+
+
+def _check_value(tp: Any, meta: Mapping[str, Any], value: Any, problems: list[Problem],
+                 loc: tuple[int | str, ...]) -> Any:
+    """``value`` checked against the type ``tp`` and the range in ``meta``."""
     origin, args = get_origin(tp), get_args(tp)
-    ranged = [k for k in (*_BOUNDS, "min_length") if k in meta]
-    if origin in (typing.Union, types.UnionType):
-        if len(args) != 2 or type(None) not in args:
-            return _refuse
-        inner = _value_check(next(a for a in args if a is not type(None)), meta)
-        return lambda v: None if v is None else inner(v)
-    wanted = {"min_length"} if tp is str else set(_BOUNDS) if tp in (int, float) else set()
-    if not set(ranged) <= wanted:
-        return _refuse  # a range this path does not apply: pydantic's
+    if origin in (typing.Union, types.UnionType):  # only ``X | None`` is declared
+        if value is None:
+            return None
+        tp = next(a for a in args if a is not type(None))
+        origin, args = get_origin(tp), get_args(tp)
     if is_dataclass(tp) and isinstance(tp, type):
-        # a section's checker is built when a value of it is first checked: a file names a few
-        # of the 13 sections, and each class's hints cost an eval of every annotation (~0.3 ms)
-        section = tp
-        return lambda v: _checker(section)(v)
+        return check_table(tp, value, problems, loc)
     if origin is list:
-        item = _value_check(args[0], {})
-
-        def check_list(value: Any) -> Any:
-            if type(value) is not list:
-                return _NO
-            out = [item(v) for v in value]
-            return _NO if any(v is _NO for v in out) else out
-        return check_list
-    if origin is dict:
-        if args != (str, str):
-            return _refuse
-        return lambda v: (dict(v) if type(v) is dict and all(
-            type(k) is str and _text_ok(k) and type(x) is str and _text_ok(x)
-            for k, x in v.items()) else _NO)
+        if not isinstance(value, list):
+            return _problem(problems, loc, "expects a list", value)
+        return [_check_value(args[0], {}, v, problems, (*loc, i)) for i, v in enumerate(value)]
+    if origin is dict:  # dict[str, str]: HTTP headers
+        if not isinstance(value, dict):
+            return _problem(problems, loc, "expects a table of settings", value)
+        return {k: _check_value(str, {}, v, problems, (*loc, str(k))) for k, v in value.items()}
     if origin is Literal:
-        choices = frozenset(args)
-        if not all(type(c) is str for c in choices):
-            return _refuse
-        return lambda v: v if type(v) is str and v in choices else _NO
-    bounds = [(_BOUNDS[k], meta[k]) for k in _BOUNDS if k in meta]
-    if tp is bool:
-        return lambda v: v if type(v) is bool else _NO
-    if tp is int:
-        def check_int(v: Any) -> Any:
-            ok = type(v) is int and -_INT_RANGE <= v < _INT_RANGE
-            return v if ok and all(b(v, limit) for b, limit in bounds) else _NO
-        return check_int
-    if tp is float:
-        def check_float(v: Any) -> Any:
-            if type(v) is int and -_EXACT_FLOAT < v < _EXACT_FLOAT:
-                v = float(v)
-            ok = type(v) is float and math.isfinite(v)
-            return v if ok and all(b(v, limit) for b, limit in bounds) else _NO
-        return check_float
-    if tp is str:
-        least = meta.get("min_length", 0)
-        return lambda v: v if type(v) is str and len(v) >= least and _text_ok(v) else _NO
-    return _refuse
+        if type(value) is str and value in args:
+            return value
+        return _problem(problems, loc, "expects " + _either(args), value)
+    what = _TYPE_CHECKS[tp](value)
+    if what:
+        return _problem(problems, loc, what, value)
+    for key, (holds, words) in _BOUNDS.items():
+        if key in meta and not holds(value, meta[key]):
+            return _problem(problems, loc, f"expects a value {words} {_number(meta[key])}",
+                            value)
+    least = meta.get("min_length", 0)
+    if tp is str and len(value) < least:
+        return _problem(problems, loc, f"expects at least {least} character"
+                                       + ("s" if least > 1 else ""), value)
+    return float(value) if tp is float else value
 
 
-def _refuse(value: Any) -> Any:
-    return _NO
+def _type_error_of_str(v: Any) -> str:
+    if type(v) is not str:
+        return "expects a string"
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: no file or index can hold it
+        return "expects text without lone surrogates"
+    return ""
 
 
-def _text_ok(s: str) -> bool:
-    """Text UTF-8 can hold: a lone surrogate (the only code points it cannot) is pydantic's to
-    report."""
-    return s.isascii() or _SURROGATE.search(s) is None
+def _type_error_of_float(v: Any) -> str:
+    if type(v) is int:
+        return "" if abs(v) < 2 ** 1023 else "expects a finite number"
+    if type(v) is not float:
+        return "expects a number"
+    return "" if math.isfinite(v) else "expects a finite number"
+
+
+#: Each scalar type: what the key expects when a value is not of it ("": it is).
+_TYPE_CHECKS: dict[Any, Callable[[Any], str]] = {
+    bool: lambda v: "" if type(v) is bool else "expects true or false",
+    int: lambda v: "" if type(v) is int else "expects an integer",
+    float: _type_error_of_float,
+    str: _type_error_of_str,
+}
+
+
+def _problem(problems: list[Problem], loc: tuple[int | str, ...], what: str, got: Any) -> Any:
+    problems.append(Problem(loc, what, got))
+    return _BAD
+
+
+def _either(choices: tuple[Any, ...]) -> str:
+    """``'a', 'b' or 'c'``."""
+    shown = [repr(c) for c in choices]
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
+
+
+def _number(bound: float) -> str:
+    """A bound as a file would write it: ``1`` for 1.0."""
+    return str(int(bound)) if float(bound).is_integer() else str(bound)
+
+
+def shown(value: Any) -> str:
+    """A value as the user wrote it (TOML and JSON agree on strings, numbers, lists), short."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _key_path(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def describe(problems: list[Problem], source: str,
+             labels: Mapping[str, str] | None = None) -> str:
+    """All problems of one source on one line: ``<source>: key: what it expects (got x)``;
+    ``labels`` names a key as its door spells it (``--max-results``)."""
+    parts = []
+    for p in problems:
+        key = _key_path(p.loc)
+        line = f"{(labels or {}).get(key, key)}: {p.what}"
+        if p.got is not _HIDDEN:
+            line += f" (got {shown(p.got)})"
+        parts.append(line)
+    more = f" (and {len(parts) - 3} more)" if len(parts) > 3 else ""
+    return f"{source}: " + "; ".join(parts[:3]) + more
