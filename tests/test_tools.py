@@ -62,6 +62,31 @@ def test_the_library_cuts_a_650_kb_query_with_a_note(fts_index: MemoryIndex) -> 
     assert fts_index.search("COOKIE_EXPIRED").note == ""
 
 
+def test_a_650_kb_query_reaches_the_local_model_cut(indexed_demo: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the local model (issue #32) the cap applies before any work on the query's text:
+    the model embeds at most MAX_QUERY_CHARS characters, so the answer's time is bounded by
+    one short query's embedding (at most the model's 256 word pieces: 2.1-2.4 s in a fresh
+    process at load 20, 0.6 s on a quieter machine), and the answer says it was cut."""
+    from memory_core.read.query import MAX_QUERY_CHARS, MAX_QUERY_TERMS
+
+    with MemoryIndex.open(indexed_demo) as idx:
+        provider = idx.choice.provider
+        assert provider is not None
+        embedded: list[int] = []
+        real = provider.embed_query
+
+        def counted(text: str) -> object:  # the real model, its input's length recorded
+            embedded.append(len(text))
+            return real(text)
+
+        monkeypatch.setattr(provider, "embed_query", counted)
+        out = memory_search(idx, "word " * 130_000, record=False)
+    assert out["provider"] == "local" and "error" not in out
+    assert out["note"] == f"query cut to its first {MAX_QUERY_TERMS} terms (of 130000)"
+    assert embedded and max(embedded) <= MAX_QUERY_CHARS, embedded
+
+
 BAD_SEARCHES: list[tuple[tuple[object, ...], str]] = [
     ((None,), "query required"),
     ((123,), "query required"),
