@@ -7,10 +7,12 @@ two agents, transcripts with tool calls, results, thinking blocks and archives);
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,7 +30,7 @@ from memory_core.openclaw.home import OpenClawHomeError
 from memory_core.promotion.model import is_short_term_path
 from memory_core.write.sources import is_agent_transcript_name, list_files
 
-from .conftest import GOLDENS
+from .conftest import GOLDENS, ROOT
 from .openclaw_fixture import MAIN_CALLS, build_home, main_call_times
 
 
@@ -215,6 +217,50 @@ def test_export_edits_in_place_keeps_comments_and_backs_up(home: Path) -> None:
     again = open_home(home).load_config().settings()
     assert (again.max_results, again.mmr_enabled) == (5, True)
     assert plan_export(path, again).changes == []  # nothing left to change
+
+
+def test_each_openclaw_key_is_declared_once_on_its_setting(tmp_path: Path) -> None:
+    """Issue #32: an OpenClaw setting's key is written once, on the setting
+    (``setting(openclaw=...)``); reading ``openclaw.json``, writing it back and the workbench's
+    export block all follow that declaration instead of spelling the key again."""
+    from dataclasses import replace
+
+    from memory_core.base.config import BatchConfig, SearchSettings, openclaw_keys
+    from memory_core.openclaw.config import memory_search_settings
+    from workbench.tuning import openclaw_query_block
+
+    declared = {**openclaw_keys(SearchSettings), **openclaw_keys(BatchConfig)}
+    assert len(declared) == 15 and declared["vector_weight"] == (
+        "query", "hybrid", "vectorWeight")
+    for cls in (SearchSettings, BatchConfig):
+        defaults = cls()
+        for name, keys in openclaw_keys(cls).items():
+            old = getattr(defaults, name)  # another valid value of the setting's type
+            value = not old if isinstance(old, bool) else old + 1 if isinstance(old, int) \
+                else old / 2
+            block: dict[str, Any] = {}
+            node = block
+            for k in keys[:-1]:
+                node = node.setdefault(k, {})
+            node[keys[-1]] = value
+            m = memory_search_settings({"memory": {"search": block}}, "main")
+            ours = "provider.batch" if cls is BatchConfig else f"search.{name}"
+            assert m.provenance[ours] == "memory.search." + ".".join(keys), (name, m.notes)
+            if cls is SearchSettings:  # written back at the same key, and shown there
+                changed = replace(defaults, **{name: value})
+                plan = plan_export(tmp_path / f"{name}.json", changed)
+                where = "agents.defaults.memorySearch." + ".".join(keys)
+                assert plan.changes[0].startswith(where + " = "), plan.changes
+                shown: Any = openclaw_query_block(changed)
+                for k in keys[1:]:
+                    shown = shown[k]
+                assert shown == value
+    camel = {keys[-1] for keys in declared.values() if keys[-1] != keys[-1].lower()}
+    texts = {name: (ROOT / name).read_text(encoding="utf-8") for name in (
+        "memory_core/openclaw/config.py", "memory_core/openclaw/export.py")}  # import, export
+    texts["openclaw_query_block"] = inspect.getsource(openclaw_query_block)
+    for name, text in texts.items():
+        assert not [k for k in camel if f'"{k}"' in text], name
 
 
 def test_export_refuses_what_it_cannot_place(home: Path) -> None:

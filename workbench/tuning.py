@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from memory_core import Candidates, FusionResult, Hit, SearchSettings, fuse, profile_settings
-from memory_core.base.config import checked_settings, setting_meta
+from memory_core.base.config import checked_settings, openclaw_keys, setting_meta
 from memory_core.base.text import cjk_bigrams
 from memory_core.read.query import STOP_WORDS, tokens
 
@@ -337,20 +337,15 @@ def rank_movement(a: FusionResult, b: FusionResult) -> Movement:
 
 
 def openclaw_query_block(s: SearchSettings) -> dict[str, Any]:
-    """The ``memorySearch.query`` block of OpenClaw's config (spec §4.1) for ``s``."""
-    return {
-        "maxResults": int(s.max_results),
-        "minScore": round(float(s.min_score), 4),
-        "hybrid": {
-            "enabled": bool(s.hybrid),
-            "vectorWeight": round(float(s.vector_weight), 4),
-            "textWeight": round(float(s.text_weight), 4),
-            "candidateMultiplier": int(s.candidate_multiplier),
-            "mmr": {"enabled": bool(s.mmr_enabled), "lambda": round(float(s.mmr_lambda), 4)},
-            "temporalDecay": {"enabled": bool(s.decay_enabled),
-                              "halfLifeDays": float(s.half_life_days)},
-        },
-    }
+    """The ``memorySearch.query`` block of OpenClaw's config (spec §4.1) for ``s``: each setting
+    at the key it declares (:func:`memory_core.base.config.openclaw_keys`)."""
+    block: dict[str, Any] = {}
+    for name, keys in openclaw_keys(SearchSettings).items():
+        value, node = getattr(s, name), block
+        for key in keys[1:-1]:  # under ``query``
+            node = node.setdefault(key, {})
+        node[keys[-1]] = round(float(value), 4) if type(value) is float else value
+    return block
 
 
 def openclaw_export(s: SearchSettings) -> dict[str, Any]:

@@ -64,7 +64,8 @@ def setting(default: Any = MISSING, *, factory: Callable[[], Any] | None = None,
             le: float | None = None, lt: float | None = None, min_length: int | None = None,
             validate_as: Any = None, before: Callable[[Any], Any] | None = None,
             after: Callable[[Any], Any] | None = None,
-            slider: tuple[float, float, float] | None = None, fetch: bool = False) -> Any:
+            slider: tuple[float, float, float] | None = None, fetch: bool = False,
+            openclaw: str | None = None) -> Any:
     """One setting: its default, range and help, declared once on the dataclass field.
 
     The validator (:mod:`.config_check`), the CLI's flags and choices, the tools'
@@ -74,14 +75,17 @@ def setting(default: Any = MISSING, *, factory: Callable[[], Any] | None = None,
     checked (a ``ValueError`` is the key's error message);
     ``slider``: the workbench's ``(low, high, step)`` for it, within the range. ``fetch``: the
     setting changes what the candidates hold (:data:`FETCH_SETTINGS`), so changing it needs a
-    new fetch, not only a new fusion.
+    new fetch, not only a new fusion. ``openclaw``: the setting's key under OpenClaw's
+    memory-search block (``query.hybrid.vectorWeight``), read from ``openclaw.json`` and written
+    back to it (:func:`openclaw_keys`).
     """
     meta: dict[str, Any] = {"help": help}
     if fetch:
         meta["fetch"] = True
     for key, value in (("ge", ge), ("gt", gt), ("le", le), ("lt", lt),
                        ("min_length", min_length), ("validate_as", validate_as),
-                       ("before", before), ("after", after), ("slider", slider)):
+                       ("before", before), ("after", after), ("slider", slider),
+                       ("openclaw", openclaw)):
         if value is not None:
             meta[key] = value
     if factory is not None:
@@ -165,11 +169,15 @@ class BatchConfig:
     """``[provider.batch]``: the provider's asynchronous batch API (OpenAI, Voyage, Gemini) for
     a large index, off by default as in the reference (``memorySearch.remote.batch``, §7.4)."""
 
-    enabled: bool = setting(False, help="embed a large index through the batch API")
-    wait: bool = setting(True, help="wait for a batch job to finish")
-    concurrency: int = setting(2, ge=1, help="batch jobs in flight")
-    poll_interval_ms: int = setting(2000, ge=1, help="how often a job is polled (ms)")
-    timeout_minutes: float = setting(60.0, gt=0, help="a job's time limit (minutes)")
+    enabled: bool = setting(False, openclaw="remote.batch.enabled",
+                            help="embed a large index through the batch API")
+    wait: bool = setting(True, openclaw="remote.batch.wait", help="wait for a batch job to finish")
+    concurrency: int = setting(2, ge=1, openclaw="remote.batch.concurrency",
+                               help="batch jobs in flight")
+    poll_interval_ms: int = setting(2000, ge=1, openclaw="remote.batch.pollIntervalMs",
+                                    help="how often a job is polled (ms)")
+    timeout_minutes: float = setting(60.0, gt=0, openclaw="remote.batch.timeoutMinutes",
+                                     help="a job's time limit (minutes)")
 
 
 @dataclass
@@ -289,17 +297,21 @@ class SearchSettings:
     """
 
     max_results: int = setting(6, ge=1, le=MAX_RESULTS_LIMIT, slider=(1, 30, 1),
-                               help="results returned at most")
+                               openclaw="query.maxResults", help="results returned at most")
     min_score: float = setting(0.35, ge=0.0, le=1.0, slider=(0.0, 1.0, 0.01),
-                               help="drop hits scoring below this")
+                               openclaw="query.minScore", help="drop hits scoring below this")
     vector_weight: float = setting(0.7, ge=0.0, le=1.0, slider=(0.0, 1.0, 0.05),
+                                   openclaw="query.hybrid.vectorWeight",
                                    help="the vector leg's weight")
     text_weight: float = setting(0.3, ge=0.0, le=1.0, slider=(0.0, 1.0, 0.05),
+                                 openclaw="query.hybrid.textWeight",
                                  help="the keyword leg's weight")
     candidate_multiplier: int = setting(4, ge=1, le=CANDIDATE_MULTIPLIER_LIMIT,
                                         slider=(1, CANDIDATE_MULTIPLIER_LIMIT, 1),
+                                        openclaw="query.hybrid.candidateMultiplier",
                                         help="each leg fetches max_results × this")
-    hybrid: bool = setting(True, help="both legs (off: vector only)")
+    hybrid: bool = setting(True, openclaw="query.hybrid.enabled",
+                           help="both legs (off: vector only)")
     fusion: FusionMode = setting("reference", help="how the two legs are combined")
     rrf_k: int = setting(60, ge=0, slider=(1, 200, 1), help="rrf fusion's rank constant")
     keyword_query: KeywordQueryMode = setting("and", fetch=True,
@@ -308,11 +320,15 @@ class SearchSettings:
     keyword_only_fill: bool = setting(False, help="keyword-only hits may fill unused slots")
     relaxed_min_score: float = setting(0.0, ge=0.0, le=1.0,
                                        help="the gate when strict finds nothing (0: off)")
-    mmr_enabled: bool = setting(False, help="re-rank for diversity (MMR)")
+    mmr_enabled: bool = setting(False, openclaw="query.hybrid.mmr.enabled",
+                                help="re-rank for diversity (MMR)")
     mmr_lambda: float = setting(0.7, ge=0.0, le=1.0, slider=(0.0, 1.0, 0.05),
+                                openclaw="query.hybrid.mmr.lambda",
                                 help="MMR: relevance against diversity")
-    decay_enabled: bool = setting(False, help="older diaries score less")
+    decay_enabled: bool = setting(False, openclaw="query.hybrid.temporalDecay.enabled",
+                                  help="older diaries score less")
     half_life_days: float = setting(30.0, gt=0, slider=(1.0, 365.0, 1.0),
+                                    openclaw="query.hybrid.temporalDecay.halfLifeDays",
                                     help="temporal decay's half-life (days)")
     now_ms: int | None = setting(None, help="pins 'now' for temporal decay (none: the clock)")
     lexical_boost: bool = setting(True, help="keyword-only mode's lexical boost (reference)")
@@ -398,6 +414,14 @@ class SearchSettings:
 #: others only change fusion, a pure function of the candidates.
 FETCH_SETTINGS: tuple[str, ...] = tuple(f.name for f in fields(SearchSettings)
                                         if f.metadata.get("fetch"))
+
+
+def openclaw_keys(cls: type) -> dict[str, tuple[str, ...]]:
+    """``cls``'s settings that OpenClaw has, each with its key's path under a memory-search
+    block (declared with ``setting(openclaw=...)``): what ``openclaw.json`` is read from and
+    written back to (:mod:`memory_core.openclaw`)."""
+    return {f.name: tuple(f.metadata["openclaw"].split(".")) for f in fields(cls)
+            if "openclaw" in f.metadata}
 
 
 #: Constants of a profile that depend on the embedding model in use (its cosine scale), chosen

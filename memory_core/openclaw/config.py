@@ -16,13 +16,20 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import json5
 
-from ..base.config import CANDIDATE_MULTIPLIER_LIMIT, MAX_RESULTS_LIMIT
+from ..base.config import (
+    CANDIDATE_MULTIPLIER_LIMIT,
+    BatchConfig,
+    SearchSettings,
+    openclaw_keys,
+    setting_meta,
+)
 
 CONFIG_NAME = "openclaw.json"
 
@@ -331,20 +338,18 @@ def _map_batch(m: MappedSettings, blocks: Blocks) -> None:
     ``[provider.batch]`` (spec §7.4); values of the wrong type are left out with a note."""
     batch: dict[str, Any] = {}
     wheres: list[str] = []
-    for key, ours, kind in (("enabled", "enabled", bool), ("wait", "wait", bool),
-                            ("concurrency", "concurrency", int),
-                            ("pollIntervalMs", "poll_interval_ms", int),
-                            ("timeoutMinutes", "timeout_minutes", float)):
-        v, where = blocks.get("remote", "batch", key)
+    defaults = BatchConfig()
+    for ours, keys in openclaw_keys(BatchConfig).items():
+        v, where = blocks.get(*keys)
         if v is None:
             continue
-        n = _num(v)
+        n, kind = _num(v), type(getattr(defaults, ours))
         if kind is bool and isinstance(v, bool):
             batch[ours] = v
         elif kind is not bool and n is not None and n > 0:
             batch[ours] = max(1, int(n)) if kind is int else n
         else:
-            m.notes.append(f"{where}: remote.batch.{key} {v!r} ignored")
+            m.notes.append(f"{where}: {'.'.join(keys)} {v!r} ignored")
             continue
         if where:
             wheres.append(where)
@@ -352,36 +357,35 @@ def _map_batch(m: MappedSettings, blocks: Blocks) -> None:
         _put(m, "provider.batch", batch, " + ".join(dict.fromkeys(wheres)) or None)
 
 
+#: How a number read from ``query.*`` becomes ours where the reference does more than clamp it
+#: into the declared range (an integer setting takes the number's integer part).
+_CONVERT: dict[str, Callable[[float], Any]] = {
+    "candidate_multiplier": lambda v: min(CANDIDATE_MULTIPLIER_LIMIT, max(1, round(v))),
+    "half_life_days": lambda v: float(max(1, math.floor(v))),
+}
+
+
 def _map_query(m: MappedSettings, blocks: Blocks) -> None:
-    """``query.*`` and ``query.hybrid.*`` → our search settings (clamped as the reference)."""
-    spec: list[tuple[tuple[str, ...], str, Any]] = [
-        (("query", "maxResults"), "search.max_results",
-         lambda v: min(MAX_RESULTS_LIMIT, max(1, int(v)))),
-        (("query", "minScore"), "search.min_score", lambda v: min(1.0, max(0.0, v))),
-        (("query", "hybrid", "vectorWeight"), "search.vector_weight",
-         lambda v: min(1.0, max(0.0, v))),
-        (("query", "hybrid", "textWeight"), "search.text_weight",
-         lambda v: min(1.0, max(0.0, v))),
-        (("query", "hybrid", "candidateMultiplier"), "search.candidate_multiplier",
-         lambda v: min(CANDIDATE_MULTIPLIER_LIMIT, max(1, round(v)))),
-        (("query", "hybrid", "mmr", "lambda"), "search.mmr_lambda",
-         lambda v: min(1.0, max(0.0, v))),
-        (("query", "hybrid", "temporalDecay", "halfLifeDays"), "search.half_life_days",
-         lambda v: float(max(1, math.floor(v)))),
-    ]
-    for keys, ours, conv in spec:
+    """``query.*`` and ``query.hybrid.*`` → our search settings (clamped as the reference); the
+    keys are the settings' declared ones (:func:`memory_core.base.config.openclaw_keys`)."""
+    for ours, keys in openclaw_keys(SearchSettings).items():
         v, where = blocks.get(*keys)
+        meta = setting_meta(SearchSettings, ours)
+        if isinstance(meta["default"], bool):
+            if isinstance(v, bool):
+                _put(m, "search." + ours, v, where)
+            continue
         n = _num(v)
-        if n is not None:
-            _put(m, ours, conv(n), where)
-        elif v is not None:
-            m.notes.append(f"{where}: expects a number (got {v!r}), ignored")
-    for keys, ours in ((("query", "hybrid", "enabled"), "search.hybrid"),
-                       (("query", "hybrid", "mmr", "enabled"), "search.mmr_enabled"),
-                       (("query", "hybrid", "temporalDecay", "enabled"), "search.decay_enabled")):
-        v, where = blocks.get(*keys)
-        if isinstance(v, bool):
-            _put(m, ours, v, where)
+        if n is None:
+            if v is not None:
+                m.notes.append(f"{where}: expects a number (got {v!r}), ignored")
+            continue
+        if ours in _CONVERT:
+            n = _CONVERT[ours](n)
+        else:
+            n = int(n) if isinstance(meta["default"], int) else n
+            n = min(meta.get("le", n), max(meta.get("ge", n), n))
+        _put(m, "search." + ours, n, where)
 
 
 def memory_search_settings(raw: dict[str, Any], agent: str) -> MappedSettings:

@@ -26,22 +26,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..base.config import SearchSettings
+from ..base.config import SearchSettings, openclaw_keys
 from ..base.fileio import ContentChanged, rewrite_shared
 from .config import OpenClawConfigError, dig, parse_openclaw_text, read_config_text
 
-#: Our search setting → its path under a memory-search block.
-EXPORTED: dict[str, tuple[str, ...]] = {
-    "max_results": ("query", "maxResults"),
-    "min_score": ("query", "minScore"),
-    "vector_weight": ("query", "hybrid", "vectorWeight"),
-    "text_weight": ("query", "hybrid", "textWeight"),
-    "candidate_multiplier": ("query", "hybrid", "candidateMultiplier"),
-    "mmr_enabled": ("query", "hybrid", "mmr", "enabled"),
-    "mmr_lambda": ("query", "hybrid", "mmr", "lambda"),
-    "decay_enabled": ("query", "hybrid", "temporalDecay", "enabled"),
-    "half_life_days": ("query", "hybrid", "temporalDecay", "halfLifeDays"),
-}
+#: Our search setting → its path under a memory-search block, as each setting declares it.
+EXPORTED: dict[str, tuple[str, ...]] = openclaw_keys(SearchSettings)
 
 
 @dataclass
