@@ -23,13 +23,7 @@ from typing import Any
 
 import json5
 
-from ..base.config import (
-    CANDIDATE_MULTIPLIER_LIMIT,
-    BatchConfig,
-    SearchSettings,
-    openclaw_keys,
-    setting_meta,
-)
+from ..base.config import BatchConfig, SearchSettings, openclaw_keys, setting_meta
 
 CONFIG_NAME = "openclaw.json"
 
@@ -357,10 +351,10 @@ def _map_batch(m: MappedSettings, blocks: Blocks) -> None:
         _put(m, "provider.batch", batch, " + ".join(dict.fromkeys(wheres)) or None)
 
 
-#: How a number read from ``query.*`` becomes ours where the reference does more than clamp it
-#: into the declared range (an integer setting takes the number's integer part).
-_CONVERT: dict[str, Callable[[float], Any]] = {
-    "candidate_multiplier": lambda v: min(CANDIDATE_MULTIPLIER_LIMIT, max(1, round(v))),
+#: How a number read from ``query.*`` is made whole where the reference does not take its
+#: integer part; every number is then clamped into the setting's declared range.
+_WHOLE: dict[str, Callable[[float], Any]] = {
+    "candidate_multiplier": round,
     "half_life_days": lambda v: float(max(1, math.floor(v))),
 }
 
@@ -380,12 +374,9 @@ def _map_query(m: MappedSettings, blocks: Blocks) -> None:
             if v is not None:
                 m.notes.append(f"{where}: expects a number (got {v!r}), ignored")
             continue
-        if ours in _CONVERT:
-            n = _CONVERT[ours](n)
-        else:
-            n = int(n) if isinstance(meta["default"], int) else n
-            n = min(meta.get("le", n), max(meta.get("ge", n), n))
-        _put(m, "search." + ours, n, where)
+        n = _WHOLE[ours](n) if ours in _WHOLE else int(n) if isinstance(
+            meta["default"], int) else n
+        _put(m, "search." + ours, min(meta.get("le", n), max(meta.get("ge", n), n)), where)
 
 
 def memory_search_settings(raw: dict[str, Any], agent: str) -> MappedSettings:
