@@ -72,8 +72,8 @@ class ProviderChoice:
 #: The remote providers and the modules that speak their APIs.
 _REMOTE: dict[str, tuple[str, str]] = {
     "gemini": (".gemini", "GeminiEmbeddingProvider"),
-    "voyage": (".voyage", "VoyageEmbeddingProvider"),
-    "mistral": (".mistral", "MistralEmbeddingProvider"),
+    "voyage": (".cloud", "VoyageEmbeddingProvider"),
+    "mistral": (".cloud", "MistralEmbeddingProvider"),
 }
 #: ``provider = "auto"``: the reference's order after local (spec §7.2; copilot, deepinfra and
 #: bedrock have no equivalent here).

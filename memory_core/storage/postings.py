@@ -417,19 +417,6 @@ def _instance_pieces(db: Any, table: str, dtype: Any
                np.fromstring(",".join(pending), dtype=dtype, sep=","))
 
 
-def _instance_docs(db: Any, table: str, dtype: Any) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """:func:`_instance_pieces` joined: every term, its instance count, every instance's doc."""
-    terms: list[str] = []
-    counts: list[np.ndarray] = []
-    docs: list[np.ndarray] = []
-    for t, c, d in _instance_pieces(db, table, dtype):
-        terms.extend(t)
-        counts.append(c)
-        docs.append(d)
-    return (terms, np.concatenate(counts) if counts else np.zeros(0, np.int64),
-            np.concatenate(docs) if docs else np.zeros(0, dtype))
-
-
 def _joined(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
     """``parts`` concatenated, each part let go once copied (the peak: the result and one
     part, not the result and every part)."""

@@ -170,14 +170,6 @@ class Checks:
                 raise SidecarDamaged(f"{self.name}: block {b} of {key!r} fails its checksum")
             good[b] = True
 
-    def verify_items(self, key: str, items: np.ndarray, itemsize: int) -> None:
-        """Verify the blocks holding the items ``items`` (indexes) of array ``key``."""
-        if not items.size:
-            return
-        blocks = np.unique(np.asarray(items, np.int64) * itemsize // self.block)
-        for b in blocks.tolist():
-            self.verify(key, b * self.block, (b + 1) * self.block)
-
     def verify_all(self) -> None:
         """Verify every array whole; raises :class:`SidecarDamaged`."""
         for key in self.sizes:
