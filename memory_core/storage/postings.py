@@ -261,12 +261,10 @@ def load(db_path: Path, stamp: str | None = None) -> Postings | None:
     arrays, the terms and their pointers: read whole by any query); those two, term by term
     as queries ask (:meth:`Postings.term_rows`); :meth:`Postings.intact` judges it all.
     """
-    got = open_mapped(sidecar_path(db_path), MAGIC)
+    got = open_mapped(sidecar_path(db_path), MAGIC, stamp)
     if got is None:
         return None
     header, buf, checks = got
-    if stamp is not None and header.get("stamp") != stamp:
-        return None
     try:
         o, s = header["offsets"], header["sizes"]
         n, w = int(header["rows"]), int(header["idWidth"])

@@ -286,17 +286,18 @@ def sealed(path: Path, magic: bytes, stamp: str) -> bool:
             and header.get("sealedNs") is not None and st.st_mtime_ns == header["sealedNs"])
 
 
-def open_mapped(path: Path, magic: bytes
+def open_mapped(path: Path, magic: bytes, stamp: str | None = None
                 ) -> tuple[dict[str, Any], np.ndarray, Checks] | None:
     """``path``'s header, its bytes mapped, and their :class:`Checks`; ``None`` when it is
-    absent, not of this version, its header is damaged or it was found damaged before."""
+    absent, not of this version, its header is damaged, it was found damaged before or (given
+    ``stamp``, the index's current one) it carries another stamp: it is stale."""
     try:
         with open(path, "rb") as f:
             ident = identity(os.fstat(f.fileno()))
             if ident in _damaged:
                 return None
             header = read_header(f, magic)
-            if header is None:
+            if header is None or (stamp is not None and header.get("stamp") != stamp):
                 return None
             buf = np.memmap(f, dtype=np.uint8, mode="r") if ident[3] else np.zeros(0, np.uint8)
             checks = Checks(path, buf, header, ident)
