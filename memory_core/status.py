@@ -65,8 +65,8 @@ def multilingual_warning(provider: str | None, model: str | None,
             "either way)")
 
 
-class _CamelJson:
-    """A group whose JSON is its fields in order, under their camelCase names."""
+class CamelJson:
+    """A dataclass whose JSON is its fields in order, under their camelCase names."""
 
     def to_json(self) -> dict[str, Any]:
         return {re.sub(r"_(\w)", lambda m: m.group(1).upper(), f.name): getattr(self, f.name)
@@ -74,7 +74,7 @@ class _CamelJson:
 
 
 @dataclass(frozen=True)
-class ChunkingInfo(_CamelJson):
+class ChunkingInfo(CamelJson):
     """The chunking the configuration asks for."""
 
     tokens: int
@@ -83,7 +83,7 @@ class ChunkingInfo(_CamelJson):
 
 
 @dataclass(frozen=True)
-class SourceCount(_CamelJson):
+class SourceCount(CamelJson):
     """Files and chunks indexed for one source (``memory``, ``sessions``)."""
 
     source: str
@@ -92,7 +92,7 @@ class SourceCount(_CamelJson):
 
 
 @dataclass(frozen=True)
-class IdentityInfo(_CamelJson):
+class IdentityInfo(CamelJson):
     """Whether the index on disk was built with the settings in force.
 
     ``status`` is ``valid``, ``mismatch`` (a sync rebuilds it; ``reason`` says what changed) or
@@ -104,7 +104,7 @@ class IdentityInfo(_CamelJson):
 
 
 @dataclass(frozen=True)
-class CacheInfo(_CamelJson):
+class CacheInfo(CamelJson):
     """The embedding cache."""
 
     enabled: bool
@@ -113,7 +113,7 @@ class CacheInfo(_CamelJson):
 
 
 @dataclass(frozen=True)
-class FtsInfo(_CamelJson):
+class FtsInfo(CamelJson):
     """The keyword leg (SQLite FTS5)."""
 
     enabled: bool
@@ -124,7 +124,7 @@ class FtsInfo(_CamelJson):
 
 
 @dataclass(frozen=True)
-class VectorInfo(_CamelJson):
+class VectorInfo(CamelJson):
     """The vector leg: whether there are embeddings, and how they are searched."""
 
     enabled: bool
