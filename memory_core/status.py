@@ -11,8 +11,9 @@ before that, and are then left out of the JSON, as the untyped dict of earlier v
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from .base.text import CJK_RUN_RE
@@ -64,32 +65,34 @@ def multilingual_warning(provider: str | None, model: str | None,
             "either way)")
 
 
+class CamelJson:
+    """A dataclass whose JSON is its fields in order, under their camelCase names."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {re.sub(r"_(\w)", lambda m: m.group(1).upper(), f.name): getattr(self, f.name)
+                for f in fields(self)}  # type: ignore[arg-type]
+
+
 @dataclass(frozen=True)
-class ChunkingInfo:
+class ChunkingInfo(CamelJson):
     """The chunking the configuration asks for."""
 
     tokens: int
     overlap: int
     mode: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"tokens": self.tokens, "overlap": self.overlap, "mode": self.mode}
-
 
 @dataclass(frozen=True)
-class SourceCount:
+class SourceCount(CamelJson):
     """Files and chunks indexed for one source (``memory``, ``sessions``)."""
 
     source: str
     files: int
     chunks: int
 
-    def to_json(self) -> dict[str, Any]:
-        return {"source": self.source, "files": self.files, "chunks": self.chunks}
-
 
 @dataclass(frozen=True)
-class IdentityInfo:
+class IdentityInfo(CamelJson):
     """Whether the index on disk was built with the settings in force.
 
     ``status`` is ``valid``, ``mismatch`` (a sync rebuilds it; ``reason`` says what changed) or
@@ -99,24 +102,18 @@ class IdentityInfo:
     status: str
     reason: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {"status": self.status, "reason": self.reason}
-
 
 @dataclass(frozen=True)
-class CacheInfo:
+class CacheInfo(CamelJson):
     """The embedding cache."""
 
     enabled: bool
     entries: int
     max_entries: int | None
 
-    def to_json(self) -> dict[str, Any]:
-        return {"enabled": self.enabled, "entries": self.entries, "maxEntries": self.max_entries}
-
 
 @dataclass(frozen=True)
-class FtsInfo:
+class FtsInfo(CamelJson):
     """The keyword leg (SQLite FTS5)."""
 
     enabled: bool
@@ -125,13 +122,9 @@ class FtsInfo:
     #: A fresh keyword postings sidecar answers the default profile's OR query (same floats).
     postings: bool = False
 
-    def to_json(self) -> dict[str, Any]:
-        return {"enabled": self.enabled, "available": self.available, "error": self.error,
-                "postings": self.postings}
-
 
 @dataclass(frozen=True)
-class VectorInfo:
+class VectorInfo(CamelJson):
     """The vector leg: whether there are embeddings, and how they are searched."""
 
     enabled: bool
@@ -140,11 +133,6 @@ class VectorInfo:
     dims: int | None
     search: str  # "sidecar" (the mapped matrix), "sqlite-vec" or "numpy"
     rows: int | None = None  # rows in the sidecar
-
-    def to_json(self) -> dict[str, Any]:
-        return {"enabled": self.enabled, "storeAvailable": self.store_available,
-                "loadError": self.load_error, "dims": self.dims, "search": self.search,
-                "rows": self.rows}
 
     def describe_search(self) -> str:
         """How a query's vector leg is answered, in words (``status``)."""

@@ -19,8 +19,8 @@ import pytest
 
 from memory_core.base.config import BatchConfig
 from memory_core.embeddings.batch import BatchingProvider, BatchState
+from memory_core.embeddings.cloud import VoyageEmbeddingProvider
 from memory_core.embeddings.openai import OpenAIEmbeddingProvider
-from memory_core.embeddings.voyage import VoyageEmbeddingProvider
 
 from .provider_server import ProviderProcess, hashed_vector, run_cli, two_note_workspace
 

@@ -86,4 +86,3 @@ def test_the_family_is_every_file_beside_an_index(tmp_path: Path,
     expected = {files.db, files.wal, files.shm, files.postings, files.lock, files.watch,
                 files.owner, files.damaged, files.tmp("killed")}
     assert present == expected
-    assert present - {files.db} <= set(files.all_siblings())

@@ -17,6 +17,7 @@ import random
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -184,6 +185,20 @@ def _instances_one_row_each(db: object, table: str) -> tuple[list[str], np.ndarr
     return terms, counts, np.asarray([d for _, d in got], np.int32)
 
 
+def _instance_docs(db: Any, table: str, dtype: Any) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """:func:`postings._instance_pieces` joined: every term, its instance count, every
+    instance's doc."""
+    terms: list[str] = []
+    counts: list[np.ndarray] = []
+    docs: list[np.ndarray] = []
+    for t, c, d in postings._instance_pieces(db, table, dtype):
+        terms.extend(t)
+        counts.append(c)
+        docs.append(d)
+    return (terms, np.concatenate(counts) if counts else np.zeros(0, np.int64),
+            np.concatenate(docs) if docs else np.zeros(0, dtype))
+
+
 @pytest.mark.parametrize("parse_chars", [1, 50, 1 << 26])
 def test_the_full_read_equals_one_row_per_instance(kw_index: MemoryIndex, parse_chars: int,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
@@ -193,7 +208,7 @@ def test_the_full_read_equals_one_row_per_instance(kw_index: MemoryIndex, parse_
     whole = postings.build_full(store.db)  # the default piece: the whole table at once here
     monkeypatch.setattr(postings, "_PARSE_CHARS", parse_chars)
     full = postings.build_full(store.db)  # postings built a piece of terms at a time
-    terms, counts, docs = postings._instance_docs(store.db, TABLE, np.int32)
+    terms, counts, docs = _instance_docs(store.db, TABLE, np.int32)
     want_terms, want_counts, want_docs = _instances_one_row_each(store.db, TABLE)
     assert terms == want_terms == full[0] == whole[0]
     for a, b in ((full[1], whole[1]), (full[2], whole[2]), (full[3], whole[3]),

@@ -20,10 +20,9 @@ import pytest
 
 from memory_core.base.config import ProviderConfig
 from memory_core.embeddings import EmbeddingError, ProviderUnavailable, create_provider
+from memory_core.embeddings.cloud import MistralEmbeddingProvider, VoyageEmbeddingProvider
 from memory_core.embeddings.gemini import GeminiEmbeddingProvider
-from memory_core.embeddings.mistral import MistralEmbeddingProvider
 from memory_core.embeddings.remote import RemoteEmbeddingProvider
-from memory_core.embeddings.voyage import VoyageEmbeddingProvider
 
 from .provider_server import ProviderProcess, hashed_vector, run_cli, two_note_workspace
 

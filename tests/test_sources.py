@@ -11,7 +11,6 @@ import pytest
 from memory_core.base.config import ExtraPath, MemoryConfig
 from memory_core.write.sources import (
     SourceError,
-    is_memory_path,
     list_files,
     load,
     render_session,
@@ -147,9 +146,3 @@ def test_unreadable_file_is_refused(tmp_path: Path) -> None:
     f.abs_path.unlink()
     with pytest.raises(SourceError, match="cannot read"):
         load(f)
-
-
-def test_is_memory_path() -> None:
-    assert is_memory_path("MEMORY.md") and is_memory_path("memory/x.md")
-    assert is_memory_path("./memory/x.md") and is_memory_path("DREAMS.md")
-    assert not is_memory_path("notes/x.md") and not is_memory_path("../memory/x.md")

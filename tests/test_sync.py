@@ -242,13 +242,13 @@ def test_transaction_commits_all_or_nothing(demo_ws: Path) -> None:
         idx.sync()
         paths = sorted(f.path for f in idx.files())
         with pytest.raises(RuntimeError), idx.transaction() as store:
-            store.delete_file(paths[0])
+            store.delete_files([paths[0]])
             with idx.transaction() as inner:  # nested: joins the outer transaction
-                inner.delete_file(paths[1])
+                inner.delete_files([paths[1]])
             raise RuntimeError("abort")
         assert sorted(f.path for f in idx.files()) == paths  # both deletes rolled back
         with idx.transaction() as store:
-            store.delete_file(paths[0])
+            store.delete_files([paths[0]])
         assert sorted(f.path for f in idx.files()) == paths[1:]
 
 

@@ -83,10 +83,3 @@ class IndexFiles:
     def temps(self) -> list[Path]:
         """The rebuilds' temp files present now (a live one, or one a killed rebuild left)."""
         return sorted(self.db.parent.glob(self.db.name + _TMP + "*"))
-
-    def all_siblings(self) -> list[Path]:
-        """Every file of the family but the database itself, present or not (temp files, the
-        rebuilds' and the sidecars': those present now), for listing or cleaning up an index."""
-        sidecar_temps = self.db.parent.glob(f"{self.db.name}.*{_TMP}*")
-        return [*self.journal, self.vectors, self.postings, self.lock, self.watch,
-                self.owner, self.damaged, *self.temps(), *sorted(sidecar_temps)]

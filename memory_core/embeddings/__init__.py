@@ -69,11 +69,15 @@ class ProviderChoice:
         return self.provider.provider_key if self.provider else FTS_ONLY_KEY
 
 
-#: The remote providers and the modules that speak their APIs.
+#: The remote providers and the modules that speak their APIs (ollama and lmstudio: OpenAI's,
+#: at their preset address and model).
 _REMOTE: dict[str, tuple[str, str]] = {
+    "openai": (".openai", "OpenAIEmbeddingProvider"),
+    "ollama": (".openai", "OpenAIEmbeddingProvider"),
+    "lmstudio": (".openai", "OpenAIEmbeddingProvider"),
     "gemini": (".gemini", "GeminiEmbeddingProvider"),
-    "voyage": (".voyage", "VoyageEmbeddingProvider"),
-    "mistral": (".mistral", "MistralEmbeddingProvider"),
+    "voyage": (".cloud", "VoyageEmbeddingProvider"),
+    "mistral": (".cloud", "MistralEmbeddingProvider"),
 }
 #: ``provider = "auto"``: the reference's order after local (spec §7.2; copilot, deepinfra and
 #: bedrock have no equivalent here).
@@ -108,42 +112,28 @@ def build_provider(name: str, cfg: ProviderConfig) -> EmbeddingProvider | None:
         from .e5 import E5EmbeddingProvider
 
         return E5EmbeddingProvider(cfg.model if cfg.provider == "e5" else None)
-    provider: EmbeddingProvider
-    if name in ("openai", "ollama", "lmstudio"):
-        from .openai import PRESETS, OpenAIEmbeddingProvider
-
-        base_url = (cfg.base_url if own else None) or PRESETS.get(name, PRESETS["openai"])
-        model = cfg.model if own and cfg.model else _default_remote_model(name)
-        provider = OpenAIEmbeddingProvider(
-            base_url=base_url, model=model,
-            api_key_env=(cfg.api_key_env if own else None) or "OPENAI_API_KEY",
-            dimensions=cfg.dimensions if own else None, **_remote_options(cfg))
-        if name != "openai":
-            return provider
-        from .batch import with_batch  # the HTTP client stack: only for a remote provider
-
-        return with_batch(provider, cfg.batch)
     if name in _REMOTE:
         module, cls_name = _REMOTE[name]
         cls = getattr(importlib.import_module(module, __name__), cls_name)
         kwargs: dict[str, Any] = {}
+        local_server = name in ("ollama", "lmstudio")
+        if local_server:
+            from .openai import PRESET_MODELS, PRESETS
+
+            kwargs.update(base_url=PRESETS[name], model=PRESET_MODELS[name])
         if own and cfg.base_url:
             kwargs["base_url"] = cfg.base_url
         if own and cfg.model:
             kwargs["model"] = cfg.model
-        provider = cls(api_key_env=cfg.api_key_env if own else None,
-                       dimensions=cfg.dimensions if own else None, **kwargs,
-                       **_remote_options(cfg))
-        from .batch import with_batch
+        provider: EmbeddingProvider = cls(api_key_env=cfg.api_key_env if own else None,
+                                          dimensions=cfg.dimensions if own else None, **kwargs,
+                                          **_remote_options(cfg))
+        if local_server:
+            return provider  # a local server has no batch API
+        from .batch import with_batch  # the HTTP client stack: only for a remote provider
 
         return with_batch(provider, cfg.batch)
     raise ProviderUnavailable(f"unknown provider {name!r} ({', '.join(KNOWN)})")
-
-
-def _default_remote_model(name: str) -> str:
-    from .openai import DEFAULT_MODEL, PRESET_MODELS
-
-    return PRESET_MODELS.get(name, DEFAULT_MODEL)
 
 
 def _auto_select(cfg: ProviderConfig) -> tuple[EmbeddingProvider | None, list[str]]:

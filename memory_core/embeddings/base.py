@@ -75,6 +75,28 @@ class EmbeddingProvider(Protocol):
     def embed_query(self, text: str) -> np.ndarray: ...
 
 
+class WrappedProvider:
+    """A provider that adds a way of calling another (``inner``: serialised, batched) and is
+    otherwise it: the same id, model, width, input budget and key."""
+
+    def __init__(self, inner: EmbeddingProvider) -> None:
+        self.inner = inner
+        self.id = inner.id
+        self.model = inner.model
+
+    @property
+    def dims(self) -> int:
+        return self.inner.dims
+
+    @property
+    def max_input_tokens(self) -> int:
+        return self.inner.max_input_tokens
+
+    @property
+    def provider_key(self) -> str:
+        return self.inner.provider_key
+
+
 def provider_key_for(data: dict[str, object]) -> str:
     """SHA-256 of the JSON of ``data``, as the reference computes ``providerKey``."""
     return hashlib.sha256(json.dumps(data, separators=(",", ":")).encode("utf-8")).hexdigest()

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..base.config import BatchConfig
-from .base import EmbeddingError, EmbeddingProvider, ProgressFn
+from .base import EmbeddingError, EmbeddingProvider, ProgressFn, WrappedProvider
 
 if TYPE_CHECKING:  # numpy in annotations only
     import numpy as np
@@ -384,7 +384,7 @@ class GeminiBatchRunner(BatchJobRunner):
         return str(item["key"]), resp["embedding"]["values"], None
 
 
-class BatchingProvider:
+class BatchingProvider(WrappedProvider):
     """``inner`` with its documents sent through the batch API while batch mode holds.
 
     Queries always go inline. A failed batch call is embedded inline at once (the reference's
@@ -398,26 +398,13 @@ class BatchingProvider:
 
     def __init__(self, inner: RemoteEmbeddingProvider, cfg: BatchConfig,
                  sleep: Callable[[float], None] = time.sleep) -> None:
-        self.inner = inner
-        self.id = inner.id
-        self.model = inner.model
+        super().__init__(inner)
+        self.inner: RemoteEmbeddingProvider = inner
         self.cfg = cfg
         self.runner = (GeminiBatchRunner if inner.id == "gemini" else BatchJobRunner)(
             inner, cfg, sleep)
         self.state = BatchState(cfg.enabled)
         self.notes: list[str] = []
-
-    @property
-    def dims(self) -> int:
-        return self.inner.dims
-
-    @property
-    def max_input_tokens(self) -> int:
-        return self.inner.max_input_tokens
-
-    @property
-    def provider_key(self) -> str:
-        return self.inner.provider_key
 
     @property
     def stats(self) -> Any:

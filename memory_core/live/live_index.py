@@ -28,6 +28,7 @@ from typing import Any
 from ..base.dates import now_ms
 from ..base.synclock import DEFAULT_WAIT_S
 from ..index import MemoryIndex, SyncBusy
+from ..status import CamelJson
 from ..write.sync import SyncReport, guard_index_path
 from .heartbeat import HeartbeatWriter
 from .paths import WatchPlan
@@ -56,7 +57,7 @@ class SyncEvent:
 
 
 @dataclass(frozen=True)
-class LiveStatus:
+class LiveStatus(CamelJson):
     """How far the index is behind the files, and what the live layer is doing."""
 
     watching: bool
@@ -73,16 +74,6 @@ class LiveStatus:
     last_reason: str | None
     last_error: str | None
     roots: list[str]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"watching": self.watching, "syncing": self.syncing, "dirty": self.dirty,
-                "pendingFiles": self.pending_files,
-                "pendingSessionBytes": self.pending_session_bytes,
-                "pendingSessionMessages": self.pending_session_messages,
-                "behindMs": self.behind_ms, "syncs": self.syncs, "generation": self.generation,
-                "lastSyncAt": self.last_sync_at, "lastSyncMs": self.last_sync_ms,
-                "lastReason": self.last_reason, "lastError": self.last_error,
-                "roots": self.roots}
 
 
 class LiveIndex:

@@ -16,58 +16,41 @@ from typing import Any
 import numpy as np
 
 from ..embeddings import EmbeddingProvider, ProgressFn
+from ..embeddings.base import WrappedProvider
 
 #: Documents embedded per hold of the model; a query waits for at most this many.
 SLICE = 16
 
 
-class SerializedProvider:
+class SerializedProvider(WrappedProvider):
     """Delegates to ``inner``; every model call holds one lock."""
 
     def __init__(self, inner: EmbeddingProvider):
-        self._inner = inner
+        super().__init__(inner)
         self._model_lock = threading.Lock()
-        self.id = inner.id
-        self.model = inner.model
-
-    @property
-    def inner(self) -> EmbeddingProvider:
-        return self._inner
-
-    @property
-    def dims(self) -> int:
-        return self._inner.dims
-
-    @property
-    def max_input_tokens(self) -> int:
-        return self._inner.max_input_tokens
-
-    @property
-    def provider_key(self) -> str:
-        return self._inner.provider_key
 
     def embed_documents(self, texts: Sequence[str], progress: ProgressFn | None = None
                         ) -> np.ndarray:
-        if getattr(self._inner, "whole_calls", False):
+        if getattr(self.inner, "whole_calls", False):
             # a provider batch API: one job for the whole call, not one per slice; it holds no
             # model, so queries need not wait for it
-            return self._inner.embed_documents(texts, progress)
+            return self.inner.embed_documents(texts, progress)
         parts: list[np.ndarray] = []
         total = len(texts)
         for start in range(0, total, SLICE):
             piece = list(texts[start:start + SLICE])
             with self._model_lock:
-                parts.append(self._inner.embed_documents(piece))
+                parts.append(self.inner.embed_documents(piece))
             if progress is not None:
                 progress(min(start + SLICE, total), total)
         if not parts:
-            return self._inner.embed_documents([])
+            return self.inner.embed_documents([])
         return np.vstack(parts)
 
     def embed_query(self, text: str) -> np.ndarray:
         with self._model_lock:
-            return self._inner.embed_query(text)
+            return self.inner.embed_query(text)
 
     def __getattr__(self, name: str) -> Any:
         # optional capabilities (token_counts, max_seq_length, ...) of the wrapped provider
-        return getattr(self._inner, name)
+        return getattr(self.inner, name)

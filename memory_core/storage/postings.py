@@ -261,12 +261,10 @@ def load(db_path: Path, stamp: str | None = None) -> Postings | None:
     arrays, the terms and their pointers: read whole by any query); those two, term by term
     as queries ask (:meth:`Postings.term_rows`); :meth:`Postings.intact` judges it all.
     """
-    got = open_mapped(sidecar_path(db_path), MAGIC)
+    got = open_mapped(sidecar_path(db_path), MAGIC, stamp)
     if got is None:
         return None
     header, buf, checks = got
-    if stamp is not None and header.get("stamp") != stamp:
-        return None
     try:
         o, s = header["offsets"], header["sizes"]
         n, w = int(header["rows"]), int(header["idWidth"])
@@ -415,19 +413,6 @@ def _instance_pieces(db: Any, table: str, dtype: Any
     if pending:
         yield (terms, np.asarray(counts, np.int64),
                np.fromstring(",".join(pending), dtype=dtype, sep=","))
-
-
-def _instance_docs(db: Any, table: str, dtype: Any) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """:func:`_instance_pieces` joined: every term, its instance count, every instance's doc."""
-    terms: list[str] = []
-    counts: list[np.ndarray] = []
-    docs: list[np.ndarray] = []
-    for t, c, d in _instance_pieces(db, table, dtype):
-        terms.extend(t)
-        counts.append(c)
-        docs.append(d)
-    return (terms, np.concatenate(counts) if counts else np.zeros(0, np.int64),
-            np.concatenate(docs) if docs else np.zeros(0, dtype))
 
 
 def _joined(parts: list[np.ndarray], dtype: Any) -> np.ndarray:

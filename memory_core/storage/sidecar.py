@@ -170,14 +170,6 @@ class Checks:
                 raise SidecarDamaged(f"{self.name}: block {b} of {key!r} fails its checksum")
             good[b] = True
 
-    def verify_items(self, key: str, items: np.ndarray, itemsize: int) -> None:
-        """Verify the blocks holding the items ``items`` (indexes) of array ``key``."""
-        if not items.size:
-            return
-        blocks = np.unique(np.asarray(items, np.int64) * itemsize // self.block)
-        for b in blocks.tolist():
-            self.verify(key, b * self.block, (b + 1) * self.block)
-
     def verify_all(self) -> None:
         """Verify every array whole; raises :class:`SidecarDamaged`."""
         for key in self.sizes:
@@ -294,17 +286,18 @@ def sealed(path: Path, magic: bytes, stamp: str) -> bool:
             and header.get("sealedNs") is not None and st.st_mtime_ns == header["sealedNs"])
 
 
-def open_mapped(path: Path, magic: bytes
+def open_mapped(path: Path, magic: bytes, stamp: str | None = None
                 ) -> tuple[dict[str, Any], np.ndarray, Checks] | None:
     """``path``'s header, its bytes mapped, and their :class:`Checks`; ``None`` when it is
-    absent, not of this version, its header is damaged or it was found damaged before."""
+    absent, not of this version, its header is damaged, it was found damaged before or (given
+    ``stamp``, the index's current one) it carries another stamp: it is stale."""
     try:
         with open(path, "rb") as f:
             ident = identity(os.fstat(f.fileno()))
             if ident in _damaged:
                 return None
             header = read_header(f, magic)
-            if header is None:
+            if header is None or (stamp is not None and header.get("stamp") != stamp):
                 return None
             buf = np.memmap(f, dtype=np.uint8, mode="r") if ident[3] else np.zeros(0, np.uint8)
             checks = Checks(path, buf, header, ident)

@@ -278,10 +278,6 @@ class Store:
         except DatabaseError:  # pragma: no cover
             pass
 
-    def checkpoint(self) -> None:
-        """Fold the WAL into the main file, so the file alone is the whole index."""
-        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-
     # ------------------------------------------------------------------ transactions
 
     def begin(self) -> None:
@@ -334,10 +330,6 @@ class Store:
         # fetchall: the rows in one C call, not one Python-level __next__ each (a third faster)
         rows = self.db.execute("SELECT path, mtime, size, hash FROM files").fetchall()
         return {r[0]: (r[1], r[2], r[3]) for r in rows}
-
-    def delete_file(self, path: str) -> None:
-        """Remove a file and every row derived from it."""
-        self.delete_files([path])
 
     def delete_files(self, paths: Sequence[str]) -> None:
         """Remove files and every row derived from them (call inside a transaction).
@@ -796,8 +788,3 @@ class Store:
             if k >= _VEC0_MAX_K:
                 return None
             k = min(_VEC0_MAX_K, k * 4)
-
-    @property
-    def vector_dims(self) -> int | None:
-        return self._vec_dims
-

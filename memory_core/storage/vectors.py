@@ -195,12 +195,10 @@ def load(db_path: Path, stamp: str | None = None) -> VectorMatrix | None:
     The rowids, ids and source codes are verified here (a few MB); the matrix at its first
     exact search (:meth:`VectorMatrix.search`); :meth:`VectorMatrix.intact` judges it all.
     """
-    got = open_mapped(sidecar_path(db_path), MAGIC)
+    got = open_mapped(sidecar_path(db_path), MAGIC, stamp)
     if got is None:
         return None
     header, buf, checks = got
-    if stamp is not None and header.get("stamp") != stamp:
-        return None
     try:
         n, d, w = int(header["rows"]), int(header["dims"]), int(header["idWidth"])
         o = header["offsets"]

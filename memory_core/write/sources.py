@@ -123,11 +123,6 @@ def _is_text_name(name: str) -> bool:
     return True
 
 
-def rel_path(workspace: Path, p: Path) -> str:
-    """Workspace-relative path with forward slashes; ``../`` for paths outside the workspace."""
-    return Path(os.path.relpath(p, workspace)).as_posix()
-
-
 # --------------------------------------------------------------------------- what is readable
 
 MARKDOWN_SUFFIX = ".md"
@@ -787,9 +782,3 @@ def render_session(raw: str, name: str = "") -> RenderedSession:
                 f"{', '.join(map(str, repaired[:10]))}{' …' if len(repaired) > 10 else ''}: "
                 "a lone surrogate escape (no character) replaced by U+FFFD"] if repaired else []
     return RenderedSession(content, line_map, stamps, bad, digest, warnings)
-
-
-def is_memory_path(rel: str) -> bool:
-    """The reference's ``isMemoryPath``: ``MEMORY.md``, ``dreams.md`` or anything under memory/."""
-    rel = rel.replace("\\", "/").removeprefix("./")
-    return rel == MEMORY_FILE or rel.lower() == "dreams.md" or rel.startswith(MEMORY_DIR + "/")
