@@ -140,9 +140,9 @@ def test_a_question_line_brings_its_answer() -> None:
              "[D1:4] Bob: The Tuesday ones at the harbour studio.",
              "[D1:5] Ann: Bob, see you soon."]
     # the query matches the question; the fact is in the reply
-    assert memory_lines(chunk, ["What pottery classes does Bob take?"]) == \
+    assert memory_lines(chunk, ["What pottery classes does Bob take?"])[0] == \
         ITEM_SEPARATOR.join(chunk[2:4])
-    assert memory_lines(chunk, ["Where did Bob moor the boat?"]) == chunk[1]
+    assert memory_lines(chunk, ["Where did Bob moor the boat?"])[0] == chunk[1]
 
 
 def test_each_query_chooses_its_own_line_weighed_over_the_diary() -> None:
@@ -158,19 +158,23 @@ def test_each_query_chooses_its_own_line_weighed_over_the_diary() -> None:
     queries = ["What does Melanie do to keep busy?", "How long has Caroline been creating art?"]
     # "long" and "creating" are on two of six lines: still what tells the lines apart (a
     # rule dropping every word on more than a quarter of the lines kept only "keep")
-    got = memory_lines(chunk, queries)
+    got = memory_lines(chunk, queries)[0]
     assert chunk[1] in got and chunk[2] in got  # the question, and the line answering it
     # the first query matches a third of itself ("keep"; "busy" is nowhere): below half, it
     # chooses no line. The second chooses the answer (D16:7), which matches the question's
     # words too; it brings the question, and, asking back, the answer to that
-    assert memory_lines(chunk, queries, min_share=0.5) == ITEM_SEPARATOR.join(chunk[1:4])
-    assert memory_lines(chunk, queries[:1], min_share=0.5) == ""
+    assert memory_lines(chunk, queries, min_share=0.5)[0] == ITEM_SEPARATOR.join(chunk[1:4])
+    assert memory_lines(chunk, queries[:1], min_share=0.5) == (
+        "", "no line of it matches 50% of a query that recalled it (the default profile's "
+        "minMatchShare)")
     # wanting two queries that each choose a line: at half, only one does
-    assert memory_lines(chunk, queries, min_share=0.5, min_queries=2) == ""
-    assert chunk[2] in memory_lines(chunk, queries, min_queries=2)
+    assert memory_lines(chunk, queries, min_share=0.5, min_queries=2) == (
+        "", "only 1 of the queries that recalled it match 50% of themselves on a line of it "
+        "(the default profile's minMatchingQueries: 2)")
+    assert chunk[2] in memory_lines(chunk, queries, min_queries=2)[0]
     # inflections meet: "moored" answers "moor"
     assert memory_lines(["Ann: hi.", "Bob: the boat is moored at pier 9."],
-                        ["Where did Bob moor the boat?"], min_share=0.9) == \
+                        ["Where did Bob moor the boat?"], min_share=0.9)[0] == \
         "Bob: the boat is moored at pier 9."
 
 
