@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from ..base.dates import DATED_NAME_RE, day_of
+from ..base.dates import DATED_NAME_RE, DAY_MS, day_of, day_start_ms
 from ..base.dates import now_ms as clock_ms
 
 # --------------------------------------------------------------------------- constants
@@ -109,6 +109,12 @@ def day_in(ms: int, timezone: str = "UTC") -> str:
     if timezone == "UTC":
         return day_of(ms)
     return datetime.fromtimestamp(ms / 1000, ZoneInfo(timezone)).strftime("%Y-%m-%d")
+
+
+def day_within(day: str, cutoff: int) -> bool:
+    """``isDayWithinLookback``: the day ``YYYY-MM-DD`` ends (23:59:59.999 UTC) at or after
+    ``cutoff`` (epoch ms)."""
+    return day_start_ms(day) + DAY_MS - 1 >= cutoff
 
 
 def iso(ms: int | None) -> str | None:
