@@ -90,10 +90,6 @@ def conversations() -> list[str]:
     return sorted(p.name for p in (root / "markdown").iterdir()) if root else []
 
 
-def _collapse(text: str) -> str:
-    return " ".join(text.split())
-
-
 def _questions(root: Path, conv: str) -> list[dict[str, Any]]:
     out = []
     for line in iter_jsonl(root / "queries-markdown.jsonl"):
@@ -108,6 +104,7 @@ def _replay_one(root: Path, conv: str, profile: str, provider: str, run: Dreamin
                 progress: Callable[[str], None] | None, max_days: int | None = None) -> None:
     from .. import promotion as pr
     from ..index import MemoryIndex
+    from ..promotion.model import collapse
 
     src = root / "markdown" / conv / "memory"
     diaries = sorted(p.name for p in src.iterdir() if p.suffix == ".md")[:max_days]
@@ -121,7 +118,7 @@ def _replay_one(root: Path, conv: str, profile: str, provider: str, run: Dreamin
         for r in q["relevant"]:
             name = Path(r["path"]).name
             if name in lines and 1 <= int(r["line"]) <= len(lines[name]):
-                texts.append(_collapse(lines[name][int(r["line"]) - 1]))
+                texts.append(collapse(lines[name][int(r["line"]) - 1]))
         last = max(Path(r["path"]).stem for r in q["relevant"])
         if not texts or last not in days:
             continue
@@ -139,7 +136,7 @@ def _replay_one(root: Path, conv: str, profile: str, provider: str, run: Dreamin
                 noon = datetime.fromisoformat(day).replace(hour=12, tzinfo=UTC)
                 (ws / "memory" / name).write_text("\n".join(lines[name]), encoding="utf-8")
                 idx.sync()
-                memory = _collapse((ws / "MEMORY.md").read_text(encoding="utf-8")
+                memory = collapse((ws / "MEMORY.md").read_text(encoding="utf-8")
                                    if (ws / "MEMORY.md").exists() else "")
                 for q in due.get(day, []):
                     run.asks += 1
@@ -154,7 +151,7 @@ def _replay_one(root: Path, conv: str, profile: str, provider: str, run: Dreamin
                     run.budget = plan.budget
                     for e in plan.entries:
                         run.bullets += 1
-                        body = _collapse(e.bullet)
+                        body = collapse(e.bullet)
                         if not any(t in body for t in all_evidence):
                             run.junk += 1
                             run.junk_bullets.append(e.bullet)

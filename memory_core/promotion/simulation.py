@@ -232,7 +232,7 @@ def replay(index: MemoryIndex, queries: list[str], days: int, *, now: Now = None
         if daily:
             daily_n += ingest_daily(index, now=day_end).recorded
     with state_of(index) as st:
-        n_entries = len(st.recall_entries(include_promoted=True))
+        n_entries = len(st.recall_entries())
     n_cands = sum(c.passed for c in list_candidates(index, now=end, check_duplicates_of="none"))
     return ReplayReport(days, mode, len(qs), done, recalls, daily_n, n_entries, n_cands,
                         day_of(end - (days - 1) * DAY_MS), day_of(end))
