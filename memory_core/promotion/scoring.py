@@ -87,40 +87,32 @@ def phase_boost(phase: dict[str, Any] | None, now: Now = None) -> float:
 
 
 @dataclass
-class PromotionCandidate:
-    """A scored recall entry: the breakdown, whether it passed the gates, and why not.
+class PromotionCandidate(RecallEntry):
+    """A scored recall entry (its fields, ``signals`` and ``avg_score`` are the entry's): the
+    breakdown, whether it passed the gates, and why not.
 
     ``components`` are the weighted contributions (they sum to ``score``); ``raw`` the 0..1
     values before weighting. ``reasons`` lists every gate the entry failed (empty if passed).
     (Not to be confused with the search side's ``Candidates``, the two legs of one query.)
     """
 
-    key: str
-    path: str
-    start_line: int
-    end_line: int
-    snippet: str
-    score: float
-    components: dict[str, float]
-    recall_count: int
-    unique_queries: int
-    passed: bool
-    reasons: list[str]
-    duplicate: DuplicateInfo | None = None
+    score: float = 0.0
+    components: dict[str, float] = field(default_factory=dict)
     raw: dict[str, float] = field(default_factory=dict)
-    signals: int = 0
-    daily_count: int = 0
-    grounded_count: int = 0
-    avg_score: float = 0.0
-    max_score: float = 0.0
-    context_diversity: int = 0
-    recall_days: list[str] = field(default_factory=list)
-    concept_tags: list[str] = field(default_factory=list)
-    first_recalled_at: int = 0
-    last_recalled_at: int = 0
     age_days: float = 0.0
-    promoted_at: int | None = None
+    passed: bool = True
+    reasons: list[str] = field(default_factory=list)
+    duplicate: DuplicateInfo | None = None
     rank: int = 0
+
+    @property
+    def unique_queries(self) -> int:
+        return len(self.query_hashes)
+
+    @property
+    def context_diversity(self) -> int:
+        """The reference's diversity: distinct queries or distinct days, the more."""
+        return max(len(self.query_hashes), len(self.recall_days))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -151,25 +143,19 @@ def score_entry(e: RecallEntry, *, now: Now = None, half_life_days: float = HALF
     ``phaseBoost`` (:func:`phase_boost`); none → 0.
     """
     w = normalize_weights(weights)
-    signals = e.signals
-    avg = e.avg_score
-    frequency = clamp01(math.log(1 + signals) / math.log(11))
-    context_div = max(len(e.query_hashes), len(e.recall_days))
-    diversity = clamp01(context_div / 5)
+    frequency = clamp01(math.log(1 + e.signals) / math.log(11))
+    diversity = clamp01(max(len(e.query_hashes), len(e.recall_days)) / 5)
     age = max(0.0, (now_ms(now) - e.last_recalled_at) / DAY_MS)
     recency = math.exp(-math.log(2) / max(half_life_days, 1e-9) * age)
     consolidation = max(_consolidation_days(e.recall_days), clamp01(e.grounded_count / 3))
     conceptual = clamp01(len(e.concept_tags) / 6)
-    raw = {"frequency": frequency, "relevance": avg, "diversity": diversity, "recency": recency,
-           "consolidation": consolidation, "conceptual": conceptual,
+    raw = {"frequency": frequency, "relevance": e.avg_score, "diversity": diversity,
+           "recency": recency, "consolidation": consolidation, "conceptual": conceptual,
            "phaseBoost": phase_boost(phase, now)}
     comps = {k: w[k] * raw[k] for k in WEIGHTS}
     comps["phaseBoost"] = raw["phaseBoost"]
-    return PromotionCandidate(
-        e.key, e.path, e.start_line, e.end_line, e.snippet, clamp01(sum(comps.values())), comps,
-        e.recall_count, len(e.query_hashes), True, [], None, raw, signals, e.daily_count,
-        e.grounded_count, avg, e.max_score, context_div, list(e.recall_days),
-        list(e.concept_tags), e.first_recalled_at, e.last_recalled_at, age, e.promoted_at)
+    return PromotionCandidate(**e.to_row(), score=clamp01(sum(comps.values())),
+                              components=comps, raw=raw, age_days=age)
 
 
 def list_candidates(index: MemoryIndex, *, now: Now = None, min_score: float | None = None,
