@@ -261,10 +261,6 @@ class Relocation:
     quality: int
     loose: bool = False
 
-    @property
-    def moved(self) -> bool:
-        return self.quality != 3
-
 
 #: A window the snippet merely contains must cover this share of the snippet: otherwise any
 #: short line that survives an edit (a heading, "- ok") would "match".

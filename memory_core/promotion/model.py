@@ -139,19 +139,9 @@ def clamp01(x: float) -> float:
     return min(1.0, max(0.0, x))
 
 
-def sha1_12(text: str) -> str:
-    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
-
-
 def query_hash(query: str) -> str:
     """``sha1(lower-cased trimmed query)[0:12]`` (§6.2, §12)."""
-    return sha1_12(query.strip().lower())
-
-
-def claim_hash(snippet: str) -> str:
-    """``buildClaimHash``: ``sha1(whitespace-collapsed snippet)[0:12]`` (case kept, as the
-    engine does; the spec's "normalised" means only the whitespace)."""
-    return sha1_12(collapse(snippet))
+    return hashlib.sha1(query.strip().lower().encode("utf-8")).hexdigest()[:12]
 
 
 def recall_key(path: str, start: int, end: int) -> str:

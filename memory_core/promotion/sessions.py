@@ -24,7 +24,7 @@ import hashlib
 import math
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..base.dates import DAY_MS
 from ..base.fileio import atomic_write, stat_signature
@@ -79,10 +79,6 @@ class SessionIngestReport:
     lines: int = 0
     recorded: int = 0
     corpus: list[str] = field(default_factory=list)
-    evicted: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 @dataclass
@@ -221,5 +217,5 @@ def ingest_sessions(index: MemoryIndex, *, now: Now = None, lookback_days: int =
                 st.session_ingestion_set(key, *state)
                 if seen is not None:
                     st.session_seen_set(scope, seen, MAX_SEEN_SESSIONS)
-        report.evicted = retain(st, policy_for(index))
+        retain(st, policy_for(index))
     return report

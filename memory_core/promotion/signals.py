@@ -36,6 +36,7 @@ from .model import (
     clamp01,
     collapse,
     day_in,
+    day_within,
     is_contaminated,
     is_session_corpus_path,
     is_short_term_path,
@@ -284,11 +285,6 @@ class IngestReport:
     skipped_files: list[str] = field(default_factory=list)
     snippets: int = 0
     recorded: int = 0
-    #: entries the store's retention dropped after this ingestion (:mod:`.policy`)
-    evicted: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 def _recent_diaries(mem: Path, at: int, lookback_days: int) -> list[tuple[str, Path]]:
@@ -299,8 +295,7 @@ def _recent_diaries(mem: Path, at: int, lookback_days: int) -> list[tuple[str, P
         if d is None or not p.is_file():
             continue
         day = d.isoformat()
-        start = day_start_ms(day)
-        if start + DAY_MS - 1 >= at - lookback_days * DAY_MS and start <= at:
+        if day_within(day, at - lookback_days * DAY_MS) and day_start_ms(day) <= at:
             dated.append((day, p))
     dated.sort(key=lambda t: (t[0], t[1].name), reverse=True)
     return dated
@@ -348,7 +343,7 @@ def ingest_daily(index: MemoryIndex, *, now: Now = None, lookback_days: int = DA
                                            kind="daily", now=at, dedupe_per_day=True)
             with st.transaction():
                 st.daily_ingestion_set(rel, mtime, size, today)
-        report.evicted = retain(st, policy_for(index))
+        retain(st, policy_for(index))
     return report
 
 
