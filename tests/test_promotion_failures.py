@@ -238,10 +238,11 @@ def test_default_bullet_keeps_the_lines_the_queries_were_after() -> None:
              "$ git push --force",
              "[D1:5] Ann: Bob, see you soon."]
     # "Ann" and "Bob" are on every line: they do not choose a line
-    assert memory_lines(chunk, ["Where did Bob moor the boat?"]) == chunk[1]
+    assert memory_lines(chunk, ["Where did Bob moor the boat?"])[0] == chunk[1]
     assert memory_lines(chunk, ["When are Ann's pottery classes?",
-                                "Where is the boat moored?"]) == ITEM_SEPARATOR.join(chunk[1:3])
+                                "Where is the boat moored?"])[0] == ITEM_SEPARATOR.join(chunk[1:3])
     # a range no line of which shares a word with its queries came back as padding: nothing
-    assert memory_lines(chunk, ["nothing in common"]) == ""
-    assert memory_lines(chunk) == ITEM_SEPARATOR.join(chunk[:3] + chunk[4:])
-    assert "$ git push" not in memory_lines(chunk)
+    assert memory_lines(chunk, ["nothing in common"]) == (
+        "", "no line of it shares a word with the queries that recalled it")
+    assert memory_lines(chunk)[0] == ITEM_SEPARATOR.join(chunk[:3] + chunk[4:])
+    assert "$ git push" not in memory_lines(chunk)[0]

@@ -10,6 +10,8 @@ which cross-validation left at all of them).
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -18,7 +20,15 @@ from memory_core import promotion as pr
 from memory_core.evaluation import dreaming as dr
 from memory_core.promotion.policy import DEFAULT, policy_for, tuned
 
+from .conftest import ROOT
+
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+# the cross-validation that chose the default's thresholds lives with its script
+_spec = importlib.util.spec_from_file_location("tune_dreaming",
+                                               ROOT / "scripts" / "tune_dreaming.py")
+assert _spec is not None and _spec.loader is not None
+tune = sys.modules["tune_dreaming"] = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tune)
 
 
 def _workspace(tmp_path: Path, profile: str, days: int = 8) -> MemoryIndex:
@@ -98,7 +108,7 @@ def test_cross_validation_chooses_on_the_other_conversations() -> None:
             "conv-c": _run(30, 0, "conv-c")},
            {"conv-a": _run(20, 2, "conv-a"), "conv-b": _run(20, 0, "conv-b"),
             "conv-c": _run(20, 2, "conv-c")}]
-    cv = dr.cross_validate(per, [{"k": 0}, {"k": 1}, {"k": 2}])
+    cv = tune.cross_validate(per, [{"k": 0}, {"k": 1}, {"k": 2}])
     # held out conv-a: on b+c setting 1 has 7 % junk, so setting 2 (1 %) is chosen
     assert cv.chosen == {"conv-a": 2, "conv-b": 1, "conv-c": 2}
     assert cv.held_out.asks == 300 and cv.held_out.saved == 20 + 30 + 20
@@ -108,7 +118,7 @@ def test_cross_validation_chooses_on_the_other_conversations() -> None:
     # a setting must save more than the reference: at 25 % saved only setting 0 does, and
     # with none clean among the eligible, the least junk of them is chosen
     ref = {c: dr.DreamingRun("reference", [c], asks=100, saved=40) for c in per[0]}
-    assert dr.cross_validate(per, [{"k": 0}, {"k": 1}, {"k": 2}], ref).chosen == {
+    assert tune.cross_validate(per, [{"k": 0}, {"k": 1}, {"k": 2}], ref).chosen == {
         "conv-a": 0, "conv-b": 0, "conv-c": 0}
 
 
@@ -123,7 +133,7 @@ def test_the_saved_evaluation_is_what_the_docs_report() -> None:
     # held out, the default saves more later searches than the reference with junk <= 5 %
     # of its bullets (issue 25's acceptance, docs/promotion.md section 6)
     assert dflt.saved_share > ref.saved_share
-    assert dflt.junk_share <= dr.MAX_JUNK < ref.junk_share
+    assert dflt.junk_share <= tune.MAX_JUNK < ref.junk_share
     assert dflt.within_budget and ref.within_budget
     assert set(meta["chosen"]) == set(dflt.conversations)
     assert {k: getattr(DEFAULT, k) for k in meta["final"]} == meta["final"]
@@ -140,9 +150,9 @@ def test_a_question_line_brings_its_answer() -> None:
              "[D1:4] Bob: The Tuesday ones at the harbour studio.",
              "[D1:5] Ann: Bob, see you soon."]
     # the query matches the question; the fact is in the reply
-    assert memory_lines(chunk, ["What pottery classes does Bob take?"]) == \
+    assert memory_lines(chunk, ["What pottery classes does Bob take?"])[0] == \
         ITEM_SEPARATOR.join(chunk[2:4])
-    assert memory_lines(chunk, ["Where did Bob moor the boat?"]) == chunk[1]
+    assert memory_lines(chunk, ["Where did Bob moor the boat?"])[0] == chunk[1]
 
 
 def test_each_query_chooses_its_own_line_weighed_over_the_diary() -> None:
@@ -158,19 +168,23 @@ def test_each_query_chooses_its_own_line_weighed_over_the_diary() -> None:
     queries = ["What does Melanie do to keep busy?", "How long has Caroline been creating art?"]
     # "long" and "creating" are on two of six lines: still what tells the lines apart (a
     # rule dropping every word on more than a quarter of the lines kept only "keep")
-    got = memory_lines(chunk, queries)
+    got = memory_lines(chunk, queries)[0]
     assert chunk[1] in got and chunk[2] in got  # the question, and the line answering it
     # the first query matches a third of itself ("keep"; "busy" is nowhere): below half, it
     # chooses no line. The second chooses the answer (D16:7), which matches the question's
     # words too; it brings the question, and, asking back, the answer to that
-    assert memory_lines(chunk, queries, min_share=0.5) == ITEM_SEPARATOR.join(chunk[1:4])
-    assert memory_lines(chunk, queries[:1], min_share=0.5) == ""
+    assert memory_lines(chunk, queries, min_share=0.5)[0] == ITEM_SEPARATOR.join(chunk[1:4])
+    assert memory_lines(chunk, queries[:1], min_share=0.5) == (
+        "", "no line of it matches 50% of a query that recalled it (the default profile's "
+        "minMatchShare)")
     # wanting two queries that each choose a line: at half, only one does
-    assert memory_lines(chunk, queries, min_share=0.5, min_queries=2) == ""
-    assert chunk[2] in memory_lines(chunk, queries, min_queries=2)
+    assert memory_lines(chunk, queries, min_share=0.5, min_queries=2) == (
+        "", "only 1 of the queries that recalled it match 50% of themselves on a line of it "
+        "(the default profile's minMatchingQueries: 2)")
+    assert chunk[2] in memory_lines(chunk, queries, min_queries=2)[0]
     # inflections meet: "moored" answers "moor"
     assert memory_lines(["Ann: hi.", "Bob: the boat is moored at pier 9."],
-                        ["Where did Bob moor the boat?"], min_share=0.9) == \
+                        ["Where did Bob moor the boat?"], min_share=0.9)[0] == \
         "Bob: the boat is moored at pier 9."
 
 

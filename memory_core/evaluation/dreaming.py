@@ -90,10 +90,6 @@ def conversations() -> list[str]:
     return sorted(p.name for p in (root / "markdown").iterdir()) if root else []
 
 
-def _collapse(text: str) -> str:
-    return " ".join(text.split())
-
-
 def _questions(root: Path, conv: str) -> list[dict[str, Any]]:
     out = []
     for line in iter_jsonl(root / "queries-markdown.jsonl"):
@@ -108,6 +104,7 @@ def _replay_one(root: Path, conv: str, profile: str, provider: str, run: Dreamin
                 progress: Callable[[str], None] | None, max_days: int | None = None) -> None:
     from .. import promotion as pr
     from ..index import MemoryIndex
+    from ..promotion.model import collapse
 
     src = root / "markdown" / conv / "memory"
     diaries = sorted(p.name for p in src.iterdir() if p.suffix == ".md")[:max_days]
@@ -121,7 +118,7 @@ def _replay_one(root: Path, conv: str, profile: str, provider: str, run: Dreamin
         for r in q["relevant"]:
             name = Path(r["path"]).name
             if name in lines and 1 <= int(r["line"]) <= len(lines[name]):
-                texts.append(_collapse(lines[name][int(r["line"]) - 1]))
+                texts.append(collapse(lines[name][int(r["line"]) - 1]))
         last = max(Path(r["path"]).stem for r in q["relevant"])
         if not texts or last not in days:
             continue
@@ -139,7 +136,7 @@ def _replay_one(root: Path, conv: str, profile: str, provider: str, run: Dreamin
                 noon = datetime.fromisoformat(day).replace(hour=12, tzinfo=UTC)
                 (ws / "memory" / name).write_text("\n".join(lines[name]), encoding="utf-8")
                 idx.sync()
-                memory = _collapse((ws / "MEMORY.md").read_text(encoding="utf-8")
+                memory = collapse((ws / "MEMORY.md").read_text(encoding="utf-8")
                                    if (ws / "MEMORY.md").exists() else "")
                 for q in due.get(day, []):
                     run.asks += 1
@@ -154,7 +151,7 @@ def _replay_one(root: Path, conv: str, profile: str, provider: str, run: Dreamin
                     run.budget = plan.budget
                     for e in plan.entries:
                         run.bullets += 1
-                        body = _collapse(e.bullet)
+                        body = collapse(e.bullet)
                         if not any(t in body for t in all_evidence):
                             run.junk += 1
                             run.junk_bullets.append(e.bullet)
@@ -217,21 +214,6 @@ def dreaming_table(runs: Sequence[DreamingRun]) -> str:
     return "\n".join(rows) + "\n"
 
 
-def merge_runs(profile: str, runs: Sequence[DreamingRun]) -> DreamingRun:
-    """One run pooling ``runs`` (of disjoint conversations): every ask and bullet counted once."""
-    out = DreamingRun(profile)
-    for r in runs:
-        out.conversations += r.conversations
-        out.asks += r.asks
-        out.saved += r.saved
-        out.bullets += r.bullets
-        out.junk += r.junk
-        out.budget = max(out.budget, r.budget)
-        out.junk_bullets += r.junk_bullets
-        out.days += r.days
-    return out
-
-
 def run_from_dict(d: dict[str, Any]) -> DreamingRun:
     """The :class:`DreamingRun` that :meth:`DreamingRun.to_dict` wrote (a saved evaluation)."""
     rows = d["dayRows"] if "dayRows" in d else [
@@ -241,67 +223,6 @@ def run_from_dict(d: dict[str, Any]) -> DreamingRun:
                        d["bullets"], d["junk"], d["budget"], list(d.get("junkBullets", [])),
                        [(str(c), str(day), int(n), int(st), float(o))
                         for c, day, n, st, o in rows])
-
-
-# --------------------------------------------------------------------------- cross-validation
-
-#: What :func:`cross_validate` tunes: the default policy's recall threshold, the share of a
-#: query its bullet line must match and how many queries must choose a line
-#: (``min_distinct_queries`` stays 3: 4 saved fewer searches than the reference in every
-#: earlier grid, docs/promotion.md section 6).
-CV_GRID: dict[str, list[float]] = {"recall_top_k": [0, 3], "min_matching_queries": [1, 2],
-                                   "min_match_share": [0.3, 0.4, 0.5]}
-#: The junk share a setting may have on the training conversations to be chosen.
-MAX_JUNK = 0.05
-
-
-def choose(runs: Sequence[DreamingRun], floor: float = -1.0) -> int:
-    """The index of the best run. Only runs saving more searches than ``floor`` (the
-    reference's share on the same conversations) are considered, when any does; among them,
-    the most saved searches with junk <= MAX_JUNK, else the least junk."""
-    ok = [i for i, r in enumerate(runs) if r.saved_share > floor] or list(range(len(runs)))
-    clean = [i for i in ok if runs[i].junk_share <= MAX_JUNK]
-    if clean:
-        return max(clean, key=lambda i: (runs[i].saved_share, -runs[i].junk_share))
-    return min(ok, key=lambda i: (runs[i].junk_share, -runs[i].saved_share))
-
-
-@dataclass
-class DreamingCV:
-    """Leave one conversation out: per fold, the setting chosen on the others."""
-
-    settings: list[dict[str, float]]
-    #: fold (the held-out conversation) -> index into :attr:`settings`
-    chosen: dict[str, int]
-    #: the held-out runs pooled (each conversation replayed under settings chosen without it)
-    held_out: DreamingRun
-    #: every setting on every conversation pooled
-    pooled: list[DreamingRun]
-    #: the setting chosen on all the conversations (the default's constants)
-    final: int
-
-
-def cross_validate(per_setting: Sequence[dict[str, DreamingRun]],
-                   settings: Sequence[dict[str, float]],
-                   reference: dict[str, DreamingRun] | None = None) -> DreamingCV:
-    """Leave-one-conversation-out over ``per_setting[i][conv]`` (setting i's replay of conv);
-    with the ``reference``'s replays, a setting must save more than it on the training ones."""
-    convs = sorted(per_setting[0])
-
-    def floor(cs: list[str]) -> float:
-        return merge_runs("reference", [reference[c] for c in cs]).saved_share if reference \
-            else -1.0
-
-    chosen: dict[str, int] = {}
-    held: list[DreamingRun] = []
-    for test in convs:
-        train = [c for c in convs if c != test]
-        chosen[test] = choose([merge_runs("default", [runs[c] for c in train])
-                               for runs in per_setting], floor(train))
-        held.append(per_setting[chosen[test]][test])
-    pooled = [merge_runs("default", [runs[c] for c in convs]) for runs in per_setting]
-    return DreamingCV(list(settings), chosen, merge_runs("default", held), pooled,
-                      choose(pooled, floor(convs)))
 
 
 def saved_evaluation() -> tuple[list[DreamingRun], dict[str, Any]]:

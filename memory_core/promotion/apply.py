@@ -13,7 +13,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -36,9 +36,9 @@ from .model import (
     iso,
     now_ms,
 )
-from .plan import ApplyPlan, preview_apply
+from .plan import ApplyPlan, PlannedEntry, preview_apply
 from .scoring import PromotionCandidate
-from .state import StateError, state_of
+from .state import StateError, StateStore, state_of
 
 if TYPE_CHECKING:
     from ..index import MemoryIndex
@@ -107,25 +107,6 @@ def _backup(workspace: Path, data: bytes, at: int, suffix: str = "MEMORY.md") ->
     return p
 
 
-def _discard(p: Path | None) -> None:
-    """Remove a backup made for a write that did not happen (no orphan is left)."""
-    if p is not None:
-        try:
-            p.unlink()
-        except FileNotFoundError:
-            pass
-
-
-def _put_back(path: Path, written: bytes | None, data: bytes | None, notes: list[str]
-              ) -> None:
-    """After a failed commit: ``MEMORY.md``, ``written`` by us, gets ``data`` again, with
-    whatever was appended since (best effort, reported)."""
-    try:
-        write_memory(path, rebased(written or b"", data))
-    except PromotionError as e:
-        notes.append(str(e))
-
-
 def _not_recorded(what: str, e: Exception, notes: list[str], ws: Path) -> PromotionError:
     """A full disk or a state store that refused the write (locked, read-only, damaged), as
     one line, once the clean-up has run: ``MEMORY.md`` has its previous bytes again (unless
@@ -144,6 +125,83 @@ def _resync(index: MemoryIndex, notes: list[str]) -> None:
         index.sync()
     except Exception as e:  # the write succeeded; a stale index is recoverable
         notes.append(f"re-index after the write failed: {e}")
+
+
+def _recorded_write(index: MemoryIndex, what: str, at: int, backup: tuple[bytes, str] | None,
+                    steps: Callable[[StateStore, Path | None], int | None],
+                    edit: Callable[[bytes], bytes | None] | None, restore: bytes | None,
+                    notes: list[str]) -> tuple[Path | None, int | None]:
+    """The write of an apply, an undo or a reviewed update, all or nothing: save ``backup``
+    (its bytes, the file name's suffix), then in one state-store transaction run ``steps``
+    (the marks and the history row; given the backup's path, returning the history id) and,
+    last, write ``MEMORY.md`` by ``edit`` (``None``: no write). If anything fails, the
+    transaction rolls back, the backup is removed, and if only the commit failed ``MEMORY.md``
+    gets ``restore`` back; a full disk or a refusing store is then one line naming ``what``.
+    Returns the backup's path and the history id."""
+    ws = index.workspace
+    saved: Path | None = None
+    history_id: int | None = None
+    written = committed = False
+    wrote: bytes | None = None
+    failed: Exception | None = None
+    try:
+        if backup is not None:
+            saved = _backup(ws, backup[0], at, backup[1])
+        with state_of(index) as st, st.transaction():
+            history_id = steps(st, saved)
+            if edit is not None:  # last step inside the transaction: a failed write marks nothing
+                wrote = write_memory(memory_path(ws), edit)
+                written = True
+        committed = True
+    except (StateError, OSError) as e:  # a full disk, a store that refuses the write
+        failed = e
+    finally:
+        if not committed:
+            if written:  # the commit failed after the write: the old bytes back, with
+                try:  # whatever was appended since (best effort, reported)
+                    write_memory(memory_path(ws), rebased(wrote or b"", restore))
+                except PromotionError as e:
+                    notes.append(str(e))
+            if saved is not None:  # no orphan backup is left
+                saved.unlink(missing_ok=True)
+    if failed is not None:
+        raise _not_recorded(what, failed, notes, ws) from failed
+    return saved, history_id
+
+
+def _add_history(st: StateStore, ws: Path, at: int, backup: Path | None, old: bytes | None,
+                 new: bytes, entries: Sequence[PlannedEntry], before: list[dict[str, Any]],
+                 section: str | None) -> int:
+    """Record the history row :func:`undo` reverts; return its id."""
+    return st.promotion_add(at, MEMORY_FILE, str(backup.relative_to(ws)) if backup else None,
+                            None if old is None else hashlib.sha256(old).hexdigest(),
+                            hashlib.sha256(new).hexdigest(), [p.key for p in entries], before,
+                            section)
+
+
+def _mark_promoted(st: StateStore, plan: ApplyPlan) -> list[dict[str, Any]]:
+    """Mark the reconciled and the planned entries promoted (each planned one with its
+    re-located range); return the planned entries' rows as they were (what undo restores)."""
+    at = plan.now_ms
+    for key in plan.reconciled:
+        row = st.recall_entry(key)
+        if row:
+            row["promoted_at"] = at
+            st.recall_put(row)
+    before = []
+    for p in plan.entries:
+        row = st.recall_entry(p.key)
+        if row is None:  # a candidate made by hand: track it from now on
+            c = p.candidate
+            row = RecallEntry(c.key, c.path, c.start_line, c.end_line, c.snippet,
+                              first_recalled_at=at, last_recalled_at=at).to_row()
+            before.append({"key": p.key, "absent": True})
+        else:
+            before.append(dict(row))
+        row.update(promoted_at=at, start_line=p.start_line, end_line=p.end_line,
+                   snippet=p.snippet)
+        st.recall_put(row)
+    return before
 
 
 def _checked_plan(index: MemoryIndex,
@@ -179,54 +237,18 @@ def apply(index: MemoryIndex,
         plan = _checked_plan(index, candidates, now)
         if plan.entries:
             write_target(plan.memory_path)  # refuse early, with one line
-        at = plan.now_ms
-        backup: Path | None = None
-        history_id: int | None = None
         new_bytes = plan.new_text.encode("utf-8")
-        written = committed = False
-        wrote: bytes | None = None
-        failed: Exception | None = None
-        try:
-            with state_of(index) as st, st.transaction():
-                for key in plan.reconciled:
-                    row = st.recall_entry(key)
-                    if row:
-                        row["promoted_at"] = at
-                        st.recall_put(row)
-                if plan.entries:
-                    before = []
-                    for p in plan.entries:
-                        row = st.recall_entry(p.key)
-                        if row is None:  # a candidate made by hand: track it from now on
-                            c = p.candidate
-                            row = RecallEntry(c.key, c.path, c.start_line, c.end_line, c.snippet,
-                                              first_recalled_at=at, last_recalled_at=at).to_row()
-                            before.append({"key": p.key, "absent": True})
-                        else:
-                            before.append(dict(row))
-                        row.update(promoted_at=at, start_line=p.start_line, end_line=p.end_line,
-                                   snippet=p.snippet)
-                        st.recall_put(row)
-                    if plan.old_bytes is not None:
-                        backup = _backup(ws, plan.old_bytes, at)
-                    history_id = st.promotion_add(
-                        at, MEMORY_FILE, str(backup.relative_to(ws)) if backup else None,
-                        plan.old_sha256, hashlib.sha256(new_bytes).hexdigest(),
-                        [p.key for p in plan.entries], before, plan.section)
-                    # Last step inside the transaction: if the write fails, nothing is marked.
-                    wrote = write_memory(plan.memory_path,
-                                         rebased(plan.old_bytes or b"", new_bytes))
-                    written = True
-            committed = True
-        except (StateError, OSError) as e:  # a full disk, a store that refuses the write
-            failed = e
-        finally:
-            if not committed:
-                if written:  # the commit failed after the write: put the old bytes back
-                    _put_back(plan.memory_path, wrote, plan.old_bytes, notes)
-                _discard(backup)
-        if failed is not None:
-            raise _not_recorded("promotion", failed, notes, ws) from failed
+
+        def steps(st: StateStore, backup: Path | None) -> int | None:
+            before = _mark_promoted(st, plan)
+            return _add_history(st, ws, plan.now_ms, backup, plan.old_bytes, new_bytes,
+                                plan.entries, before, plan.section) if plan.entries else None
+
+        old = plan.old_bytes
+        backup, history_id = _recorded_write(
+            index, "promotion", plan.now_ms, (old, "MEMORY.md") if plan.entries and old
+            is not None else None, steps, rebased(old or b"", new_bytes) if plan.entries
+            else None, old, notes)
         notes.extend(plan.warnings)
     if plan.entries and resync:
         _resync(index, notes)
@@ -312,28 +334,15 @@ def undo(index: MemoryIndex, *, force: bool = False, now: Now = None,
                 "discard those edits. Use force (--force) to restore the previous version "
                 "anyway (the current file is saved first).", last["id"], last["keys"], path)
         write_target(path)  # refuse early, with one line
-        saved = None
-        restored: bytes | None = None
-        written = committed = False
-        failed: Exception | None = None
-        try:
-            if not clean and current is not None:
-                saved = _backup(ws, current, at, "MEMORY.md.before-undo")
-            with state_of(index) as st, st.transaction():
-                _restore_entries(st, last["entries_before"])
-                st.promotion_mark_undone(last["id"], at)
-                restored = write_memory(path, edit if clean else (lambda _cur: previous))
-                written = True
-            committed = True
-        except (StateError, OSError) as e:
-            failed = e
-        finally:
-            if not committed:
-                if written:
-                    _put_back(path, restored, current, notes)
-                _discard(saved)
-        if failed is not None:
-            raise _not_recorded("undo", failed, notes, ws) from failed
+
+        def steps(st: StateStore, _saved: Path | None) -> None:
+            _restore_entries(st, last["entries_before"])
+            st.promotion_mark_undone(last["id"], at)
+
+        saved, _ = _recorded_write(
+            index, "undo", at, (current, "MEMORY.md.before-undo")
+            if not clean and current is not None else None, steps,
+            edit if clean else (lambda _cur: previous), current, notes)
         try:  # DREAMS.md told of this promotion: tell it of the undo too
             note_undo(index, snippets, when or "?", now=at)
         except PromotionError as e:
@@ -364,31 +373,11 @@ def write_reviewed(index: MemoryIndex, old_bytes: bytes | None, new_text: str, *
             raise PromotionError(f"{MEMORY_FILE} changed since this preview; preview again "
                                  "before applying")
         write_target(path)  # refuse early, with one line
-        backup: Path | None = None
-        written = committed = False
-        wrote: bytes | None = None
-        failed: Exception | None = None
-        history_id = None
-        try:
-            with state_of(index) as st, st.transaction():
-                if old_bytes is not None:
-                    backup = _backup(ws, old_bytes, at)
-                history_id = st.promotion_add(
-                    at, MEMORY_FILE, str(backup.relative_to(ws)) if backup else None,
-                    None if old_bytes is None else hashlib.sha256(old_bytes).hexdigest(),
-                    hashlib.sha256(new_bytes).hexdigest(), [], [], None)
-                wrote = write_memory(path, rebased(old_bytes or b"", new_bytes))
-                written = True
-            committed = True
-        except (StateError, OSError) as e:
-            failed = e
-        finally:
-            if not committed:
-                if written:
-                    _put_back(path, wrote, old_bytes, notes)
-                _discard(backup)
-        if failed is not None:
-            raise _not_recorded("update", failed, notes, ws) from failed
+
+        backup, history_id = _recorded_write(
+            index, "update", at, None if old_bytes is None else (old_bytes, "MEMORY.md"),
+            lambda st, bak: _add_history(st, ws, at, bak, old_bytes, new_bytes, [], [], None),
+            rebased(old_bytes or b"", new_bytes), old_bytes, notes)
     if resync:
         _resync(index, notes)
     return ApplyResult(True, [], {}, [], [], path, backup, history_id, "", notes)

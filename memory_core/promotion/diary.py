@@ -131,11 +131,14 @@ def write_diary(index: MemoryIndex, reports: Sequence[PhaseReport] = (),
     narrative = diary_narrative(reports, promoted)
     if not narrative:
         return None
-    at = now_ms(now)
+    return _append(index, dreams_path(index.workspace), narrative, now)
+
+
+def _append(index: MemoryIndex, p: Path, body: str, now: Now) -> str:
+    """Add an entry dated ``now`` (in the workspace's time zone) with ``body`` to ``p``."""
     with state_of(index) as st:
         tz = st.timezone()
-    p = dreams_path(index.workspace)
-    entry = f"\n---\n\n*{diary_date(at, tz)}*\n\n{narrative}\n"
+    entry = f"\n---\n\n*{diary_date(now_ms(now), tz)}*\n\n{body}\n"
     edit_markdown(p, lambda old: add_entry(old, entry))  # a symlink stays one; CRLF stays
     return p.name
 
@@ -154,12 +157,7 @@ def note_undo(index: MemoryIndex, snippets: Sequence[str], when: str, *, now: No
         f"- {_short(s)}\n" in text for s in snippets)
     if not told:
         return None
-    with state_of(index) as st:
-        tz = st.timezone()
-    at = now_ms(now)
     n = len(snippets)
     lines = [f"Undid the promotion of {when}: {n} entr{'ies' if n != 1 else 'y'} taken back "
              "out of MEMORY.md:", *_bullets(list(snippets))]
-    entry = f"\n---\n\n*{diary_date(at, tz)}*\n\n" + "\n".join(lines) + "\n"
-    edit_markdown(p, lambda old: add_entry(old, entry))
-    return p.name
+    return _append(index, p, "\n".join(lines), now)

@@ -27,12 +27,8 @@ def dream(index: MemoryIndex, config: DreamingConfig | None = None, *,
     cfg = config or DreamingConfig()
     if timezone:
         set_timezone(index, timezone)
-    if phase == "light":
-        reports = [run_light(index, cfg, now=now)]
-    elif phase == "rem":
-        reports = [run_rem(index, cfg, now=now)]
-    else:
-        reports = run_sweep(index, cfg, now=now)
+    reports = run_sweep(index, cfg, now=now) if phase == "both" else [
+        (run_light if phase == "light" else run_rem)(index, cfg, now=now)]
     if diary and reports:
         written = write_diary(index, reports, now=now)
         if written:

@@ -8,6 +8,7 @@ line, never overwritten.
 
 from __future__ import annotations
 
+import difflib
 import errno
 import fcntl
 import hashlib
@@ -85,6 +86,23 @@ def read_memory_bytes(workspace: Path) -> bytes | None:
         return memory_path(workspace).read_bytes()
     except FileNotFoundError:
         return None
+
+
+def decode_memory(data: bytes | None) -> str:
+    """``MEMORY.md``'s bytes as the text a rewrite starts from (``""``: no file); a file that
+    is not UTF-8 is refused with one line (:class:`PromotionError`), never rewritten."""
+    try:
+        return "" if data is None else data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise PromotionError(f"{MEMORY_FILE} is not valid UTF-8 (byte {e.start}); refusing to "
+                             "rewrite it") from e
+
+
+def memory_diff(old: str, new: str) -> str:
+    """The unified diff of a rewrite of ``MEMORY.md``, as previews show it."""
+    return "".join(difflib.unified_diff(old.splitlines(keepends=True),
+                                        new.splitlines(keepends=True),
+                                        f"a/{MEMORY_FILE}", f"b/{MEMORY_FILE}"))
 
 
 def read_memory_text(workspace: Path) -> str:
@@ -242,10 +260,6 @@ class Relocation:
     text: str
     quality: int
     loose: bool = False
-
-    @property
-    def moved(self) -> bool:
-        return self.quality != 3
 
 
 #: A window the snippet merely contains must cover this share of the snippet: otherwise any

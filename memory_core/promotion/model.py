@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from ..base.dates import DATED_NAME_RE, day_of
+from ..base.dates import DATED_NAME_RE, DAY_MS, day_of, day_start_ms
 from ..base.dates import now_ms as clock_ms
 
 # --------------------------------------------------------------------------- constants
@@ -111,6 +111,12 @@ def day_in(ms: int, timezone: str = "UTC") -> str:
     return datetime.fromtimestamp(ms / 1000, ZoneInfo(timezone)).strftime("%Y-%m-%d")
 
 
+def day_within(day: str, cutoff: int) -> bool:
+    """``isDayWithinLookback``: the day ``YYYY-MM-DD`` ends (23:59:59.999 UTC) at or after
+    ``cutoff`` (epoch ms)."""
+    return day_start_ms(day) + DAY_MS - 1 >= cutoff
+
+
 def iso(ms: int | None) -> str | None:
     """ISO 8601 UTC time (``…Z``) of epoch milliseconds, or ``None``."""
     if ms is None:
@@ -133,19 +139,9 @@ def clamp01(x: float) -> float:
     return min(1.0, max(0.0, x))
 
 
-def sha1_12(text: str) -> str:
-    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
-
-
 def query_hash(query: str) -> str:
     """``sha1(lower-cased trimmed query)[0:12]`` (§6.2, §12)."""
-    return sha1_12(query.strip().lower())
-
-
-def claim_hash(snippet: str) -> str:
-    """``buildClaimHash``: ``sha1(whitespace-collapsed snippet)[0:12]`` (case kept, as the
-    engine does; the spec's "normalised" means only the whitespace)."""
-    return sha1_12(collapse(snippet))
+    return hashlib.sha1(query.strip().lower().encode("utf-8")).hexdigest()[:12]
 
 
 def recall_key(path: str, start: int, end: int) -> str:

@@ -35,11 +35,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..base.dates import DAY_MS, day_of, day_start_ms
+from ..base.dates import DAY_MS, day_of
 from ..base.fileio import atomic_write
 from ..base.sets import jaccard
 from .memory_file import edit_markdown
-from .model import Now, RecallEntry, clamp01, is_short_term_path, now_ms
+from .model import Now, RecallEntry, clamp01, day_within, is_short_term_path, now_ms
 from .policy import policy_for
 from .sessions import ingest_sessions
 from .signals import ingest_daily
@@ -139,7 +139,7 @@ def _within(e: RecallEntry, cutoff: int) -> bool:
     """``entryWithinLookback``: a recall day ending after the cutoff, or recalled after it."""
     for d in e.recall_days:
         try:
-            if day_start_ms(d) + DAY_MS - 1 >= cutoff:
+            if day_within(d, cutoff):
                 return True
         except ValueError:
             continue
@@ -308,48 +308,45 @@ def staged_by_light(index: MemoryIndex, entries: list[RecallEntry], cutoff: int
     return staged or entries
 
 
-def _hit(index: MemoryIndex, keys: list[str], phase: Phase, at: int) -> None:
+def _run_phase(index: MemoryIndex, phase: Phase, c: DreamingConfig, now: Now, ingest: bool
+               ) -> PhaseReport:
+    """One phase: ingest the recent diaries (and transcripts, when ``c`` says so), pick among
+    the entries recalled within the phase's lookback (Light: the newest, deduplicated; REM:
+    themes and truths, among what Light staged under the default's policy), write its report
+    and record its hits."""
+    at = now_ms(now)
+    lookback, limit = ((c.light_lookback_days, c.light_limit) if phase == "light"
+                       else (c.rem_lookback_days, c.rem_limit))
+    ingested = ingest_daily(index, now=at, lookback_days=lookback,
+                            limit=limit).recorded if ingest else 0
+    sessions = ingest_sessions(index, now=at, lookback_days=lookback).recorded \
+        if ingest and c.ingest_sessions else 0
+    entries = recent_entries(index, lookback, at)
+    if phase == "light":
+        entries.sort(key=lambda e: (-e.last_recalled_at, -e.recall_count))
+        picked = dedupe(entries[:limit], c.light_dedupe)[:limit]
+        body, keys = light_body(picked), [e.key for e in picked]
+    else:
+        if policy_for(index).rem_reads_light:
+            entries = staged_by_light(index, entries, at - max(0, lookback) * DAY_MS)
+        body, keys = rem_preview(entries, limit, c.rem_min_pattern_strength)
+    day = day_of(at)
+    written = write_phase(index.workspace, phase, body, day, c.storage)
     with state_of(index) as st, st.transaction():
         st.phase_hit(keys, phase, at)
+    return PhaseReport(phase, day, len(entries), keys, body, written, ingested, sessions)
 
 
 def run_light(index: MemoryIndex, config: DreamingConfig | None = None, *,
               now: Now = None, ingest: bool = True) -> PhaseReport:
     """Run the Light phase (see the module docstring); writes its report, records hits."""
-    c = config or DreamingConfig()
-    at = now_ms(now)
-    ingested = ingest_daily(index, now=at, lookback_days=c.light_lookback_days,
-                            limit=c.light_limit).recorded if ingest else 0
-    sessions = ingest_sessions(index, now=at, lookback_days=c.light_lookback_days).recorded \
-        if ingest and c.ingest_sessions else 0
-    entries = recent_entries(index, c.light_lookback_days, at)
-    entries.sort(key=lambda e: (-e.last_recalled_at, -e.recall_count))
-    picked = dedupe(entries[:c.light_limit], c.light_dedupe)[:c.light_limit]
-    body = light_body(picked)
-    day = day_of(at)
-    written = write_phase(index.workspace, "light", body, day, c.storage)
-    keys = [e.key for e in picked]
-    _hit(index, keys, "light", at)
-    return PhaseReport("light", day, len(entries), keys, body, written, ingested, sessions)
+    return _run_phase(index, "light", config or DreamingConfig(), now, ingest)
 
 
 def run_rem(index: MemoryIndex, config: DreamingConfig | None = None, *,
             now: Now = None, ingest: bool = True) -> PhaseReport:
     """Run the REM phase (see the module docstring); writes its report, records hits."""
-    c = config or DreamingConfig()
-    at = now_ms(now)
-    ingested = ingest_daily(index, now=at, lookback_days=c.rem_lookback_days,
-                            limit=c.rem_limit).recorded if ingest else 0
-    sessions = ingest_sessions(index, now=at, lookback_days=c.rem_lookback_days).recorded \
-        if ingest and c.ingest_sessions else 0
-    entries = recent_entries(index, c.rem_lookback_days, at)
-    if policy_for(index).rem_reads_light:
-        entries = staged_by_light(index, entries, at - max(0, c.rem_lookback_days) * DAY_MS)
-    body, keys = rem_preview(entries, c.rem_limit, c.rem_min_pattern_strength)
-    day = day_of(at)
-    written = write_phase(index.workspace, "rem", body, day, c.storage)
-    _hit(index, keys, "rem", at)
-    return PhaseReport("rem", day, len(entries), keys, body, written, ingested, sessions)
+    return _run_phase(index, "rem", config or DreamingConfig(), now, ingest)
 
 
 def run_sweep(index: MemoryIndex, config: DreamingConfig | None = None, *,

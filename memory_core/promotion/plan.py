@@ -7,8 +7,6 @@ sections if the file would exceed its budget. :func:`~.apply.apply` writes exact
 
 from __future__ import annotations
 
-import difflib
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +21,9 @@ from .memory_file import (
     Written,
     bullet_text,
     compact_for_budget,
+    decode_memory,
     fenced_ranges,
+    memory_diff,
     memory_path,
     newline_of,
     promotion_markers,
@@ -39,13 +39,12 @@ from .model import (
     MEMORY_FILE_MAX_CHARS,
     SECTION_TITLE,
     Now,
-    PromotionError,
     collapse,
     contamination,
     iso,
     now_ms,
 )
-from .policy import DreamingPolicy, logical_items, memory_lines, policy_for, query_matches
+from .policy import DreamingPolicy, memory_lines, policy_for
 from .scoring import PromotionCandidate, list_candidates
 from .sessions import corpus_text, is_corpus_path
 from .state import state_of
@@ -96,10 +95,6 @@ class ApplyPlan:
     section_start_line: int | None = None  # 1-based first line of the new section
     warnings: list[str] = field(default_factory=list)
     section: str = ""  # the text added (recorded in the history: compaction's proof)
-
-    @property
-    def old_sha256(self) -> str | None:
-        return None if self.old_bytes is None else hashlib.sha256(self.old_bytes).hexdigest()
 
     @property
     def changed(self) -> bool:
@@ -240,33 +235,12 @@ def _memory_text(c: PromotionCandidate, loc: Relocation, text: str, rel: str,
         rng = ["" if (rel, n) in stale else x for n, x in enumerate(rng, a)]
     if is_corpus_path(c.path):
         rng = [corpus_text(x) for x in rng]
-    qs = recalled.queries.get(c.key, ())
-    shown = collapse(memory_lines(rng, qs, context=lines,
-                                  min_share=policy.min_match_share,
-                                  min_queries=policy.min_matching_queries))
+    shown, why = memory_lines(rng, recalled.queries.get(c.key, ()), context=lines,
+                              min_share=policy.min_match_share,
+                              min_queries=policy.min_matching_queries)
     if not shown:
-        return "", (f"its lines are superseded (by {gone[0]})" if gone
-                    else _no_lines_why(rng, qs, lines, policy))
-    return shown, ""
-
-
-def _no_lines_why(rng: Sequence[str], queries: Sequence[str], context: Sequence[str],
-                  policy: DreamingPolicy) -> str:
-    """Why :func:`memory_lines` kept no line of ``rng`` (the reason a skipped entry shows)."""
-    clean = logical_items(rng)
-    if not clean:
-        return "nothing left once commands and tool output are removed"
-    matches = query_matches(clean, queries, logical_items(context, keep_junk=True))
-    if all(i < 0 for i, _ in matches):
-        return "no line of it shares a word with the queries that recalled it"
-    share = policy.min_match_share
-    n = sum(i >= 0 and s >= share for i, s in matches)
-    if not n:
-        return (f"no line of it matches {share:.0%} of a query that recalled it (the default "
-                "profile's minMatchShare)")
-    return (f"only {n} of the queries that recalled it match {share:.0%} of themselves on a "
-            f"line of it (the default profile's minMatchingQueries: "
-            f"{policy.min_matching_queries})")
+        return "", f"its lines are superseded (by {gone[0]})" if gone else why
+    return collapse(shown), ""
 
 
 def written_by_promotion(index: MemoryIndex) -> Written:
@@ -299,11 +273,7 @@ def preview_apply(index: MemoryIndex, candidates: Sequence[PromotionCandidate] |
                       if c.passed]
     ws = index.workspace
     old = read_memory_bytes(ws)
-    try:
-        old_text = "" if old is None else old.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise PromotionError(f"{MEMORY_FILE} is not valid UTF-8 (byte {e.start}); refusing to "
-                             "rewrite it") from e
+    old_text = decode_memory(old)
     planned, skipped, reconciled = _plan_entries(
         index, candidates, set(promotion_markers(old_text)))
     day = day_of(at)
@@ -332,9 +302,6 @@ def preview_apply(index: MemoryIndex, candidates: Sequence[PromotionCandidate] |
             plan_warnings.append(
                 f"{MEMORY_FILE} will be {utf16_len(new_text)} characters, over its budget of "
                 f"{budget}; no more promoted sections can be dropped (user text never is)")
-    diff = "".join(difflib.unified_diff(
-        old_text.splitlines(keepends=True), new_text.splitlines(keepends=True),
-        f"a/{MEMORY_FILE}", f"b/{MEMORY_FILE}"))
-    return ApplyPlan(memory_path(ws), old, new_text, diff, planned, skipped, reconciled,
-                     [f"{s.day} ({len(s.keys)} entries)" for s in dropped], day, at,
-                     list(candidates), budget, section_start, plan_warnings, section)
+    return ApplyPlan(memory_path(ws), old, new_text, memory_diff(old_text, new_text), planned,
+                     skipped, reconciled, [f"{s.day} ({len(s.keys)} entries)" for s in dropped],
+                     day, at, list(candidates), budget, section_start, plan_warnings, section)

@@ -319,8 +319,9 @@ def join_items(items: Sequence[str]) -> str:
 
 def memory_lines(lines: Sequence[str], queries: Sequence[str] = (), *,
                  context: Sequence[str] = (), min_share: float = 0.0,
-                 min_queries: int = 1) -> str:
-    """The lines of a recalled range worth keeping in ``MEMORY.md``, joined (``""``: none).
+                 min_queries: int = 1) -> tuple[str, str]:
+    """The lines of a recalled range worth keeping in ``MEMORY.md``, joined, and ``""``; or
+    ``""`` and why no line is kept (the reason a skipped entry shows).
 
     The range is read as its logical items (:func:`logical_items`: a wrapped list item is
     one, junk left out) and the kept ones are joined on one line (:func:`join_items`). With
@@ -337,14 +338,16 @@ def memory_lines(lines: Sequence[str], queries: Sequence[str] = (), *,
     every clean line).
     """
     clean = logical_items(lines)
-    if not queries or not clean:
-        return join_items(clean)
+    if not clean:
+        return "", "nothing left once commands and tool output are removed"
+    if not queries:
+        return join_items(clean), ""
     context = logical_items(context, keep_junk=True) if context else ()
     votes: dict[int, list[float]] = {}
     distinct = list(dict.fromkeys(queries))
+    matches = query_matches(clean, distinct, context)
     choosing = 0
-    for q, (best, share) in zip(distinct, query_matches(clean, distinct, context),
-                                strict=True):
+    for q, (best, share) in zip(distinct, matches, strict=True):
         if best < 0 or share < min_share:
             continue
         choosing += 1
@@ -358,8 +361,15 @@ def memory_lines(lines: Sequence[str], queries: Sequence[str] = (), *,
             v = votes.setdefault(j, [0, 0.0])
             v[0] += 1
             v[1] += share
-    if choosing < max(1, min_queries):
-        return ""
+    if all(i < 0 for i, _ in matches):
+        return "", "no line of it shares a word with the queries that recalled it"
+    if not choosing:
+        return "", (f"no line of it matches {min_share:.0%} of a query that recalled it (the "
+                    "default profile's minMatchShare)")
+    if choosing < min_queries:
+        return "", (f"only {choosing} of the queries that recalled it match {min_share:.0%} of "
+                    "themselves on a line of it (the default profile's minMatchingQueries: "
+                    f"{min_queries})")
     kept: list[int] = []
     size = 0
     for i in sorted(votes, key=lambda i: (-votes[i][0], -votes[i][1], i)):
@@ -367,4 +377,4 @@ def memory_lines(lines: Sequence[str], queries: Sequence[str] = (), *,
             continue
         kept.append(i)
         size += len(clean[i]) + len(ITEM_SEPARATOR)
-    return join_items([clean[i] for i in sorted(kept)])
+    return join_items([clean[i] for i in sorted(kept)]), ""

@@ -39,19 +39,6 @@ if TYPE_CHECKING:
     from ..index import MemoryIndex
 
 
-@dataclass
-class Score:
-    """A score and how it was made: raw components (0..1), weighted contributions, inputs."""
-
-    score: float
-    components: dict[str, float]
-    raw: dict[str, float]
-    signals: int
-    avg_score: float
-    context_diversity: int
-    age_days: float
-
-
 def _consolidation_days(days: Sequence[str]) -> float:
     if not days:
         return 0.0
@@ -99,68 +86,33 @@ def phase_boost(phase: dict[str, Any] | None, now: Now = None) -> float:
                    + REM_BOOST_MAX * part(phase.get("rem_hits", 0), phase.get("last_rem_at")))
 
 
-def score_entry(e: RecallEntry, *, now: Now = None, half_life_days: float = HALF_LIFE_DAYS,
-                weights: dict[str, float] | None = None,
-                phase: dict[str, Any] | None = None) -> Score:
-    """§6.4's formula for one entry (pure; gates are applied by :func:`list_candidates`).
-
-    ``phase``: the entry's Light/REM hits (:meth:`StateStore.phase_signals`), which give
-    ``phaseBoost`` (:func:`phase_boost`); none → 0.
-    """
-    w = normalize_weights(weights)
-    signals = e.signals
-    avg = e.avg_score
-    frequency = clamp01(math.log(1 + signals) / math.log(11))
-    context_div = max(len(e.query_hashes), len(e.recall_days))
-    diversity = clamp01(context_div / 5)
-    age = max(0.0, (now_ms(now) - e.last_recalled_at) / DAY_MS)
-    recency = math.exp(-math.log(2) / max(half_life_days, 1e-9) * age)
-    consolidation = max(_consolidation_days(e.recall_days), clamp01(e.grounded_count / 3))
-    conceptual = clamp01(len(e.concept_tags) / 6)
-    raw = {"frequency": frequency, "relevance": avg, "diversity": diversity, "recency": recency,
-           "consolidation": consolidation, "conceptual": conceptual,
-           "phaseBoost": phase_boost(phase, now)}
-    comps = {k: w[k] * raw[k] for k in WEIGHTS}
-    comps["phaseBoost"] = raw["phaseBoost"]
-    score = clamp01(sum(comps.values()))
-    return Score(score, comps, raw, signals, avg, context_div, age)
-
-
 @dataclass
-class PromotionCandidate:
-    """A scored recall entry: the breakdown, whether it passed the gates, and why not.
+class PromotionCandidate(RecallEntry):
+    """A scored recall entry (its fields, ``signals`` and ``avg_score`` are the entry's): the
+    breakdown, whether it passed the gates, and why not.
 
     ``components`` are the weighted contributions (they sum to ``score``); ``raw`` the 0..1
     values before weighting. ``reasons`` lists every gate the entry failed (empty if passed).
     (Not to be confused with the search side's ``Candidates``, the two legs of one query.)
     """
 
-    key: str
-    path: str
-    start_line: int
-    end_line: int
-    snippet: str
-    score: float
-    components: dict[str, float]
-    recall_count: int
-    unique_queries: int
-    passed: bool
-    reasons: list[str]
-    duplicate: DuplicateInfo | None = None
+    score: float = 0.0
+    components: dict[str, float] = field(default_factory=dict)
     raw: dict[str, float] = field(default_factory=dict)
-    signals: int = 0
-    daily_count: int = 0
-    grounded_count: int = 0
-    avg_score: float = 0.0
-    max_score: float = 0.0
-    context_diversity: int = 0
-    recall_days: list[str] = field(default_factory=list)
-    concept_tags: list[str] = field(default_factory=list)
-    first_recalled_at: int = 0
-    last_recalled_at: int = 0
     age_days: float = 0.0
-    promoted_at: int | None = None
+    passed: bool = True
+    reasons: list[str] = field(default_factory=list)
+    duplicate: DuplicateInfo | None = None
     rank: int = 0
+
+    @property
+    def unique_queries(self) -> int:
+        return len(self.query_hashes)
+
+    @property
+    def context_diversity(self) -> int:
+        """The reference's diversity: distinct queries or distinct days, the more."""
+        return max(len(self.query_hashes), len(self.recall_days))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -181,13 +133,29 @@ class PromotionCandidate:
         }
 
 
-def _candidate(e: RecallEntry, s: Score) -> PromotionCandidate:
-    return PromotionCandidate(
-        e.key, e.path, e.start_line, e.end_line, e.snippet, s.score, s.components,
-        e.recall_count, len(e.query_hashes), True, [], None, s.raw, s.signals, e.daily_count,
-        e.grounded_count, s.avg_score, e.max_score, s.context_diversity, list(e.recall_days),
-        list(e.concept_tags), e.first_recalled_at, e.last_recalled_at, s.age_days,
-        e.promoted_at)
+def score_entry(e: RecallEntry, *, now: Now = None, half_life_days: float = HALF_LIFE_DAYS,
+                weights: dict[str, float] | None = None,
+                phase: dict[str, Any] | None = None) -> PromotionCandidate:
+    """§6.4's formula for one entry, as a candidate that passed (pure; the gates are applied
+    by :func:`list_candidates`).
+
+    ``phase``: the entry's Light/REM hits (:meth:`StateStore.phase_signals`), which give
+    ``phaseBoost`` (:func:`phase_boost`); none → 0.
+    """
+    w = normalize_weights(weights)
+    frequency = clamp01(math.log(1 + e.signals) / math.log(11))
+    diversity = clamp01(max(len(e.query_hashes), len(e.recall_days)) / 5)
+    age = max(0.0, (now_ms(now) - e.last_recalled_at) / DAY_MS)
+    recency = math.exp(-math.log(2) / max(half_life_days, 1e-9) * age)
+    consolidation = max(_consolidation_days(e.recall_days), clamp01(e.grounded_count / 3))
+    conceptual = clamp01(len(e.concept_tags) / 6)
+    raw = {"frequency": frequency, "relevance": e.avg_score, "diversity": diversity,
+           "recency": recency, "consolidation": consolidation, "conceptual": conceptual,
+           "phaseBoost": phase_boost(phase, now)}
+    comps = {k: w[k] * raw[k] for k in WEIGHTS}
+    comps["phaseBoost"] = raw["phaseBoost"]
+    return PromotionCandidate(**e.to_row(), score=clamp01(sum(comps.values())),
+                              components=comps, raw=raw, age_days=age)
 
 
 def list_candidates(index: MemoryIndex, *, now: Now = None, min_score: float | None = None,
@@ -216,7 +184,7 @@ def list_candidates(index: MemoryIndex, *, now: Now = None, min_score: float | N
     at = now_ms(now)
     markers = set(promotion_markers(read_memory_text(index.workspace)))
     with state_of(index) as st:
-        rows = st.recall_entries(include_promoted=True)
+        rows = st.recall_entries()
         phases = st.phase_signals()
     out: list[PromotionCandidate] = []
     for row in rows:
@@ -227,26 +195,25 @@ def list_candidates(index: MemoryIndex, *, now: Now = None, min_score: float | N
         promoted = e.promoted_at is not None or e.key in markers
         if promoted and not include_promoted:
             continue
-        s = score_entry(e, now=at, half_life_days=half_life_days, weights=weights,
+        c = score_entry(e, now=at, half_life_days=half_life_days, weights=weights,
                         phase=phases.get(e.key))
-        c = _candidate(e, s)
         if e.promoted_at is not None:
             c.reasons.append(f"already promoted ({iso(e.promoted_at)})")
         elif e.key in markers:
             c.reasons.append("already in MEMORY.md (its marker is there)")
-        if s.signals == 0:
+        if c.signals == 0:
             c.reasons.append("no signals")
-        elif s.signals < mrc:
-            c.reasons.append(f"signals {s.signals} < minRecallCount {mrc}")
-        if s.context_diversity < muq:
-            c.reasons.append(f"unique queries/days {s.context_diversity} < minUniqueQueries {muq}")
+        elif c.signals < mrc:
+            c.reasons.append(f"signals {c.signals} < minRecallCount {mrc}")
+        if c.context_diversity < muq:
+            c.reasons.append(f"unique queries/days {c.context_diversity} < minUniqueQueries {muq}")
         if len(e.query_hashes) < mdq:
             c.reasons.append(f"distinct queries {len(e.query_hashes)} < {mdq} (the default "
                              "profile's minDistinctQueries)")
-        if mad >= 0 and s.age_days > mad:
-            c.reasons.append(f"last recalled {s.age_days:.1f} days ago > maxAgeDays {mad:g}")
-        if s.score < ms:
-            c.reasons.append(f"score {s.score:.3f} < minScore {ms:.2f}")
+        if mad >= 0 and c.age_days > mad:
+            c.reasons.append(f"last recalled {c.age_days:.1f} days ago > maxAgeDays {mad:g}")
+        if c.score < ms:
+            c.reasons.append(f"score {c.score:.3f} < minScore {ms:.2f}")
         out.append(c)
     out.sort(key=lambda c: (-c.score, -c.recall_count, c.path, c.start_line))
     n_passed = 0

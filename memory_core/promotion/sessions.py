@@ -24,12 +24,12 @@ import hashlib
 import math
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..base.dates import DAY_MS, day_start_ms
+from ..base.dates import DAY_MS
 from ..base.fileio import atomic_write, stat_signature
 from ..write.sources import SourceError, SourceFile, list_files, load
-from .model import Now, Signal, collapse, day_in, is_contaminated, now_ms
+from .model import Now, Signal, collapse, day_in, day_within, is_contaminated, now_ms
 from .policy import policy_for, retain
 from .signals import record_into
 from .state import StateStore, state_of
@@ -79,10 +79,6 @@ class SessionIngestReport:
     lines: int = 0
     recorded: int = 0
     corpus: list[str] = field(default_factory=list)
-    evicted: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 @dataclass
@@ -101,11 +97,6 @@ def session_scope(agent: str, name: str) -> str:
 def message_hash(scope: str, basis: str, snippet: str) -> str:
     """``hashSessionMessageId``: SHA-1 of the scope, the timestamp (or line) basis, the text."""
     return hashlib.sha1(f"{scope}\n{basis}\n{snippet}".encode()).hexdigest()
-
-
-def _within(day: str, cutoff: int) -> bool:
-    """``isDayWithinLookback``: the day ends (23:59:59.999) at or after the cutoff."""
-    return day_start_ms(day) + DAY_MS - 1 >= cutoff
 
 
 def _append_corpus(ws: Path, day: str, taken: list[_Taken]) -> tuple[str, int]:
@@ -172,7 +163,7 @@ def _scan(st: StateStore, f: SourceFile, agent: str, cap: int, cutoff: int, tz: 
         jsonl_line = line_map[i] if i < len(line_map) else i + 1
         ts = stamps[i] if stamps else 0
         day = day_in(ts if ts > 0 else mtime, tz)
-        if not _within(day, cutoff):
+        if not day_within(day, cutoff):
             continue
         h = message_hash(scope, f"ts:{ts}" if ts > 0 else f"line:{jsonl_line}", snippet)
         if h in seen:
@@ -226,5 +217,5 @@ def ingest_sessions(index: MemoryIndex, *, now: Now = None, lookback_days: int =
                 st.session_ingestion_set(key, *state)
                 if seen is not None:
                     st.session_seen_set(scope, seen, MAX_SEEN_SESSIONS)
-        report.evicted = retain(st, policy_for(index))
+        retain(st, policy_for(index))
     return report

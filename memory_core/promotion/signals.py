@@ -36,6 +36,7 @@ from .model import (
     clamp01,
     collapse,
     day_in,
+    day_within,
     is_contaminated,
     is_session_corpus_path,
     is_short_term_path,
@@ -73,16 +74,56 @@ def _concept_tags(path: str, snippet: str) -> tuple[str, ...]:
     return tuple(derive_concept_tags(path, snippet))
 
 
+def _count(st: StateStore, s: Signal, kind: str, at: int, day: str, qh: str, query: str, *,
+           as_tool: bool = False) -> None:
+    """Count one signal ``s`` of ``kind`` at ``at`` into its entry, and log it (§6.2).
+
+    Ours (``record_into``) merges days sorted and moves the query hash to the newest end, keeps
+    the times min/max (a replay's simulated times stay consistent) and caches the concept tags;
+    ``as_tool`` is the reference's tool (``recordShortTermRecalls``): hashes and days appended
+    if new, the entry's range the result's, ``lastRecalledAt = now``, tags kept when none derive.
+    """
+    key = recall_key(s.path, s.start_line, s.end_line)
+    row = st.recall_entry(key)
+    e = RecallEntry.from_row(row) if row else RecallEntry(
+        key, s.path, s.start_line, s.end_line, s.snippet,
+        first_recalled_at=at, last_recalled_at=at)
+    setattr(e, f"{kind}_count", getattr(e, f"{kind}_count") + 1)
+    e.total_score += clamp01(s.score)
+    e.max_score = max(e.max_score, clamp01(s.score))
+    e.snippet = s.snippet
+    if as_tool:
+        e.start_line, e.end_line = s.start_line, s.end_line
+        e.query_hashes = _merge_distinct(e.query_hashes, qh, MAX_QUERY_HASHES)
+        e.recall_days = _merge_distinct(e.recall_days, day, MAX_RECALL_DAYS)
+        e.concept_tags = derive_concept_tags(s.path, s.snippet) or e.concept_tags
+        e.last_recalled_at = at
+    else:
+        e.query_hashes = _merge_recent(e.query_hashes, qh, MAX_QUERY_HASHES)
+        e.recall_days = sorted(set(e.recall_days) | {day})[-MAX_RECALL_DAYS:]
+        e.concept_tags = list(_concept_tags(e.path, e.snippet))
+        e.first_recalled_at = min(e.first_recalled_at, at)
+        e.last_recalled_at = max(e.last_recalled_at, at)
+    st.recall_put(e.to_row())
+    st.recall_event_add(key, kind, qh, query[:200], day, clamp01(s.score), at)
+
+
 def record_into(st: StateStore, signals: Sequence[Signal], *, query: str, kind: str,
                 now: Now = None, dedupe_per_day: bool = False) -> int:
-    """:func:`record_signals` on an open state store (one transaction)."""
+    """Record ``signals`` as ``kind`` (``recall``, ``daily``, ``grounded``) in one transaction
+    of ``st``; return how many.
+
+    Updates follow §6.2: the count of the kind += 1, ``totalScore += clamp01(score)``,
+    ``maxScore = max``, the query hash and the day bucket merged (capped), concept tags
+    re-derived, ``lastRecalledAt`` = now. With ``dedupe_per_day`` a key already signalled for the
+    same query on the same day is not counted again (daily ingestion).
+    """
     if kind not in ("recall", "daily", "grounded"):
         raise ValueError(f"unknown signal kind {kind!r}")
     at = now_ms(now)
     day = day_in(at, st.timezone())  # the configured timezone's calendar day (§6.2)
     query = repair_surrogates(query)[0]  # a lone surrogate has no UTF-8: one query, not a crash
     qh = query_hash(query)
-    logged_query = query[:200]
     n = 0
     with st.transaction():
         seen: set[str] = set()
@@ -93,45 +134,9 @@ def record_into(st: StateStore, signals: Sequence[Signal], *, query: str, kind: 
             seen.add(key)
             if dedupe_per_day and st.recall_event_seen(key, qh, day):
                 continue
-            row = st.recall_entry(key)
-            e = RecallEntry.from_row(row) if row else RecallEntry(
-                key, s.path, s.start_line, s.end_line, s.snippet,
-                first_recalled_at=at, last_recalled_at=at)
-            if kind == "recall":
-                e.recall_count += 1
-            elif kind == "daily":
-                e.daily_count += 1
-            else:
-                e.grounded_count += 1
-            e.total_score += clamp01(s.score)
-            e.max_score = max(e.max_score, clamp01(s.score))
-            e.snippet = s.snippet
-            e.query_hashes = _merge_recent(e.query_hashes, qh, MAX_QUERY_HASHES)
-            e.recall_days = sorted(set(e.recall_days) | {day})[-MAX_RECALL_DAYS:]
-            e.concept_tags = list(_concept_tags(e.path, e.snippet))
-            # min/max rather than "= now" so that a replay's simulated times stay consistent
-            e.first_recalled_at = min(e.first_recalled_at, at)
-            e.last_recalled_at = max(e.last_recalled_at, at)
-            st.recall_put(e.to_row())
-            st.recall_event_add(key, kind, qh, logged_query, day, clamp01(s.score), at)
+            _count(st, s, kind, at, day, qh, query)
             n += 1
     return n
-
-
-def record_signals(index: MemoryIndex, signals: Sequence[Signal], *, query: str, kind: str,
-                   now: Now = None, dedupe_per_day: bool = False) -> int:
-    """Record ``signals`` as ``kind`` (``recall``, ``daily``, ``grounded``); return how many.
-
-    Updates follow §6.2: the count of the kind += 1, ``totalScore += clamp01(score)``,
-    ``maxScore = max``, the query hash and the day bucket merged (capped), concept tags
-    re-derived, ``lastRecalledAt`` = now. With ``dedupe_per_day`` a key already signalled for the
-    same query on the same day is not counted again (daily ingestion).
-    """
-    with state_of(index) as st:
-        n = record_into(st, signals, query=query, kind=kind, now=now,
-                        dedupe_per_day=dedupe_per_day)
-        retain(st, policy_for(index))
-        return n
 
 
 def record_search(index: MemoryIndex, query: str, hits: Sequence[Hit], *,
@@ -280,11 +285,6 @@ class IngestReport:
     skipped_files: list[str] = field(default_factory=list)
     snippets: int = 0
     recorded: int = 0
-    #: entries the store's retention dropped after this ingestion (:mod:`.policy`)
-    evicted: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 def _recent_diaries(mem: Path, at: int, lookback_days: int) -> list[tuple[str, Path]]:
@@ -295,8 +295,7 @@ def _recent_diaries(mem: Path, at: int, lookback_days: int) -> list[tuple[str, P
         if d is None or not p.is_file():
             continue
         day = d.isoformat()
-        start = day_start_ms(day)
-        if start + DAY_MS - 1 >= at - lookback_days * DAY_MS and start <= at:
+        if day_within(day, at - lookback_days * DAY_MS) and day_start_ms(day) <= at:
             dated.append((day, p))
     dated.sort(key=lambda t: (t[0], t[1].name), reverse=True)
     return dated
@@ -344,7 +343,7 @@ def ingest_daily(index: MemoryIndex, *, now: Now = None, lookback_days: int = DA
                                            kind="daily", now=at, dedupe_per_day=True)
             with st.transaction():
                 st.daily_ingestion_set(rel, mtime, size, today)
-        report.evicted = retain(st, policy_for(index))
+        retain(st, policy_for(index))
     return report
 
 
@@ -391,21 +390,8 @@ def record_tool_results_into(st: StateStore, query: str, results: Sequence[dict[
             start = max(1, int(r.get("startLine", 1)))
             end = max(1, int(r.get("endLine", start)))
             score = float(r.get("score") or 0.0)
-            key = recall_key(path, start, end)
-            row = st.recall_entry(key)
-            e = RecallEntry.from_row(row) if row else RecallEntry(
-                key, path, start, end, snip, first_recalled_at=at, last_recalled_at=at)
-            e.recall_count += 1
-            e.total_score += clamp01(score)
-            e.max_score = max(e.max_score, clamp01(score))
-            e.snippet = snip
-            e.start_line, e.end_line = start, end
-            e.query_hashes = _merge_distinct(e.query_hashes, qh, MAX_QUERY_HASHES)
-            e.recall_days = _merge_distinct(e.recall_days, day, MAX_RECALL_DAYS)
-            e.concept_tags = derive_concept_tags(path, snip) or e.concept_tags
-            e.last_recalled_at = at
-            st.recall_put(e.to_row())
-            st.recall_event_add(key, "recall", qh, q[:200], day, clamp01(score), at)
+            _count(st, Signal(path, start, end, snip, score), "recall", at, day, qh, q,
+                   as_tool=True)
             n += 1
     return n
 

@@ -23,7 +23,7 @@ from ..base.indexfiles import IndexFiles
 from ..base.sql import sqlite
 from ..index import MemoryIndex
 from ..storage.indexfile import read_uri
-from .model import MEMORY_FILE, Now, now_ms
+from .model import MEMORY_FILE, Now, iso, now_ms
 from .plan import ApplyPlan, preview_apply
 from .scoring import PromotionCandidate, list_candidates
 from .signals import ingest_daily, record_search, record_tool_results_into
@@ -232,7 +232,7 @@ def replay(index: MemoryIndex, queries: list[str], days: int, *, now: Now = None
         if daily:
             daily_n += ingest_daily(index, now=day_end).recorded
     with state_of(index) as st:
-        n_entries = len(st.recall_entries(include_promoted=True))
+        n_entries = len(st.recall_entries())
     n_cands = sum(c.passed for c in list_candidates(index, now=end, check_duplicates_of="none"))
     return ReplayReport(days, mode, len(qs), done, recalls, daily_n, n_entries, n_cands,
                         day_of(end - (days - 1) * DAY_MS), day_of(end))
@@ -269,8 +269,6 @@ class SessionReplayReport:
     last_at: int | None
 
     def to_dict(self) -> dict[str, Any]:
-        from .model import iso
-
         return {"calls": self.calls, "answered": self.answered,
                 "recallsRecorded": self.recalls_recorded, "entries": self.entries,
                 "candidates": self.candidates, "firstAt": iso(self.first_at),

@@ -10,7 +10,6 @@ and ``promote --undo`` reverts it).
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,7 +17,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .apply import ApplyResult, write_reviewed
-from .memory_file import bullet_text, memory_path, read_memory_bytes, source_lines
+from .memory_file import (
+    bullet_text,
+    decode_memory,
+    memory_diff,
+    memory_path,
+    read_memory_bytes,
+    source_lines,
+)
 from .model import MEMORY_FILE, Now, PromotionError
 
 if TYPE_CHECKING:
@@ -85,21 +91,15 @@ def updated_line(stale: StaleLine) -> str:
 def preview_update(index: MemoryIndex, lines: Sequence[int] | None = None) -> UpdatePlan:
     """Plan replacing the stale lines (``lines``: only those; default all), writing nothing."""
     old = read_memory_bytes(index.workspace)
-    try:
-        text = "" if old is None else old.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise PromotionError(f"{MEMORY_FILE} is not valid UTF-8 (byte {e.start}); refusing to "
-                             "rewrite it") from e
+    text = decode_memory(old)
     stale = [s for s in stale_lines(index) if lines is None or s.line in lines]
     rows = text.split("\n")
     for s in stale:
         cr = "\r" if rows[s.line - 1].endswith("\r") else ""
         rows[s.line - 1] = updated_line(s) + cr
     new_text = "\n".join(rows)
-    diff = "".join(difflib.unified_diff(
-        text.splitlines(keepends=True), new_text.splitlines(keepends=True),
-        f"a/{MEMORY_FILE}", f"b/{MEMORY_FILE}"))
-    return UpdatePlan(memory_path(index.workspace), old, new_text, diff, stale)
+    return UpdatePlan(memory_path(index.workspace), old, new_text, memory_diff(text, new_text),
+                      stale)
 
 
 def apply_update(index: MemoryIndex, plan: UpdatePlan, *, now: Now = None) -> ApplyResult:

@@ -140,11 +140,10 @@ class StateStore:
             (key,)).fetchone()
         return self._recall_row(row) if row else None
 
-    def recall_entries(self, *, include_promoted: bool = True) -> list[dict[str, Any]]:
-        """Every recall entry (optionally without the promoted ones), ordered by key."""
-        where = "" if include_promoted else " WHERE promoted_at IS NULL"
+    def recall_entries(self) -> list[dict[str, Any]]:
+        """Every recall entry, promoted ones too, ordered by key."""
         rows = self.db.execute(
-            f"SELECT {', '.join(RECALL_COLUMNS)} FROM recall_entries{where} ORDER BY key")
+            f"SELECT {', '.join(RECALL_COLUMNS)} FROM recall_entries ORDER BY key")
         return [self._recall_row(r) for r in rows]
 
     def recall_put(self, entry: dict[str, Any]) -> None:
