@@ -15,7 +15,7 @@ import copy
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,8 +31,8 @@ from .protocol import (
     FallbackNote,
     Follower,
     MemoryBackend,
+    OneByOne,
     OnHits,
-    search_each,
 )
 from .qmd import QmdBackend
 from .qmd_process import QmdError, check_available
@@ -73,7 +73,7 @@ def clear_open_failures() -> None:
         _failures.clear()
 
 
-class FallbackBackend:
+class FallbackBackend(OneByOne):
     """qmd first; builtin from the first failure on (the reference's FallbackMemoryManager)."""
 
     kind = "qmd"
@@ -82,18 +82,12 @@ class FallbackBackend:
         self.primary = primary
         self.workspace = primary.workspace
         self._builtin_index = builtin
-        self._builtin: BuiltinBackend | None = None
+        self._builtin: OpenedFallback | None = None
         #: Why qmd failed; set once by :meth:`fail`, after which builtin answers for good.
         self.last_error: str | None = None
         #: One call at a time: qmd's update, its read-only index connection and the switch to
         #: builtin are shared by the threads of a workbench or a server.
         self._lock = threading.RLock()
-
-    def __enter__(self) -> FallbackBackend:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         self.primary.close()
@@ -117,10 +111,18 @@ class FallbackBackend:
         """The builtin index that answers after a fallback (the workbench's fallback view)."""
         return self._builtin_index
 
-    def _fallback(self) -> BuiltinBackend:
+    def _fallback(self) -> OpenedFallback:
+        """Builtin answering in qmd's place, each answer noting why (made once qmd failed)."""
         if self._builtin is None:
-            self._builtin = BuiltinBackend(self._builtin_index, requested="qmd")
+            self._builtin = OpenedFallback(self._builtin_index, self._note())
         return self._builtin
+
+    def _either(self, method: str, *args: Any, **kw: Any) -> Any:
+        """qmd's ``method`` while it answers, else builtin's (the reference's switch)."""
+        with self._lock:
+            if not self.primary_failed:
+                return getattr(self.primary, method)(*args, **kw)
+        return getattr(self._fallback(), method)(*args, **kw)
 
     def _note(self) -> FallbackNote:
         return FallbackNote("qmd", self.last_error or "unknown")
@@ -142,25 +144,12 @@ class FallbackBackend:
                                                on_hits=on_hits)
                 except QmdError as e:
                     self.fail(e)
-        res = self._fallback().search(query, max_results=max_results, min_score=min_score,
-                                      sources=sources, on_hits=on_hits, **overrides)
-        res.fallback = self._note()
-        return res
-
-    def search_many(self, queries: Sequence[str], *, max_results: int | None = None,
-                    min_score: float | None = None, sources: Sequence[str] | None = None,
-                    on_hits: OnHits | None = None, **overrides: Any
-                    ) -> Iterator[BackendSearch]:
-        """One :meth:`search` per query: each may find qmd failed and fall back."""
-        return search_each(self.search, queries, max_results=max_results, min_score=min_score,
-                           sources=sources, on_hits=on_hits, **overrides)
+        return self._fallback().search(query, max_results=max_results, min_score=min_score,
+                                       sources=sources, on_hits=on_hits, **overrides)
 
     def get(self, path: str, from_line: int | None = None, lines: int | None = None
             ) -> ReadResult:
-        with self._lock:
-            if not self.primary_failed:
-                return self.primary.get(path, from_line, lines)
-        return self._fallback().get(path, from_line, lines)
+        return self._either("get", path, from_line, lines)
 
     def update(self, *, force: bool = False, reason: str = "manual") -> dict[str, Any] | None:
         """``qmd update`` (debounced unless ``force``) and its report; ``None`` once builtin
@@ -185,9 +174,7 @@ class FallbackBackend:
         if report is not None:
             files = self.primary.status().files
             return BackendSync(report, [f"Memory index updated (qmd): {files} files."])
-        done = self._fallback().sync(force=force, progress=progress, verify=verify)
-        done.warnings.insert(0, f"qmd fell back to builtin: {self._note().reason}")
-        return done
+        return self._fallback().sync(force=force, progress=progress, verify=verify)
 
     def files_changed(self, *, force: bool = False) -> dict[str, Any] | None:
         """qmd keeps an index of its own: ``qmd update`` (debounced unless ``force``)."""
@@ -205,22 +192,13 @@ class FallbackBackend:
         return self
 
     def status(self, *, deep: bool = False) -> BackendStatus:
-        with self._lock:
-            if not self.primary_failed:
-                return self.primary.status(deep=deep)
-        return with_fallback(self._fallback().status(deep=deep), self._note())
+        return self._either("status", deep=deep)
 
     def probe_vector(self) -> bool:
-        with self._lock:
-            if not self.primary_failed:
-                return self.primary.probe_vector()
-        return self._fallback().probe_vector()
+        return self._either("probe_vector")
 
     def probe_embedding(self) -> dict[str, Any]:
-        with self._lock:
-            if not self.primary_failed:
-                return self.primary.probe_embedding()
-        return self._fallback().probe_embedding()
+        return self._either("probe_embedding")
 
 
 class OpenedFallback(BuiltinBackend):
@@ -228,7 +206,7 @@ class OpenedFallback(BuiltinBackend):
     show it as the qmd they asked for, with the reason)."""
 
     def __init__(self, index: MemoryIndex, note: FallbackNote) -> None:
-        super().__init__(index, requested="qmd")
+        super().__init__(index)
         self.note = note
         self.fallback = note
 

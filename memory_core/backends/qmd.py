@@ -32,7 +32,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,7 +46,7 @@ from ..read.reading import PathRefused, ReadResult, read_lines
 from ..status import ChunkingInfo, FtsInfo, SourceCount, VectorInfo
 from ..write.sources import is_readable_memory_path
 from ..write.sync import SyncProgress
-from .protocol import BackendSearch, BackendStatus, FallbackNote, OnHits, search_each
+from .protocol import BackendSearch, BackendStatus, FallbackNote, OneByOne, OnHits
 from .qmd_process import QmdError, parse_query_json, qmd_env, resolve_command, run_qmd
 from .qmd_results import (
     clamp_injected,
@@ -155,7 +155,7 @@ def resolve_collections(workspace: Path, config: MemoryConfig) -> list[QmdCollec
     return out
 
 
-class QmdBackend:
+class QmdBackend(OneByOne):
     """The primary qmd manager for one workspace and agent (no fallback: see
     :class:`~memory_core.backends.fallback.FallbackBackend`). Raises :class:`QmdError`."""
 
@@ -190,12 +190,6 @@ class QmdBackend:
         self._said_missing = False
 
     # ------------------------------------------------------------------ lifecycle
-
-    def __enter__(self) -> QmdBackend:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         if self._db is not None:
@@ -415,13 +409,6 @@ class QmdBackend:
                 "does not reach; `search` (BM25) needs no model)")
 
     # ------------------------------------------------------------------ search
-
-    def search_many(self, queries: Sequence[str], *, max_results: int | None = None,
-                    min_score: float | None = None, sources: Sequence[str] | None = None,
-                    on_hits: OnHits | None = None) -> Iterator[BackendSearch]:
-        """One qmd search per query (its process answers one at a time)."""
-        return search_each(self.search, queries, max_results=max_results, min_score=min_score,
-                           sources=sources, on_hits=on_hits)
 
     def search(self, query: str, *, max_results: int | None = None,
                min_score: float | None = None, sources: Sequence[str] | None = None,
