@@ -69,6 +69,8 @@ _DEFAULT_MEMORY_NAMES = ("MEMORY.md", "DREAMS.md", "dreams.md")
 _UNSUPPORTED_RE = re.compile(r"unknown flag|unknown option|unrecognized option|"
                              r"flag provided but not defined|unexpected argument")
 _VERSION_RE = re.compile(r"qmd\s+v?([0-9][0-9A-Za-z.+-]*)")
+#: qmd's words for a collection (or document) it does not have.
+_MISSING_RE = re.compile(r"not found|does not exist|missing")
 #: A qmd docid: the first 6 (or more) hex digits of a document's hash.
 _DOCID_RE = re.compile(r"[0-9a-fA-F]{6,64}")
 
@@ -300,7 +302,7 @@ class QmdBackend(OneByOne):
         try:
             self.run(["collection", "remove", name], self.q.command_timeout_ms)
         except QmdError as e:
-            if not re.search(r"not found|does not exist|missing", str(e).lower()):
+            if not _MISSING_RE.search(str(e).lower()):
                 self.warnings.append(f"qmd collection remove failed for {name}: {e}")
 
     def collection_names(self, sources: Sequence[str] | None = None) -> list[str]:
@@ -434,7 +436,7 @@ class QmdBackend(OneByOne):
             entries = self._run_search(command, trimmed, limit, names)
         except QmdError as e:
             msg = str(e).lower()
-            if not (re.search(r"not found|does not exist|missing", msg) and "collection" in msg):
+            if not (_MISSING_RE.search(msg) and "collection" in msg):
                 raise
             self.ensure_collections()  # a managed collection vanished: repair, retry once
             entries = self._run_search(command, trimmed, limit, names)
