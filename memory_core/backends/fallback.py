@@ -16,7 +16,6 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, Literal
 
 from ..base.config import fingerprint
@@ -43,10 +42,6 @@ BackendChoice = Literal["builtin", "qmd"]
 
 _failures: dict[str, tuple[str, str, float]] = {}  # scope -> (identity, reason, retry at)
 _failures_lock = threading.Lock()
-
-
-def _scope(workspace: Path, agent: str) -> str:
-    return f"{workspace}::{agent}"
 
 
 def active_open_failure(scope: str, identity: str, now: float | None = None) -> str | None:
@@ -81,7 +76,8 @@ class FallbackBackend(OneByOne):
     def __init__(self, primary: QmdBackend, builtin: MemoryIndex) -> None:
         self.primary = primary
         self.workspace = primary.workspace
-        self._builtin_index = builtin
+        #: The builtin index that answers after a fallback (the workbench's fallback view).
+        self.index = builtin
         self._builtin: OpenedFallback | None = None
         #: Why qmd failed; set once by :meth:`fail`, after which builtin answers for good.
         self.last_error: str | None = None
@@ -91,7 +87,7 @@ class FallbackBackend(OneByOne):
 
     def close(self) -> None:
         self.primary.close()
-        self._builtin_index.close()
+        self.index.close()
 
     def release(self) -> None:
         self.primary.close()
@@ -106,15 +102,10 @@ class FallbackBackend(OneByOne):
         """qmd failed and builtin answers from now on."""
         return self.last_error is not None
 
-    @property
-    def index(self) -> MemoryIndex:
-        """The builtin index that answers after a fallback (the workbench's fallback view)."""
-        return self._builtin_index
-
     def _fallback(self) -> OpenedFallback:
         """Builtin answering in qmd's place, each answer noting why (made once qmd failed)."""
         if self._builtin is None:
-            self._builtin = OpenedFallback(self._builtin_index, self._note())
+            self._builtin = OpenedFallback(self.index, self._note())
         return self._builtin
 
     def _either(self, method: str, *args: Any, **kw: Any) -> Any:
@@ -260,7 +251,7 @@ def open_backend(workspace: str | os.PathLike[str] | MemoryIndex,
     if qmd_home is not None:
         cfg = copy.deepcopy(cfg)
         cfg.qmd.home = str(qmd_home)
-    scope = _scope(idx.workspace, cfg.qmd.agent_id)
+    scope = f"{idx.workspace}::{cfg.qmd.agent_id}"  # one cooldown per workspace and agent
     identity = fingerprint({"qmd": copy.deepcopy(cfg.qmd).__dict__,
                             "extra": [e.__dict__ for e in cfg.sources.extra_paths]})
     recent = active_open_failure(scope, identity)

@@ -572,15 +572,14 @@ class QmdBackend(OneByOne):
         abs_path = Path(os.path.normpath(root.path / rel))
         if not abs_path.is_relative_to(os.path.normpath(root.path)):
             return None
-        if root.kind == "sessions":  # exports are cited by collection, as the reference's are
-            return f"qmd/{collection}/{rel.lstrip('/')}", root.source
-        if abs_path.is_relative_to(self.workspace):
+        # cited by collection: exports (as the reference's are), files outside the workspace,
+        # and files under its qmd/ folder (their workspace path would read as a citation)
+        if root.kind != "sessions" and abs_path.is_relative_to(self.workspace):
             ws_rel = abs_path.relative_to(self.workspace).as_posix()
             if ws_rel in ("", "."):
                 return abs_path.name, root.source
-            if ws_rel == "qmd" or ws_rel.startswith("qmd/"):
-                return f"qmd/{collection}/{rel.lstrip('/')}", root.source
-            return ws_rel, root.source
+            if not (ws_rel == "qmd" or ws_rel.startswith("qmd/")):
+                return ws_rel, root.source
         return f"qmd/{collection}/{rel.lstrip('/')}", root.source
 
     # ------------------------------------------------------------------ reading
