@@ -104,13 +104,10 @@ def parse_collection_list(output: str) -> dict[str, dict[str, str]]:
             continue
         if current is None:
             continue
-        m = re.match(r"^\s*(?:pattern|mask)\s*:\s*(.+?)\s*$", line, re.I)
-        if m:
-            listed[current]["pattern"] = m.group(1).strip()
-            continue
-        m = re.match(r"^\s*path\s*:\s*(.+?)\s*$", line, re.I)
-        if m:
-            listed[current]["path"] = m.group(1).strip()
+        m = re.match(r"^\s*(pattern|mask|path)\s*:\s*(.+?)\s*$", line, re.I)
+        if m:  # a mask is the collection's pattern
+            listed[current]["path" if m.group(1).lower() == "path" else "pattern"] = \
+                m.group(2).strip()
     return listed
 
 
