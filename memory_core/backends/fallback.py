@@ -121,6 +121,7 @@ class FallbackBackend(OneByOne):
     def fail(self, error: Exception | str) -> None:
         """Switch to builtin for good, remembering why."""
         self.last_error = str(error)
+        self._builtin = None  # builtin's answers note this reason
         self.primary.close()
 
     def search(self, query: str, *, max_results: int | None = None,
