@@ -31,10 +31,9 @@ class BuiltinBackend:
     kind = "builtin"
     fallback: FallbackNote | None = None
 
-    def __init__(self, index: MemoryIndex, requested: str = "builtin") -> None:
+    def __init__(self, index: MemoryIndex) -> None:
         self.index = index
         self.workspace: Path = index.workspace
-        self._requested = requested
 
     def __enter__(self) -> BuiltinBackend:
         return self
@@ -50,7 +49,7 @@ class BuiltinBackend:
 
     def over(self, reader: Callable[[], MemoryIndex]) -> BuiltinBackend:
         """The same backend answering from ``reader()`` (the live index's reader)."""
-        return BuiltinBackend(reader(), self._requested)
+        return BuiltinBackend(reader())
 
     def _answer(self, res: FusionResult) -> BackendSearch:
         from .protocol import BackendSearch
@@ -102,7 +101,7 @@ class BuiltinBackend:
     def status(self, *, deep: bool = False) -> BackendStatus:
         from .protocol import BackendStatus
 
-        return BackendStatus.of(self.index.status(deep=deep), requested_backend=self._requested)
+        return BackendStatus.of(self.index.status(deep=deep), requested_backend="builtin")
 
     def probe_vector(self) -> bool:
         """True when the provider embeds (not keyword-only)."""

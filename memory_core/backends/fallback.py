@@ -15,8 +15,7 @@ import copy
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from ..base.config import fingerprint
@@ -31,8 +30,8 @@ from .protocol import (
     FallbackNote,
     Follower,
     MemoryBackend,
+    OneByOne,
     OnHits,
-    search_each,
 )
 from .qmd import QmdBackend
 from .qmd_process import QmdError, check_available
@@ -43,10 +42,6 @@ BackendChoice = Literal["builtin", "qmd"]
 
 _failures: dict[str, tuple[str, str, float]] = {}  # scope -> (identity, reason, retry at)
 _failures_lock = threading.Lock()
-
-
-def _scope(workspace: Path, agent: str) -> str:
-    return f"{workspace}::{agent}"
 
 
 def active_open_failure(scope: str, identity: str, now: float | None = None) -> str | None:
@@ -73,7 +68,7 @@ def clear_open_failures() -> None:
         _failures.clear()
 
 
-class FallbackBackend:
+class FallbackBackend(OneByOne):
     """qmd first; builtin from the first failure on (the reference's FallbackMemoryManager)."""
 
     kind = "qmd"
@@ -81,23 +76,18 @@ class FallbackBackend:
     def __init__(self, primary: QmdBackend, builtin: MemoryIndex) -> None:
         self.primary = primary
         self.workspace = primary.workspace
-        self._builtin_index = builtin
-        self._builtin: BuiltinBackend | None = None
+        #: The builtin index that answers after a fallback (the workbench's fallback view).
+        self.index = builtin
+        self._builtin: OpenedFallback | None = None
         #: Why qmd failed; set once by :meth:`fail`, after which builtin answers for good.
         self.last_error: str | None = None
         #: One call at a time: qmd's update, its read-only index connection and the switch to
         #: builtin are shared by the threads of a workbench or a server.
         self._lock = threading.RLock()
 
-    def __enter__(self) -> FallbackBackend:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def close(self) -> None:
         self.primary.close()
-        self._builtin_index.close()
+        self.index.close()
 
     def release(self) -> None:
         self.primary.close()
@@ -112,15 +102,18 @@ class FallbackBackend:
         """qmd failed and builtin answers from now on."""
         return self.last_error is not None
 
-    @property
-    def index(self) -> MemoryIndex:
-        """The builtin index that answers after a fallback (the workbench's fallback view)."""
-        return self._builtin_index
-
-    def _fallback(self) -> BuiltinBackend:
+    def _fallback(self) -> OpenedFallback:
+        """Builtin answering in qmd's place, each answer noting why (made once qmd failed)."""
         if self._builtin is None:
-            self._builtin = BuiltinBackend(self._builtin_index, requested="qmd")
+            self._builtin = OpenedFallback(self.index, self._note())
         return self._builtin
+
+    def _either(self, method: str, *args: Any, **kw: Any) -> Any:
+        """qmd's ``method`` while it answers, else builtin's (the reference's switch)."""
+        with self._lock:
+            if not self.primary_failed:
+                return getattr(self.primary, method)(*args, **kw)
+        return getattr(self._fallback(), method)(*args, **kw)
 
     def _note(self) -> FallbackNote:
         return FallbackNote("qmd", self.last_error or "unknown")
@@ -128,6 +121,7 @@ class FallbackBackend:
     def fail(self, error: Exception | str) -> None:
         """Switch to builtin for good, remembering why."""
         self.last_error = str(error)
+        self._builtin = None  # builtin's answers note this reason
         self.primary.close()
 
     def search(self, query: str, *, max_results: int | None = None,
@@ -142,25 +136,12 @@ class FallbackBackend:
                                                on_hits=on_hits)
                 except QmdError as e:
                     self.fail(e)
-        res = self._fallback().search(query, max_results=max_results, min_score=min_score,
-                                      sources=sources, on_hits=on_hits, **overrides)
-        res.fallback = self._note()
-        return res
-
-    def search_many(self, queries: Sequence[str], *, max_results: int | None = None,
-                    min_score: float | None = None, sources: Sequence[str] | None = None,
-                    on_hits: OnHits | None = None, **overrides: Any
-                    ) -> Iterator[BackendSearch]:
-        """One :meth:`search` per query: each may find qmd failed and fall back."""
-        return search_each(self.search, queries, max_results=max_results, min_score=min_score,
-                           sources=sources, on_hits=on_hits, **overrides)
+        return self._fallback().search(query, max_results=max_results, min_score=min_score,
+                                       sources=sources, on_hits=on_hits, **overrides)
 
     def get(self, path: str, from_line: int | None = None, lines: int | None = None
             ) -> ReadResult:
-        with self._lock:
-            if not self.primary_failed:
-                return self.primary.get(path, from_line, lines)
-        return self._fallback().get(path, from_line, lines)
+        return self._either("get", path, from_line, lines)
 
     def update(self, *, force: bool = False, reason: str = "manual") -> dict[str, Any] | None:
         """``qmd update`` (debounced unless ``force``) and its report; ``None`` once builtin
@@ -185,9 +166,7 @@ class FallbackBackend:
         if report is not None:
             files = self.primary.status().files
             return BackendSync(report, [f"Memory index updated (qmd): {files} files."])
-        done = self._fallback().sync(force=force, progress=progress, verify=verify)
-        done.warnings.insert(0, f"qmd fell back to builtin: {self._note().reason}")
-        return done
+        return self._fallback().sync(force=force, progress=progress, verify=verify)
 
     def files_changed(self, *, force: bool = False) -> dict[str, Any] | None:
         """qmd keeps an index of its own: ``qmd update`` (debounced unless ``force``)."""
@@ -205,22 +184,13 @@ class FallbackBackend:
         return self
 
     def status(self, *, deep: bool = False) -> BackendStatus:
-        with self._lock:
-            if not self.primary_failed:
-                return self.primary.status(deep=deep)
-        return with_fallback(self._fallback().status(deep=deep), self._note())
+        return self._either("status", deep=deep)
 
     def probe_vector(self) -> bool:
-        with self._lock:
-            if not self.primary_failed:
-                return self.primary.probe_vector()
-        return self._fallback().probe_vector()
+        return self._either("probe_vector")
 
     def probe_embedding(self) -> dict[str, Any]:
-        with self._lock:
-            if not self.primary_failed:
-                return self.primary.probe_embedding()
-        return self._fallback().probe_embedding()
+        return self._either("probe_embedding")
 
 
 class OpenedFallback(BuiltinBackend):
@@ -228,7 +198,7 @@ class OpenedFallback(BuiltinBackend):
     show it as the qmd they asked for, with the reason)."""
 
     def __init__(self, index: MemoryIndex, note: FallbackNote) -> None:
-        super().__init__(index, requested="qmd")
+        super().__init__(index)
         self.note = note
         self.fallback = note
 
@@ -282,7 +252,7 @@ def open_backend(workspace: str | os.PathLike[str] | MemoryIndex,
     if qmd_home is not None:
         cfg = copy.deepcopy(cfg)
         cfg.qmd.home = str(qmd_home)
-    scope = _scope(idx.workspace, cfg.qmd.agent_id)
+    scope = f"{idx.workspace}::{cfg.qmd.agent_id}"  # one cooldown per workspace and agent
     identity = fingerprint({"qmd": copy.deepcopy(cfg.qmd).__dict__,
                             "extra": [e.__dict__ for e in cfg.sources.extra_paths]})
     recent = active_open_failure(scope, identity)

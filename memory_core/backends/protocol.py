@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
 from ..read.reading import ReadResult
 from ..status import Status
@@ -222,13 +222,24 @@ class MemoryBackend(Protocol):
         ...
 
 
-def search_each(search: Callable[..., BackendSearch], queries: Sequence[str], **kw: Any
-                ) -> Iterator[BackendSearch]:
-    """:meth:`MemoryBackend.search_many` as one call of a backend's ``search`` per query (a
-    backend with nothing to share between them)."""
-    for query in queries:
-        yield search(query, **kw)
+class OneByOne:
+    """What qmd and its fallback share: :meth:`MemoryBackend.search_many` as one call of
+    ``search`` per query (nothing to share between them), and ``close`` on leaving a ``with``."""
+
+    search: Callable[..., BackendSearch]
+    close: Callable[[], None]
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def search_many(self, queries: Sequence[str], **kw: Any) -> Iterator[BackendSearch]:
+        """One :meth:`search` per query, in order: each may find qmd failed and fall back."""
+        for query in queries:
+            yield self.search(query, **kw)
 
 
 __all__ = ["BackendSearch", "BackendStatus", "BackendSync", "FallbackNote", "Follower",
-           "MemoryBackend", "OnHits", "search_each"]
+           "MemoryBackend", "OnHits", "OneByOne"]

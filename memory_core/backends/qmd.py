@@ -32,7 +32,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,7 +46,7 @@ from ..read.reading import PathRefused, ReadResult, read_lines
 from ..status import ChunkingInfo, FtsInfo, SourceCount, VectorInfo
 from ..write.sources import is_readable_memory_path
 from ..write.sync import SyncProgress
-from .protocol import BackendSearch, BackendStatus, FallbackNote, OnHits, search_each
+from .protocol import BackendSearch, BackendStatus, FallbackNote, OneByOne, OnHits
 from .qmd_process import QmdError, parse_query_json, qmd_env, resolve_command, run_qmd
 from .qmd_results import (
     clamp_injected,
@@ -69,6 +69,8 @@ _DEFAULT_MEMORY_NAMES = ("MEMORY.md", "DREAMS.md", "dreams.md")
 _UNSUPPORTED_RE = re.compile(r"unknown flag|unknown option|unrecognized option|"
                              r"flag provided but not defined|unexpected argument")
 _VERSION_RE = re.compile(r"qmd\s+v?([0-9][0-9A-Za-z.+-]*)")
+#: qmd's words for a collection (or document) it does not have.
+_MISSING_RE = re.compile(r"not found|does not exist|missing")
 #: A qmd docid: the first 6 (or more) hex digits of a document's hash.
 _DOCID_RE = re.compile(r"[0-9a-fA-F]{6,64}")
 
@@ -155,7 +157,7 @@ def resolve_collections(workspace: Path, config: MemoryConfig) -> list[QmdCollec
     return out
 
 
-class QmdBackend:
+class QmdBackend(OneByOne):
     """The primary qmd manager for one workspace and agent (no fallback: see
     :class:`~memory_core.backends.fallback.FallbackBackend`). Raises :class:`QmdError`."""
 
@@ -190,12 +192,6 @@ class QmdBackend:
         self._said_missing = False
 
     # ------------------------------------------------------------------ lifecycle
-
-    def __enter__(self) -> QmdBackend:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         if self._db is not None:
@@ -306,7 +302,7 @@ class QmdBackend:
         try:
             self.run(["collection", "remove", name], self.q.command_timeout_ms)
         except QmdError as e:
-            if not re.search(r"not found|does not exist|missing", str(e).lower()):
+            if not _MISSING_RE.search(str(e).lower()):
                 self.warnings.append(f"qmd collection remove failed for {name}: {e}")
 
     def collection_names(self, sources: Sequence[str] | None = None) -> list[str]:
@@ -416,13 +412,6 @@ class QmdBackend:
 
     # ------------------------------------------------------------------ search
 
-    def search_many(self, queries: Sequence[str], *, max_results: int | None = None,
-                    min_score: float | None = None, sources: Sequence[str] | None = None,
-                    on_hits: OnHits | None = None) -> Iterator[BackendSearch]:
-        """One qmd search per query (its process answers one at a time)."""
-        return search_each(self.search, queries, max_results=max_results, min_score=min_score,
-                           sources=sources, on_hits=on_hits)
-
     def search(self, query: str, *, max_results: int | None = None,
                min_score: float | None = None, sources: Sequence[str] | None = None,
                on_hits: OnHits | None = None, mode: str | None = None) -> BackendSearch:
@@ -447,7 +436,7 @@ class QmdBackend:
             entries = self._run_search(command, trimmed, limit, names)
         except QmdError as e:
             msg = str(e).lower()
-            if not (re.search(r"not found|does not exist|missing", msg) and "collection" in msg):
+            if not (_MISSING_RE.search(msg) and "collection" in msg):
                 raise
             self.ensure_collections()  # a managed collection vanished: repair, retry once
             entries = self._run_search(command, trimmed, limit, names)
@@ -583,15 +572,14 @@ class QmdBackend:
         abs_path = Path(os.path.normpath(root.path / rel))
         if not abs_path.is_relative_to(os.path.normpath(root.path)):
             return None
-        if root.kind == "sessions":  # exports are cited by collection, as the reference's are
-            return f"qmd/{collection}/{rel.lstrip('/')}", root.source
-        if abs_path.is_relative_to(self.workspace):
+        # cited by collection: exports (as the reference's are), files outside the workspace,
+        # and files under its qmd/ folder (their workspace path would read as a citation)
+        if root.kind != "sessions" and abs_path.is_relative_to(self.workspace):
             ws_rel = abs_path.relative_to(self.workspace).as_posix()
             if ws_rel in ("", "."):
                 return abs_path.name, root.source
-            if ws_rel == "qmd" or ws_rel.startswith("qmd/"):
-                return f"qmd/{collection}/{rel.lstrip('/')}", root.source
-            return ws_rel, root.source
+            if not (ws_rel == "qmd" or ws_rel.startswith("qmd/")):
+                return ws_rel, root.source
         return f"qmd/{collection}/{rel.lstrip('/')}", root.source
 
     # ------------------------------------------------------------------ reading

@@ -115,11 +115,7 @@ def check_available(command: str, env: Mapping[str, str], cwd: Path,
                                 stderr=subprocess.DEVNULL, start_new_session=True)
     except OSError as e:
         return f"spawn {command} {e.strerror or e}"
-    # Started is enough (the reference kills it on "spawn"); end it and its children.
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
+    _kill_group(proc, reap=False)  # started is enough (the reference kills it on "spawn")
     try:
         proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -164,12 +160,15 @@ def run_qmd(command: str, args: Sequence[str], *, env: Mapping[str, str], cwd: P
     return QmdResult(stdout, stderr, ms)
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL ``proc``'s whole process group (qmd and the launcher that started it), reap it."""
+def _kill_group(proc: subprocess.Popen[bytes], reap: bool = True) -> None:
+    """SIGKILL ``proc``'s whole process group (qmd and the launcher that started it), and reap
+    it unless the caller waits for it itself."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         proc.kill()
+    if not reap:
+        return
     try:
         proc.communicate(timeout=5)
     except (subprocess.TimeoutExpired, ValueError):
@@ -214,32 +213,6 @@ def _entry(item: Any) -> dict[str, Any] | None:
     }
 
 
-def _first_json_array(raw: str) -> str | None:
-    start = raw.find("[")
-    if start < 0:
-        return None
-    depth, in_str, esc = 0, False, False
-    for i in range(start, len(raw)):
-        ch = raw[i]
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-            continue
-        if ch == '"':
-            in_str = True
-        elif ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth -= 1
-            if depth == 0:
-                return raw[start : i + 1]
-    return None
-
-
 def parse_query_json(stdout: str, stderr: str) -> list[dict[str, Any]]:
     """qmd's ``--json`` result array as entries (``docid, score, file, snippet, line, …``)."""
     out, err = stdout.strip(), stderr.strip()
@@ -249,11 +222,10 @@ def parse_query_json(stdout: str, stderr: str) -> list[dict[str, Any]]:
         short = err if len(err) <= 120 else err[:117] + "..."
         raise QmdError("qmd query returned invalid JSON: stdout empty"
                        + (f" (stderr: {short})" if err else ""))
-    for candidate in (out, _first_json_array(out)):
-        if candidate is None:
-            continue
+    # the whole output, else the JSON value from its first "[" (noise around the array)
+    for parse in (json.loads, lambda o: json.JSONDecoder().raw_decode(o, o.index("["))[0]):
         try:
-            parsed = json.loads(candidate)
+            parsed = parse(out)
         except ValueError:
             continue
         if isinstance(parsed, list):

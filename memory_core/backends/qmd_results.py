@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import replace
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
@@ -45,19 +46,9 @@ def diversify_by_source(hits: list[Hit], limit: int) -> list[Hit]:
         by.setdefault(h.source, []).append(h)
     if len(hits) <= 1 or not ("sessions" in by and "memory" in by):
         return hits[:limit]
-    order = sorted(by, key=lambda s: -(by[s][0].score if by[s] else 0.0))
-    out: list[Hit] = []
-    while len(out) < limit:
-        emitted = False
-        for s in order:
-            if by[s]:
-                out.append(by[s].pop(0))
-                emitted = True
-                if len(out) >= limit:
-                    break
-        if not emitted:
-            break
-    return out
+    # one hit of each source a round, the source of the best hit first
+    rounds = zip_longest(*(by[s] for s in sorted(by, key=lambda s: -by[s][0].score)))
+    return [h for r in rounds for h in r if h is not None][:limit]
 
 
 def clamp_injected(hits: list[Hit], budget: int) -> list[Hit]:
@@ -113,13 +104,10 @@ def parse_collection_list(output: str) -> dict[str, dict[str, str]]:
             continue
         if current is None:
             continue
-        m = re.match(r"^\s*(?:pattern|mask)\s*:\s*(.+?)\s*$", line, re.I)
-        if m:
-            listed[current]["pattern"] = m.group(1).strip()
-            continue
-        m = re.match(r"^\s*path\s*:\s*(.+?)\s*$", line, re.I)
-        if m:
-            listed[current]["path"] = m.group(1).strip()
+        m = re.match(r"^\s*(pattern|mask|path)\s*:\s*(.+?)\s*$", line, re.I)
+        if m:  # a mask is the collection's pattern
+            listed[current]["path" if m.group(1).lower() == "path" else "pattern"] = \
+                m.group(2).strip()
     return listed
 
 

@@ -68,11 +68,9 @@ def check_export_dir(export_dir: Path, workspace: Path, config: MemoryConfig) ->
     """Refuse a folder that is, holds or sits inside the user's memory or transcripts."""
     target = Path(os.path.realpath(export_dir))
     ws = Path(os.path.realpath(workspace))
-    theirs = [ws / "memory", Path(os.path.realpath(ws / os.path.expanduser(
-        config.sources.sessions_dir)))]
-    theirs += [Path(os.path.realpath(ws / os.path.expanduser(e.path)))
-               for e in config.sources.extra_paths]
-    theirs += [Path(os.path.realpath(ws / os.path.expanduser(p.path))) for p in config.qmd.paths]
+    raw = [config.sources.sessions_dir, *(e.path for e in config.sources.extra_paths),
+           *(p.path for p in config.qmd.paths)]
+    theirs = [ws / "memory", *(Path(os.path.realpath(ws / os.path.expanduser(r))) for r in raw)]
     if target == ws or ws.is_relative_to(target):
         raise ExportRefused(f"qmd.sessions.export_dir {export_dir} is the workspace or holds it")
     for folder in theirs:

@@ -318,28 +318,28 @@ def _changes(st: Statement, t: str) -> list[Fact | None]:
     for rx, word in ((_EN_FROM_TO, "from " in low), (_ZH_FROM_TO, zh and "从" in t)):
         m = rx.search(t) if word else None
         if m:
-            pre = m.group("pre")
-            out.append(_fact(st, _clause_subject(pre), value_tokens(m.group("new")),
-                             value_tokens(m.group("old")), True, "change", pre))
+            out.append(_change(st, m.group("pre"), m.group("new"), m.group("old")))
     m = _EN_TO.search(t) if " to " in low and not out else None
     if m and not out and " from " not in m.group("pre"):
-        pre = m.group("pre")
-        out.append(_fact(st, _clause_subject(pre), value_tokens(m.group("new")), frozenset(),
-                         True, "change", pre))
+        out.append(_change(st, m.group("pre"), m.group("new")))
     m = _ARROW.search(t) if "→" in t or "->" in t else None
     if m and not out and (_NUM.search(m.group("old")) or m.group("old")[:1].isupper()):
-        out.append(_fact(st, _clause_subject(m.group("pre")), value_tokens(m.group("new")),
-                         value_tokens(m.group("old")), True, "change", m.group("pre")))
+        out.append(_change(st, m.group("pre"), m.group("new"), m.group("old")))
     m = _NO_LONGER.search(t) if "no longer" in low else None
     if m:
         out.append(_fact(st, m.group("subj"), frozenset({"(none)"}),
                          value_tokens(m.group("old")), True, "change", m.group("subj")))
     for m in _ZH_TO.finditer(t) if zh else ():
         if "从" not in _ZH_CUE.sub("", m.group("subj")):  # not "从 X 改成 Y" again
-            out.append(_fact(st, _clause_subject(m.group("subj")),
-                             value_tokens(m.group("new")), frozenset(), True, "change",
-                             m.group("subj")))
+            out.append(_change(st, m.group("subj"), m.group("new")))
     return out
+
+
+def _change(st: Statement, pre: str, new: str, old: str | None = None) -> Fact | None:
+    """An explicit change to ``new`` (from ``old``) of what the last clause of ``pre`` names,
+    the identifiers of the whole of ``pre`` its keys."""
+    return _fact(st, _clause_subject(pre), value_tokens(new),
+                 value_tokens(old) if old is not None else frozenset(), True, "change", pre)
 
 
 def _stated(st: Statement, t: str) -> list[Fact]:
@@ -347,19 +347,15 @@ def _stated(st: Statement, t: str) -> list[Fact]:
     and named versions."""
     out: list[Fact] = []
     cue = bool(_EN_CUE.search(t) or _ZH_CUE.search(t))
-    m = _EN_NOW_OUR.match(t)
-    if m:
-        f = _fact(st, m.group("subj"), value_tokens(m.group("val")), frozenset(), True, "attr")
-        return [f] if f else []
-    m = _EN_ON_NAME.match(t)
-    if m and m.group("subj").lower() not in _STOP:  # with "now" only: precision first
-        f = _fact(st, m.group("subj"), value_tokens(m.group("val")), frozenset(), True, "attr")
-        return [f] if f else []
-    m = _EN_LEADS.match(t)
-    if m:
-        f = _fact(st, m.group("subj") + " lead", value_tokens(m.group("val")), frozenset(),
-                  cue, "passive" if not cue else "attr")
-        return [f] if f else []
+    # "V is now our X" and "we're on V X now" (with "now" only: precision first) are current;
+    # "V leads X" (the attribute "X lead") only with a cue
+    for rx, suffix in ((_EN_NOW_OUR, ""), (_EN_ON_NAME, ""), (_EN_LEADS, " lead")):
+        m = rx.match(t)
+        if m and not (rx is _EN_ON_NAME and m.group("subj").lower() in _STOP):
+            sure = cue or rx is not _EN_LEADS
+            f = _fact(st, m.group("subj") + suffix, value_tokens(m.group("val")), frozenset(),
+                      sure, "attr" if sure else "passive")
+            return [f] if f else []
     m = _ZH_AMOUNT.search(t)
     if m and not _ZH_FROM_TO.search(t):
         f = _fact(st, m.group("subj"), frozenset({m.group("val")}), frozenset(), cue,
