@@ -58,17 +58,28 @@ rows = [{"when": (cm.query.to_dict()["at"] or "")[:16].replace("T", " "),
         for cm in comps]
 st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="rq_table")
 
-labels = [f"{i + 1}. {cm.query.query}" for i, cm in enumerate(comps)]
-pick = st.selectbox("Query", range(len(comps)), format_func=labels.__getitem__, key="rq_pick")
-chosen = comps[pick]
-left, right = st.columns(2)
-for col, title, results in ((left, "Then (what the agent got)", chosen.query.results_then or []),
-                            (right, "Now (tuned settings)", chosen.now)):
-    with col:
-        st.subheader(title)
-        if not results:
-            st.caption("No result.")
-        for r in results:
-            st.markdown(f"**{r['score']:.3f}** `{r['path']}#L{r['startLine']}-L{r['endLine']}`")
-            # plain text: a diary's "# 2026-11-20" is a line of memory, not a page heading
-            st.text(r["snippet"][:300])
+
+@st.fragment
+def _then_and_now(comps: list[oc.QueryComparison]) -> None:
+    """One query's results then and now. A fragment: picking a query redraws this block, not
+    the page (issue #35: a click within 3x a bare Streamlit rerun)."""
+    labels = [f"{i + 1}. {cm.query.query}" for i, cm in enumerate(comps)]
+    pick = st.selectbox("Query", range(len(comps)), format_func=labels.__getitem__,
+                        key="rq_pick")
+    chosen = comps[pick]
+    left, right = st.columns(2)
+    for col, title, results in ((left, "Then (what the agent got)",
+                                 chosen.query.results_then or []),
+                                (right, "Now (tuned settings)", chosen.now)):
+        with col:
+            st.subheader(title)
+            if not results:
+                st.caption("No result.")
+            for r in results:
+                st.markdown(f"**{r['score']:.3f}** "
+                            f"`{r['path']}#L{r['startLine']}-L{r['endLine']}`")
+                # plain text: a diary's "# 2026-11-20" is a line of memory, not a page heading
+                st.text(r["snippet"][:300])
+
+
+_then_and_now(comps)
