@@ -79,7 +79,8 @@ def _home_settings(key: state.IndexKey, idx: Any) -> None:
     st.dataframe(pd.DataFrame([{"setting": r.label, "value": chunkview.display_value(r.value),
                                 "from": r.source, "where": r.where} for r in rows]),
                  hide_index=True, width="stretch",
-                 column_config={"where": st.column_config.TextColumn(width="large")})
+                 column_config={c: st.column_config.Column(width=w) for c, w in (
+                     ("setting", 145), ("value", 170), ("from", 135), ("where", 525))})
     for note in oc_home.mapped.notes:
         st.caption(note)
 

@@ -153,13 +153,8 @@ if lme.available():  # LongMemEval-S by the benchmark's metric (memory_core.eval
                                           format_func=lambda v: lme.VARIANTS[str(v)],
                                           key="lme_variant"))
         if lc[2].button("Run LongMemEval-S", key="lme_run"):
-            lme_bar = st.progress(0.0, text="LongMemEval-S…")
-
-            def _lme_progress(stage: str, done: int, total: int) -> None:
-                lme_bar.progress(min(1.0, done / total) if total else 0.0,
-                                 text=f"{stage} {done}/{total}")
-
-            lme_rep = lme.run_longmemeval(lme_n, lme_variant, progress=_lme_progress)
+            lme_bar, lme_progress = state.progress_bar("LongMemEval-S")
+            lme_rep = lme.run_longmemeval(lme_n, lme_variant, progress=lme_progress)
             lme_bar.empty()
             st.session_state["lme_rows"] = lme.summary_rows(lme_rep, lme_variant)
         if st.session_state.get("lme_rows"):
@@ -243,19 +238,10 @@ run_target: Any = idx if target == "open" else None
 run_id = (name, target, key, int(limit), legs, qmd_too, repr(a_settings), repr(b_settings))
 
 
-def _progress_cb() -> Any:
-    bar = st.progress(0.0, text="Evaluating…")
-
-    def progress(stage: str, done: int, total: int) -> None:
-        bar.progress(min(1.0, done / total) if total else 0.0, text=f"{stage} {done}/{total}")
-
-    return bar, progress
-
-
 ro = run_target is not None and state.open_index(key).readonly  # the evaluator would sync it
 if st.button("Run evaluation", type="primary", key="eval_run", disabled=ro,
              help="Disabled: the index is open read-only." if ro else None):
-    bar, progress = _progress_cb()
+    bar, progress = state.progress_bar("Evaluating")
     if run_target is not None:
         state.sync_index(key)
     try:
@@ -376,7 +362,7 @@ st.subheader("Sweep: vector weight × minScore")
 st.caption("Every combination re-fuses the same cached candidates of A's keyword options "
            "(text weight = 1 − vector weight).")
 if st.button("Run sweep", key="eval_sweep"):
-    bar, progress = _progress_cb()
+    bar, progress = state.progress_bar("Evaluating")
     try:
         rows = ev.sweep(run_target, qs, a_settings, None, progress, profile=key.profile,
                         provider=key.provider or None, limit=int(limit) or None)

@@ -67,12 +67,9 @@ with st.expander("Seed recall signals (replay a query log)", expanded=False):
         if not queries:
             st.warning("No queries to replay.")
         else:
-            bar = st.progress(0.0, text="Replaying…")
-
-            def _progress(done: int, total: int) -> None:
-                bar.progress(min(1.0, done / max(1, total)), text=f"search {done}/{total}")
-
-            rep = pr.replay(idx, queries, int(days), progress=_progress, mode=mode, reset=reset)
+            bar, progress = state.progress_bar("Replaying")
+            rep = pr.replay(idx, queries, int(days), progress=lambda d, n: progress("search", d, n),
+                            mode=mode, reset=reset)
             bar.empty()
             st.success(f"{rep.searches} searches over {rep.days} days ({rep.first_day} → "
                        f"{rep.last_day}): {rep.recalls_recorded} recalls and "
@@ -238,9 +235,14 @@ def _candidates_view(cands: list[Any], passed: list[Any], today: date, gate: flo
     shown = cands if show_all else (passed or cands[:10])
     table = pd.DataFrame([{
         "rank": c.rank, "passed": c.passed, "score": round(c.score, 3),
+        "where": f"{c.path}#L{c.start_line}-L{c.end_line}",
+        "duplicate?": ("" if c.duplicate is None else
+                       f"{'likely' if c.duplicate.likely else 'no'} (jaccard "
+                       f"{c.duplicate.jaccard:.2f}"
+                       + (f", cosine {c.duplicate.cosine:.2f}" if c.duplicate.cosine is not None
+                          else "") + ")"),
         # the figures the gates test, under their gates' names (the old "unique queries" column
         # showed distinct queries while minUniqueQueries tests queries/days: "1" passed a gate of 3)
-        "where": f"{c.path}#L{c.start_line}-L{c.end_line}",
         "signals (minRecallCount)": c.signals, "recalls": c.recall_count,
         "daily": c.daily_count, "queries/days (minUniqueQueries)": c.context_diversity,
         "distinct queries": c.unique_queries,
@@ -250,18 +252,14 @@ def _candidates_view(cands: list[Any], passed: list[Any], today: date, gate: flo
         "diary date": (d.isoformat() if (d := path_date(c.path)) else "—"),
         "diary age (days)": (today - d).days if d else None,
         "since recall (days)": round(c.age_days, 1),
-        "duplicate?": ("" if c.duplicate is None else
-                       f"{'likely' if c.duplicate.likely else 'no'} (jaccard "
-                       f"{c.duplicate.jaccard:.2f}"
-                       + (f", cosine {c.duplicate.cosine:.2f}" if c.duplicate.cosine is not None
-                          else "") + ")"),
         "why not": "; ".join(c.reasons),
         "snippet": " ".join(c.snippet.split())[:140],
     } for c in shown])
     st.dataframe(table, hide_index=True, width="stretch", key="promo_table",
                  column_config={"snippet": st.column_config.TextColumn(width="large"),
-                                "where": st.column_config.TextColumn(width="medium"),
-                                "duplicate?": st.column_config.TextColumn(width="medium")})
+                                # in view at 1440 px: the citation whole, what may repeat
+                                "where": st.column_config.TextColumn(width=220, pinned=True),
+                                "duplicate?": st.column_config.TextColumn(width=230)})
     st.plotly_chart(charts.stacked_components_figure(
         [f"{'✓' if c.passed else '·'} {c.path}#L{c.start_line}-L{c.end_line}"
          + "\u200b" * i for i, c in enumerate(shown)],

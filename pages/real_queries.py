@@ -73,13 +73,11 @@ def _then_and_now(comps: list[oc.QueryComparison]) -> None:
                                 (right, "Now (tuned settings)", chosen.now)):
         with col:
             st.subheader(title)
-            if not results:
-                st.caption("No result.")
-            for r in results:
-                st.markdown(f"**{r['score']:.3f}** "
-                            f"`{r['path']}#L{r['startLine']}-L{r['endLine']}`")
-                # plain text: a diary's "# 2026-11-20" is a line of memory, not a page heading
-                st.text(r["snippet"][:300])
+            # one element a side, not two a hit (a pick redraws them all); each snippet in a
+            # plain-text block: a diary's "# 2026-11-20" is a line of memory, not a heading
+            st.markdown("\n\n".join(
+                f"**{r['score']:.3f}** `{r['path']}#L{r['startLine']}-L{r['endLine']}`\n"
+                f"~~~~text\n{r['snippet'][:300]}\n~~~~" for r in results) or "No result.")
 
 
 _then_and_now(comps)

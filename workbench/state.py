@@ -256,11 +256,6 @@ def current_key() -> IndexKey:
                                         default_provider())
 
 
-def current_index() -> MemoryIndex:
-    """The open index of the workspace chosen in the sidebar."""
-    return open_index(current_key())
-
-
 def workspace_picker() -> IndexKey:
     """Sidebar: workspace (default, a dataset one, any folder), profile and provider.
 
