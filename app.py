@@ -58,12 +58,9 @@ def _yes(flag: Any) -> str:
 
 def _truncation(key: state.IndexKey) -> TruncationInfo:
     """The share of chunks the model truncates, measured once per index generation."""
-    cache = st.session_state.setdefault("wb_truncation", {})
-    ck = (key, state.generation(key))
-    if ck not in cache:
-        with st.spinner("Measuring chunk lengths in model tokens…"):
-            cache[ck] = state.open_index(key).truncation()
-    return cache[ck]
+    with st.spinner("Measuring chunk lengths in model tokens…"):  # shown after 0.5 s
+        got: TruncationInfo = state.memo("truncation", key, (), state.open_index(key).truncation)
+    return got
 
 
 def _home_settings(key: state.IndexKey, idx: Any) -> None:
