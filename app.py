@@ -59,8 +59,7 @@ def _yes(flag: Any) -> str:
 def _truncation(key: state.IndexKey) -> TruncationInfo:
     """The share of chunks the model truncates, measured once per index generation."""
     with st.spinner("Measuring chunk lengths in model tokens…"):  # shown after 0.5 s
-        got: TruncationInfo = state.memo("truncation", key, (), state.open_index(key).truncation)
-    return got
+        return state.memo("truncation", key, (), state.open_index(key).truncation)
 
 
 def _home_settings(key: state.IndexKey, idx: Any) -> None:

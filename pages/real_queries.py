@@ -14,21 +14,20 @@ key = state.current_key()
 st.title("Real queries")
 state.index_caption(key)
 home = state.current_home(key)
+idx = state.ensure_indexed(key)
 if home is not None:
     files = oc.transcripts_of_home(home.sessions_dir, home.agent)
     st.caption(f"Agent `{home.agent}` of `{home.root}` · {len(files)} transcripts in "
                f"`{home.sessions_dir}`")
 else:
-    idx0 = state.open_index(key)
-    files = oc.transcripts_of_workspace(idx0.workspace)
-    st.caption(f"Transcripts of `{idx0.workspace / 'sessions'}` · {len(files)} files "
+    files = oc.transcripts_of_workspace(idx.workspace)
+    st.caption(f"Transcripts of `{idx.workspace / 'sessions'}` · {len(files)} files "
                "(open an OpenClaw home in the sidebar for an agent's own)")
 queries = state.mined_queries(key, files)
 if not queries:
     st.info("No memory_search call in these transcripts.")
     st.stop()
 
-idx = state.ensure_indexed(key)
 settings = state.tuned_settings(key)
 k = int(settings.max_results)
 with st.spinner(f"Running {len(queries)} real queries again…"):

@@ -39,10 +39,8 @@ def text_matches(idx: MemoryIndex, needle: str,
     """``path → (source, chunks, matching chunks)`` of the files whose chunks contain
     ``needle`` (:meth:`MemoryIndex.text_matches`: a scan of every chunk, seconds at a million),
     once per needle and index generation: the filter's pages and files reuse it."""
-    got: dict[str, tuple[str, int, int]] = _matches.get_or(
-        (str(idx.store_path), idx.generation, needle.casefold()),
-        lambda: idx.text_matches(needle, progress))
-    return got
+    return _matches.get_or((str(idx.store_path), idx.generation, needle.casefold()),
+                           lambda: idx.text_matches(needle, progress))
 
 
 def source_lines(idx: MemoryIndex, path: str) -> SourceLines:

@@ -127,9 +127,8 @@ def cached_points(idx: MemoryIndex, max_points: int = MAX_POINTS,
     map (a colour, a slider, a click) reused to re-read 20k rows (and, before the sample was
     read on its own, every embedding: 7.5 s at 133k chunks). The page copies ``info`` before
     adding columns to it: the points are shared by every session."""
-    pts: MapPoints = _points.get_or((str(idx.store_path), idx.generation, max_points),
-                                    lambda: load_points(idx, max_points, progress))
-    return pts
+    return _points.get_or((str(idx.store_path), idx.generation, max_points),
+                          lambda: load_points(idx, max_points, progress))
 
 
 def selected_ids(event: Any, known: Iterable[str]) -> list[str]:

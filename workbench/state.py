@@ -235,13 +235,11 @@ def current_home(key: IndexKey | None = None) -> OpenClawHome | None:
     key = key or current_key()
     if not key.home:
         return None
-    home_key = key
     # parsed once per state of openclaw.json (JSON5, ~40 ms a parse: every rerun of every page
     # on a home paid it)
     stamp = file_stamp(Path(key.home).expanduser() / "openclaw.json")
-    got: OpenClawHome = memo("openclaw-home", home_key, stamp,
-                             lambda: open_home(key.home, key.agent or None))
-    return got
+    return memo("openclaw-home", key, stamp,
+                lambda: open_home(key.home, key.agent or None))
 
 
 def generation(key: IndexKey) -> int:
@@ -422,9 +420,8 @@ def get_candidates(key: IndexKey, query: str, settings: SearchSettings,
     cache: Lru = st.session_state.setdefault("wb_candidates", Lru(_CANDIDATE_CACHE_SIZE))
     ck = (key, generation(key), query.strip(), tuple(sorted(sources or ())),
           settings.fetch_key())
-    got: Candidates = cache.get_or(ck, lambda: ensure_indexed(key).candidates(
+    return cache.get_or(ck, lambda: ensure_indexed(key).candidates(
         query, sources=list(sources) if sources else None, settings=settings, auto_sync=False))
-    return got
 
 
 _memo = Lru(64)
