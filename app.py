@@ -58,12 +58,8 @@ def _yes(flag: Any) -> str:
 
 def _truncation(key: state.IndexKey) -> TruncationInfo:
     """The share of chunks the model truncates, measured once per index generation."""
-    cache = st.session_state.setdefault("wb_truncation", {})
-    ck = (key, state.generation(key))
-    if ck not in cache:
-        with st.spinner("Measuring chunk lengths in model tokens…"):
-            cache[ck] = state.open_index(key).truncation()
-    return cache[ck]
+    with st.spinner("Measuring chunk lengths in model tokens…"):  # shown after 0.5 s
+        return state.memo("truncation", key, (), state.open_index(key).truncation)
 
 
 def _home_settings(key: state.IndexKey, idx: Any) -> None:
@@ -79,7 +75,8 @@ def _home_settings(key: state.IndexKey, idx: Any) -> None:
     st.dataframe(pd.DataFrame([{"setting": r.label, "value": chunkview.display_value(r.value),
                                 "from": r.source, "where": r.where} for r in rows]),
                  hide_index=True, width="stretch",
-                 column_config={"where": st.column_config.TextColumn(width="large")})
+                 column_config={c: st.column_config.Column(width=w) for c, w in (
+                     ("setting", 145), ("value", 170), ("from", 135), ("where", 525))})
     for note in oc_home.mapped.notes:
         st.caption(note)
 

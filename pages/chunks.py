@@ -30,7 +30,7 @@ if needle:  # a scan of every chunk's text: progress shown, then remembered per 
         "chunks", done, total))
     bar.empty()
 
-left, right = st.columns([1.35, 2.4], gap="large")
+left, right = st.columns([1.5, 2.4], gap="large")
 with left:
     source = st.radio("Source", ["all", *known], key="chunks_source", horizontal=True)
     kept = (sorted((s_, p) for p, (s_, _, _) in matches.items()
@@ -60,7 +60,9 @@ with left:
         **({"bad lines": f.bad_lines} if any(x.bad_lines for x in shown) else {}),
     } for f in shown])
     st.dataframe(table, hide_index=True, width="stretch", height=min(420, 38 + 35 * len(shown)),
-                 key="chunks_files")
+                 key="chunks_files", column_config={  # at 1440 px every column whole
+                     c: st.column_config.Column(width=w) for c, w in
+                     (("source", 68), ("chunks", 50), ("matches", 64), ("bad lines", 70))})
     paths = [f.path for f in shown]
     if st.session_state.get("chunks_file") not in paths:
         st.session_state["chunks_file"] = paths[0]

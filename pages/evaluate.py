@@ -153,13 +153,8 @@ if lme.available():  # LongMemEval-S by the benchmark's metric (memory_core.eval
                                           format_func=lambda v: lme.VARIANTS[str(v)],
                                           key="lme_variant"))
         if lc[2].button("Run LongMemEval-S", key="lme_run"):
-            lme_bar = st.progress(0.0, text="LongMemEval-S…")
-
-            def _lme_progress(stage: str, done: int, total: int) -> None:
-                lme_bar.progress(min(1.0, done / total) if total else 0.0,
-                                 text=f"{stage} {done}/{total}")
-
-            lme_rep = lme.run_longmemeval(lme_n, lme_variant, progress=_lme_progress)
+            lme_bar, lme_progress = state.progress_bar("LongMemEval-S")
+            lme_rep = lme.run_longmemeval(lme_n, lme_variant, progress=lme_progress)
             lme_bar.empty()
             st.session_state["lme_rows"] = lme.summary_rows(lme_rep, lme_variant)
         if st.session_state.get("lme_rows"):
@@ -224,7 +219,7 @@ others = ["default", "reference"] if key.profile == "reference" else ["reference
 b_options = (["pinned"] if pinned else []) + others
 b_labels = {"pinned": "pinned settings", "reference": "reference profile",
             "default": "default profile"}
-c1, c2, c3 = st.columns([1.6, 1.4, 1])
+c1, c2 = st.columns([1.6, 2.4])
 b_choice = c1.radio(f"Compare A (the {key.profile} profile as tuned on Search & tune) with B =",
                     b_options,
                     key="eval_b", format_func=b_labels.__getitem__, horizontal=True)
@@ -237,27 +232,15 @@ qmd_too = c2.toggle("Also qmd (BM25)", value=False, key="eval_qmd", disabled=not
                     help="The real qmd backend on the set's own workspace(s), at the "
                          "reference's limits (4 results) and at 10 (docs/qmd.md)." if can_qmd
                     else "qmd needs the query set's own workspace(s).")
-level = c3.radio("Level", ["chunk", "file"], key="eval_level", horizontal=True,
-                 help="file: chunks collapsed to their files (compares chunkers fairly).")
 
 label_a, label_b = "A: tuned", f"B: {b_labels[b_choice]}"
 run_target: Any = idx if target == "open" else None
 run_id = (name, target, key, int(limit), legs, qmd_too, repr(a_settings), repr(b_settings))
 
-
-def _progress_cb() -> Any:
-    bar = st.progress(0.0, text="Evaluating…")
-
-    def progress(stage: str, done: int, total: int) -> None:
-        bar.progress(min(1.0, done / total) if total else 0.0, text=f"{stage} {done}/{total}")
-
-    return bar, progress
-
-
 ro = run_target is not None and state.open_index(key).readonly  # the evaluator would sync it
 if st.button("Run evaluation", type="primary", key="eval_run", disabled=ro,
              help="Disabled: the index is open read-only." if ro else None):
-    bar, progress = _progress_cb()
+    bar, progress = state.progress_bar("Evaluating")
     if run_target is not None:
         state.sync_index(key)
     try:
@@ -288,52 +271,59 @@ if stored_id != run_id:
 
 METRICS = [f"{m}@{k}" for m in ("recall", "success") for k in (1, 3, 5, 10)] + ["mrr@10",
                                                                                "ndcg@10"]
-table = pd.DataFrame({r.label: {m: r.metrics[level][m] for m in METRICS} for r in report.runs}).T
-table["zero results"] = [r.metrics["zero_result_rate"] for r in report.runs]
-table["p50 ms"] = [r.metrics.get("latency_ms", {}).get("p50", float("nan")) for r in report.runs]
-st.subheader(f"Metrics ({level} level, {report.runs[0].metrics['n_queries']} queries)")
-st.dataframe(table.style.format("{:.3f}", subset=[*METRICS, "zero results"])
-             .format("{:.0f}", subset=["p50 ms"])
-             .highlight_max(subset=METRICS, color="#d3f9d8"), width="stretch",
-             column_config=evalruns.metric_columns(METRICS), key="eval_metrics")
-st.plotly_chart(charts.metrics_bar_figure(table, ["success@1", "success@5", "recall@5",
-                                                  "recall@10", "mrr@10", "ndcg@10"]),
-                key="eval_bars")
 
-cats = report.runs[0].metrics.get("by_category") or {}
-if len(cats) > 1:
-    with st.expander("By category (Success@5 / Recall@5)"):
-        rows = []
-        for r in report.runs:
-            bc = r.metrics.get("by_category", {})
-            rows.append({"run": r.label, **{
-                f"{c} ({bc[c]['n_queries']})": f"{bc[c][level]['success@5']:.3f} / "
-                                               f"{bc[c][level]['recall@5']:.3f}"
-                for c in cats if c in bc}})
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
-if report.audit:
-    with st.expander(f"Leg audit of {report.audit['config']} (pool {report.audit['pool']})"):
-        st.dataframe(pd.DataFrame([report.audit["summary"]]), hide_index=True, width="stretch")
-        st.caption("Which leg found a gold chunk within the pool fusion sees, and how often the "
-                   "minScore gate or the maxResults cut removed one.")
 
-# ----------------------------------------------------------------------------- wins and losses
+@st.fragment
+def _metrics_view(report: Any) -> None:
+    """The report's metrics at the level picked here. A fragment: a level click redraws this
+    block, not the page (issue #35: a click within 3x a bare Streamlit rerun)."""
+    level = st.radio("Level", ["chunk", "file"], key="eval_level", horizontal=True,
+                     help="file: chunks collapsed to their files (compares chunkers fairly).")
+    table = pd.DataFrame({r.label: {m: r.metrics[level][m] for m in METRICS}
+                          for r in report.runs}).T
+    table["zero results"] = [r.metrics["zero_result_rate"] for r in report.runs]
+    table["p50 ms"] = [r.metrics.get("latency_ms", {}).get("p50", float("nan"))
+                       for r in report.runs]
+    st.subheader(f"Metrics ({level} level, {report.runs[0].metrics['n_queries']} queries)")
+    st.dataframe(table.style.format("{:.3f}", subset=[*METRICS, "zero results"])
+                 .format("{:.0f}", subset=["p50 ms"])
+                 .highlight_max(subset=METRICS, color="#d3f9d8"), width="stretch",
+                 column_config=evalruns.metric_columns(METRICS), key="eval_metrics")
+    st.plotly_chart(charts.metrics_bar_figure(table, ["success@1", "success@5", "recall@5",
+                                                      "recall@10", "mrr@10", "ndcg@10"]),
+                    key="eval_bars")
+    cats = report.runs[0].metrics.get("by_category") or {}
+    if len(cats) > 1:
+        with st.expander("By category (Success@5 / Recall@5)"):
+            rows = []
+            for r in report.runs:
+                bc = r.metrics.get("by_category", {})
+                rows.append({"run": r.label, **{
+                    f"{c} ({bc[c]['n_queries']})": f"{bc[c][level]['success@5']:.3f} / "
+                                                   f"{bc[c][level]['recall@5']:.3f}"
+                    for c in cats if c in bc}})
+            st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
 
-st.subheader("Wins and losses (A vs B)")
-metric = st.selectbox("Per-query metric", ["ndcg@10", "mrr@10", "success@5", "recall@5"],
-                      key="eval_cmp_metric")
-try:
-    run_a, run_b = report.run(label_a), report.run(label_b)
-except KeyError:
-    run_a, run_b = report.runs[0], report.runs[1] if len(report.runs) > 1 else report.runs[0]
-diffs = ev.compare(run_a, run_b, metric)
-wins_a = sum(1 for d in diffs if d["winner"] == run_a.label)
-wins_b = len(diffs) - wins_a
-m1, m2, m3 = st.columns(3)
-m1.metric(f"{run_a.label} wins", wins_a)
-m2.metric(f"{run_b.label} wins", wins_b)
-m3.metric("Ties", report.runs[0].metrics["n_queries"] - len(diffs))
-if diffs:
+
+@st.fragment
+def _wins_losses(report: Any) -> None:
+    """The queries A wins and B wins on the metric picked here (a fragment, as above)."""
+    st.subheader("Wins and losses (A vs B)")
+    metric = st.selectbox("Per-query metric", ["ndcg@10", "mrr@10", "success@5", "recall@5"],
+                          key="eval_cmp_metric")
+    try:
+        run_a, run_b = report.run(label_a), report.run(label_b)
+    except KeyError:
+        run_a, run_b = report.runs[0], report.runs[1] if len(report.runs) > 1 else report.runs[0]
+    diffs = ev.compare(run_a, run_b, metric)
+    wins_a = sum(1 for d in diffs if d["winner"] == run_a.label)
+    m1, m2, m3 = st.columns(3)
+    m1.metric(f"{run_a.label} wins", wins_a)
+    m2.metric(f"{run_b.label} wins", len(diffs) - wins_a)
+    m3.metric("Ties", report.runs[0].metrics["n_queries"] - len(diffs))
+    if not diffs:
+        st.caption("No query differs on this metric.")
+        return
     df = pd.DataFrame(diffs)
     cols = [c for c in ["qid", "category", "query", "a", "b", "delta", "a_first_rank",
                         "b_first_rank", "winner"] if c in df.columns]
@@ -342,8 +332,18 @@ if diffs:
                                           "a_first_rank": "first gold A",
                                           "b_first_rank": "first gold B"}),
                  hide_index=True, width="stretch", key="eval_diffs")
-else:
-    st.caption("No query differs on this metric.")
+
+
+_metrics_view(report)
+if report.audit:
+    with st.expander(f"Leg audit of {report.audit['config']} (pool {report.audit['pool']})"):
+        st.dataframe(pd.DataFrame([report.audit["summary"]]), hide_index=True, width="stretch")
+        st.caption("Which leg found a gold chunk within the pool fusion sees, and how often the "
+                   "minScore gate or the maxResults cut removed one.")
+
+# ----------------------------------------------------------------------------- wins and losses
+
+_wins_losses(report)
 st.download_button("Download the report (Markdown)", report.to_markdown(),
                    file_name=f"eval-{name.replace(':', '-')}.md", key="eval_md")
 sv1, sv2, sv3 = st.columns([1.2, 1.6, 0.8])
@@ -361,7 +361,7 @@ st.subheader("Sweep: vector weight × minScore")
 st.caption("Every combination re-fuses the same cached candidates of A's keyword options "
            "(text weight = 1 − vector weight).")
 if st.button("Run sweep", key="eval_sweep"):
-    bar, progress = _progress_cb()
+    bar, progress = state.progress_bar("Evaluating")
     try:
         rows = ev.sweep(run_target, qs, a_settings, None, progress, profile=key.profile,
                         provider=key.provider or None, limit=int(limit) or None)

@@ -67,12 +67,9 @@ with st.expander("Seed recall signals (replay a query log)", expanded=False):
         if not queries:
             st.warning("No queries to replay.")
         else:
-            bar = st.progress(0.0, text="Replaying…")
-
-            def _progress(done: int, total: int) -> None:
-                bar.progress(min(1.0, done / max(1, total)), text=f"search {done}/{total}")
-
-            rep = pr.replay(idx, queries, int(days), progress=_progress, mode=mode, reset=reset)
+            bar, progress = state.progress_bar("Replaying")
+            rep = pr.replay(idx, queries, int(days), progress=lambda d, n: progress("search", d, n),
+                            mode=mode, reset=reset)
             bar.empty()
             st.success(f"{rep.searches} searches over {rep.days} days ({rep.first_day} → "
                        f"{rep.last_day}): {rep.recalls_recorded} recalls and "
@@ -229,42 +226,51 @@ if not cands:
             "replay a query log above.")
     st.stop()
 
-today = now.date() if now is not None else datetime.now(UTC).date()
-show_all = st.toggle("Show gated entries too", value=False, key="promo_show_all")
-shown = cands if show_all else (passed or cands[:10])
-table = pd.DataFrame([{
-    "rank": c.rank, "passed": c.passed, "score": round(c.score, 3),
-    # the figures the gates test, under their gates' names (the old "unique queries" column
-    # showed distinct queries while minUniqueQueries tests queries/days: "1" passed a gate of 3)
-    "where": f"{c.path}#L{c.start_line}-L{c.end_line}",
-    "signals (minRecallCount)": c.signals, "recalls": c.recall_count,
-    "daily": c.daily_count, "queries/days (minUniqueQueries)": c.context_diversity,
-    "distinct queries": c.unique_queries,
-    "days": len(c.recall_days),
-    # the diary's own age, and §6.4's recency age (since the last recall: 0 after a replay
-    # ending today, which the old "age (days)" label passed off as the diary's age)
-    "diary date": (d.isoformat() if (d := path_date(c.path)) else "—"),
-    "diary age (days)": (today - d).days if d else None,
-    "since recall (days)": round(c.age_days, 1),
-    "duplicate?": ("" if c.duplicate is None else
-                   f"{'likely' if c.duplicate.likely else 'no'} (jaccard "
-                   f"{c.duplicate.jaccard:.2f}"
-                   + (f", cosine {c.duplicate.cosine:.2f}" if c.duplicate.cosine is not None
-                      else "") + ")"),
-    "why not": "; ".join(c.reasons),
-    "snippet": " ".join(c.snippet.split())[:140],
-} for c in shown])
-st.dataframe(table, hide_index=True, width="stretch", key="promo_table",
-             column_config={"snippet": st.column_config.TextColumn(width="large"),
-                            "where": st.column_config.TextColumn(width="medium"),
-                            "duplicate?": st.column_config.TextColumn(width="medium")})
-st.plotly_chart(charts.stacked_components_figure(
-    [f"{'✓' if c.passed else '·'} {c.path}#L{c.start_line}-L{c.end_line}"
-     + "\u200b" * i for i, c in enumerate(shown)],
-    [c.components for c in shown], [not c.passed for c in shown], float(min_score),
-    [charts.wrap(c.snippet, 70, 4) for c in shown]), key="promo_chart")
-st.caption("Weighted components (§6.4): 0.24 frequency + 0.30 relevance + 0.15 diversity + "
-           "0.15 recency (14-day half-life) + 0.10 consolidation + 0.06 conceptual.")
+
+@st.fragment
+def _candidates_view(cands: list[Any], passed: list[Any], today: date, gate: float) -> None:
+    """The candidates' table and score components. A fragment: the toggle redraws this block,
+    not the page (issue #35: a click within 3x a bare Streamlit rerun)."""
+    show_all = st.toggle("Show gated entries too", value=False, key="promo_show_all")
+    shown = cands if show_all else (passed or cands[:10])
+    table = pd.DataFrame([{
+        "rank": c.rank, "passed": c.passed, "score": round(c.score, 3),
+        "where": f"{c.path}#L{c.start_line}-L{c.end_line}",
+        "duplicate?": ("" if c.duplicate is None else
+                       f"{'likely' if c.duplicate.likely else 'no'} (jaccard "
+                       f"{c.duplicate.jaccard:.2f}"
+                       + (f", cosine {c.duplicate.cosine:.2f}" if c.duplicate.cosine is not None
+                          else "") + ")"),
+        # the figures the gates test, under their gates' names (the old "unique queries" column
+        # showed distinct queries while minUniqueQueries tests queries/days: "1" passed a gate of 3)
+        "signals (minRecallCount)": c.signals, "recalls": c.recall_count,
+        "daily": c.daily_count, "queries/days (minUniqueQueries)": c.context_diversity,
+        "distinct queries": c.unique_queries,
+        "days": len(c.recall_days),
+        # the diary's own age, and §6.4's recency age (since the last recall: 0 after a replay
+        # ending today, which the old "age (days)" label passed off as the diary's age)
+        "diary date": (d.isoformat() if (d := path_date(c.path)) else "—"),
+        "diary age (days)": (today - d).days if d else None,
+        "since recall (days)": round(c.age_days, 1),
+        "why not": "; ".join(c.reasons),
+        "snippet": " ".join(c.snippet.split())[:140],
+    } for c in shown])
+    st.dataframe(table, hide_index=True, width="stretch", key="promo_table",
+                 column_config={"snippet": st.column_config.TextColumn(width="large"),
+                                # in view at 1440 px: the citation whole, what may repeat
+                                "where": st.column_config.TextColumn(width=220, pinned=True),
+                                "duplicate?": st.column_config.TextColumn(width=230)})
+    st.plotly_chart(charts.stacked_components_figure(
+        [f"{'✓' if c.passed else '·'} {c.path}#L{c.start_line}-L{c.end_line}"
+         + "\u200b" * i for i, c in enumerate(shown)],
+        [c.components for c in shown], [not c.passed for c in shown], gate,
+        [charts.wrap(c.snippet, 70, 4) for c in shown]), key="promo_chart")
+    st.caption("Weighted components (§6.4): 0.24 frequency + 0.30 relevance + 0.15 diversity + "
+               "0.15 recency (14-day half-life) + 0.10 consolidation + 0.06 conceptual.")
+
+
+_candidates_view(cands, passed, now.date() if now is not None else datetime.now(UTC).date(),
+                 float(min_score))
 
 # ----------------------------------------------------------------------------- apply / undo
 

@@ -14,21 +14,20 @@ key = state.current_key()
 st.title("Real queries")
 state.index_caption(key)
 home = state.current_home(key)
+idx = state.ensure_indexed(key)
 if home is not None:
     files = oc.transcripts_of_home(home.sessions_dir, home.agent)
     st.caption(f"Agent `{home.agent}` of `{home.root}` · {len(files)} transcripts in "
                f"`{home.sessions_dir}`")
 else:
-    idx0 = state.open_index(key)
-    files = oc.transcripts_of_workspace(idx0.workspace)
-    st.caption(f"Transcripts of `{idx0.workspace / 'sessions'}` · {len(files)} files "
+    files = oc.transcripts_of_workspace(idx.workspace)
+    st.caption(f"Transcripts of `{idx.workspace / 'sessions'}` · {len(files)} files "
                "(open an OpenClaw home in the sidebar for an agent's own)")
 queries = state.mined_queries(key, files)
 if not queries:
     st.info("No memory_search call in these transcripts.")
     st.stop()
 
-idx = state.ensure_indexed(key)
 settings = state.tuned_settings(key)
 k = int(settings.max_results)
 with st.spinner(f"Running {len(queries)} real queries again…"):
@@ -58,17 +57,26 @@ rows = [{"when": (cm.query.to_dict()["at"] or "")[:16].replace("T", " "),
         for cm in comps]
 st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="rq_table")
 
-labels = [f"{i + 1}. {cm.query.query}" for i, cm in enumerate(comps)]
-pick = st.selectbox("Query", range(len(comps)), format_func=labels.__getitem__, key="rq_pick")
-chosen = comps[pick]
-left, right = st.columns(2)
-for col, title, results in ((left, "Then (what the agent got)", chosen.query.results_then or []),
-                            (right, "Now (tuned settings)", chosen.now)):
-    with col:
-        st.subheader(title)
-        if not results:
-            st.caption("No result.")
-        for r in results:
-            st.markdown(f"**{r['score']:.3f}** `{r['path']}#L{r['startLine']}-L{r['endLine']}`")
-            # plain text: a diary's "# 2026-11-20" is a line of memory, not a page heading
-            st.text(r["snippet"][:300])
+
+@st.fragment
+def _then_and_now(comps: list[oc.QueryComparison]) -> None:
+    """One query's results then and now. A fragment: picking a query redraws this block, not
+    the page (issue #35: a click within 3x a bare Streamlit rerun)."""
+    labels = [f"{i + 1}. {cm.query.query}" for i, cm in enumerate(comps)]
+    pick = st.selectbox("Query", range(len(comps)), format_func=labels.__getitem__,
+                        key="rq_pick")
+    chosen = comps[pick]
+    left, right = st.columns(2)
+    for col, title, results in ((left, "Then (what the agent got)",
+                                 chosen.query.results_then or []),
+                                (right, "Now (tuned settings)", chosen.now)):
+        with col:
+            st.subheader(title)
+            # one element a side, not two a hit (a pick redraws them all); each snippet in a
+            # plain-text block: a diary's "# 2026-11-20" is a line of memory, not a heading
+            st.markdown("\n\n".join(
+                f"**{r['score']:.3f}** `{r['path']}#L{r['startLine']}-L{r['endLine']}`\n"
+                f"~~~~text\n{r['snippet'][:300]}\n~~~~" for r in results) or "No result.")
+
+
+_then_and_now(comps)

@@ -58,8 +58,10 @@ def test_real_queries_page_then_and_now(monkeypatch: pytest.MonkeyPatch,
     # a query that got nothing then has no overlap: a dash, not the literal "None"
     assert "None" not in [str(v) for v in table["overlap"]]
     assert table["overlap"][2] == "—"
-    # snippets are memory text, not Markdown: the diary's "# 2026-11-20" is no heading
-    assert any(t.value.startswith("# 2026-11-20") for t in at.text), [t.value for t in at.text]
+    # snippets are memory text, not Markdown: the diary's "# 2026-11-20" is no heading (a
+    # plain-text block of the side's one Markdown element)
+    assert any("~~~~text\n# 2026-11-20" in m.value for m in at.markdown), [
+        m.value for m in at.markdown]
     assert not any(h.value.startswith("2026-11-20") for h in at.markdown)
 
 

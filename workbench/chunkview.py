@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import html
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -14,6 +12,8 @@ import pandas as pd
 from memory_core import MemoryIndex
 from memory_core.base.text import estimate_tokens
 from memory_core.storage.store import ChunkRow
+
+from . import Lru
 
 
 @dataclass
@@ -29,10 +29,8 @@ class SourceLines:
     numbers: list[int]
 
 
-_matches_lock = threading.Lock()
-_matches: OrderedDict[tuple[str, int, str], dict[str, tuple[str, int, int]]] = OrderedDict()
 #: Text filters remembered per server process (paging or picking a file must not rescan).
-KEEP_FILTERS = 16
+_matches = Lru(16)
 
 
 def text_matches(idx: MemoryIndex, needle: str,
@@ -41,18 +39,8 @@ def text_matches(idx: MemoryIndex, needle: str,
     """``path → (source, chunks, matching chunks)`` of the files whose chunks contain
     ``needle`` (:meth:`MemoryIndex.text_matches`: a scan of every chunk, seconds at a million),
     once per needle and index generation: the filter's pages and files reuse it."""
-    ck = (str(idx.store_path), idx.generation, needle.casefold())
-    with _matches_lock:
-        hit = _matches.get(ck)
-        if hit is not None:
-            _matches.move_to_end(ck)
-            return hit
-    got = idx.text_matches(needle, progress)
-    with _matches_lock:
-        _matches[ck] = got
-        while len(_matches) > KEEP_FILTERS:
-            _matches.popitem(last=False)
-    return got
+    return _matches.get_or((str(idx.store_path), idx.generation, needle.casefold()),
+                           lambda: idx.text_matches(needle, progress))
 
 
 def source_lines(idx: MemoryIndex, path: str) -> SourceLines:

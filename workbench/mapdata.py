@@ -8,8 +8,6 @@ row *i* of the matrix, of the coordinates and of :attr:`MapPoints.info` is the s
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +20,7 @@ from memory_core import MemoryIndex
 from memory_core import evaluation as ev
 from memory_core.evaluation import EvalQuery
 
-from . import charts
+from . import Lru, charts
 from .maplayers import chunk_kind, supersession_groups
 from .projection import chunk_date, fingerprint
 
@@ -119,10 +117,8 @@ def load_points(idx: MemoryIndex, max_points: int = MAX_POINTS,
                      lookup=idx.embeddings_of if sampled else None)
 
 
-_points_lock = threading.Lock()
-_points: OrderedDict[tuple[str, int, int], MapPoints] = OrderedDict()
 #: Maps kept per server process (one per open index and generation; 20k points are ~40 MB).
-KEEP_MAPS = 2
+_points = Lru(2)
 
 
 def cached_points(idx: MemoryIndex, max_points: int = MAX_POINTS,
@@ -131,18 +127,8 @@ def cached_points(idx: MemoryIndex, max_points: int = MAX_POINTS,
     map (a colour, a slider, a click) reused to re-read 20k rows (and, before the sample was
     read on its own, every embedding: 7.5 s at 133k chunks). The page copies ``info`` before
     adding columns to it: the points are shared by every session."""
-    ck = (str(idx.store_path), idx.generation, max_points)
-    with _points_lock:
-        hit = _points.get(ck)
-        if hit is not None:
-            _points.move_to_end(ck)
-            return hit
-    pts = load_points(idx, max_points, progress)
-    with _points_lock:
-        _points[ck] = pts
-        while len(_points) > KEEP_MAPS:
-            _points.popitem(last=False)
-    return pts
+    return _points.get_or((str(idx.store_path), idx.generation, max_points),
+                          lambda: load_points(idx, max_points, progress))
 
 
 def selected_ids(event: Any, known: Iterable[str]) -> list[str]:

@@ -34,8 +34,9 @@ TABS = ["Results", "A/B compare", "Export settings"]
 #: pane below (not in the grid's data: the greying Styler's cost grows with every column).
 RESULT_COLUMNS: dict[str, Any] = {
     "rank": st.column_config.TextColumn("rank", width=42),
-    "status": st.column_config.TextColumn("status", width=90),
-    "citation": st.column_config.TextColumn("citation", width=180),
+    "status": st.column_config.TextColumn("status", width=110),  # "past maxResults" whole
+    "citation": st.column_config.TextColumn("citation", width=160,
+                                            help="cut from the left: the file and line range"),
     "score": st.column_config.NumberColumn("score", width=54),
     "vectorScore": st.column_config.NumberColumn("vector", width=54,
                                                  help="vectorScore: the cosine"),
@@ -149,6 +150,7 @@ def _results_tab(key: IndexKey, idx: MemoryIndex, query: str, cands: Candidates,
     config = dict(RESULT_COLUMNS)
     if not current.decay_enabled:
         config["decay"] = None  # hidden: always 1 without temporal decay
+    df["citation"] = df["citation"].map(tuning.tail)
     picked = st.dataframe(tuning.grey_removed(df[list(RESULT_COLUMNS)]), hide_index=True,
                           width="stretch", column_config=config, key="search_table",
                           on_select="rerun", selection_mode="single-row")
@@ -235,15 +237,19 @@ def _ab_tab(key: IndexKey, idx: MemoryIndex, query: str, sources: Sequence[str],
         st.markdown("**A — current settings**")
         if not result.hits:
             st.info(f"A returns nothing: {tuning.empty_reason(cands, result)}.")
-        st.dataframe(tuning.hits_frame(result, cut_limit=0)[
-            ["rank", "citation", "score", "via"]], hide_index=True, width="stretch",
-            key="ab_table_a")
+        frame_a = tuning.hits_frame(result, cut_limit=0)
+        frame_a["citation"] = frame_a["citation"].map(tuning.tail)
+        st.dataframe(frame_a[["rank", "citation", "score", "via"]], hide_index=True,
+                     width="stretch", key="ab_table_a", column_config=RESULT_COLUMNS)
     with cb:
         st.markdown(f"**B — {labels[choice][4:]}**")
         if not result_b.hits:
             st.info(f"B returns nothing: {tuning.empty_reason(b_cands, result_b)}.")
-        st.dataframe(tuning.blank_ranks(mv.rows, ["rank B", "rank A"]), hide_index=True,
-                     width="stretch", key="ab_table_b")
+        st.dataframe(tuning.blank_ranks(mv.rows, ["rank B", "rank A"]).assign(
+            citation=mv.rows["citation"].map(tuning.tail)), hide_index=True,
+            width="stretch", key="ab_table_b", column_config={
+                **RESULT_COLUMNS, **{c: st.column_config.Column(width=w) for c, w in (
+                    ("rank B", 56), ("rank A", 56), ("movement", 76))}})
     diff = tuning.settings_diff(current, b_settings)
     if diff:
         st.caption("Settings that differ (A vs B): " + ", ".join(

@@ -28,7 +28,6 @@ import hashlib
 import json
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +42,7 @@ from memory_core.base.locations import REPO_ROOT, cache_root, datasets_dir
 from memory_core.openclaw import OpenClawHome, open_home
 from memory_core.write.sync import SyncReport
 
+from . import Lru
 from .tuning import TUNABLE, apply_values
 
 if TYPE_CHECKING:
@@ -235,13 +235,11 @@ def current_home(key: IndexKey | None = None) -> OpenClawHome | None:
     key = key or current_key()
     if not key.home:
         return None
-    home_key = key
     # parsed once per state of openclaw.json (JSON5, ~40 ms a parse: every rerun of every page
     # on a home paid it)
     stamp = file_stamp(Path(key.home).expanduser() / "openclaw.json")
-    got: OpenClawHome = memo("openclaw-home", home_key, stamp,
-                             lambda: open_home(key.home, key.agent or None))
-    return got
+    return memo("openclaw-home", key, stamp,
+                lambda: open_home(key.home, key.agent or None))
 
 
 def generation(key: IndexKey) -> int:
@@ -254,11 +252,6 @@ def current_key() -> IndexKey:
     ss = st.session_state
     return ss.get("wb_key") or IndexKey(str(Path(default_workspace()).resolve()), "default",
                                         default_provider())
-
-
-def current_index() -> MemoryIndex:
-    """The open index of the workspace chosen in the sidebar."""
-    return open_index(current_key())
 
 
 def workspace_picker() -> IndexKey:
@@ -424,26 +417,14 @@ def get_candidates(key: IndexKey, query: str, settings: SearchSettings,
     (:meth:`SearchSettings.fetch_key`). Fusion settings are not in it: changing them only
     re-fuses.
     """
-    cache: OrderedDict[tuple[Any, ...], Candidates] = st.session_state.setdefault(
-        "wb_candidates", OrderedDict())
+    cache: Lru = st.session_state.setdefault("wb_candidates", Lru(_CANDIDATE_CACHE_SIZE))
     ck = (key, generation(key), query.strip(), tuple(sorted(sources or ())),
           settings.fetch_key())
-    hit = cache.get(ck)
-    if hit is not None:
-        cache.move_to_end(ck)
-        return hit
-    idx = ensure_indexed(key)
-    cands = idx.candidates(query, sources=list(sources) if sources else None, settings=settings,
-                           auto_sync=False)
-    cache[ck] = cands
-    while len(cache) > _CANDIDATE_CACHE_SIZE:
-        cache.popitem(last=False)
-    return cands
+    return cache.get_or(ck, lambda: ensure_indexed(key).candidates(
+        query, sources=list(sources) if sources else None, settings=settings, auto_sync=False))
 
 
-_memo_lock = threading.Lock()
-_memo: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
-_MEMO_SIZE = 64
+_memo = Lru(64)
 
 
 def memo(kind: str, key: IndexKey, parts: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
@@ -455,17 +436,7 @@ def memo(kind: str, key: IndexKey, parts: tuple[Any, ...], compute: Callable[[],
     result depends on besides the index (settings as their ``repr``). Shared by all sessions,
     like the open index it is computed from.
     """
-    ck = (kind, key, generation(key), parts)
-    with _memo_lock:
-        if ck in _memo:
-            _memo.move_to_end(ck)
-            return _memo[ck]
-    value = compute()
-    with _memo_lock:
-        _memo[ck] = value
-        while len(_memo) > _MEMO_SIZE:
-            _memo.popitem(last=False)
-    return value
+    return _memo.get_or((kind, key, generation(key), parts), compute)
 
 
 def file_stamp(*paths: Path) -> tuple[tuple[int, int], ...]:

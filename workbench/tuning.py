@@ -156,6 +156,12 @@ def hits_frame(result: FusionResult, *, cut_limit: int | None = 20) -> pd.DataFr
     return df
 
 
+def tail(text: str, width: int = 22) -> str:
+    """``text`` cut from the left to ``width`` characters, "…" first: a narrow column of
+    citations at 1440 px shows each one's file name and line range (issue #35)."""
+    return text if len(text) <= width else "…" + text[1 - width:]
+
+
 def grey_removed(df: pd.DataFrame) -> Any:
     """A pandas Styler that greys the rows of hits the gate or the cut removed."""
 
