@@ -7,6 +7,10 @@ so that a rerun with the same results rewrites the same bytes. CI runs them thro
     .venv/bin/python scripts/run_notebooks.py [notebooks/01-guided-tour.ipynb …] [--check]
 
 ``--check`` executes without writing and fails when a cell raises.
+
+A cell tagged ``licensed-data`` shows text of an evaluation set that lives beside the project
+(``../shared/datasets``: LoCoMo is CC BY-NC, licensed for evaluation, not for redistribution
+inside the product). Its outputs are not stored; a note says how to see them.
 """
 
 from __future__ import annotations
@@ -20,6 +24,17 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
+LICENSED = "licensed-data"
+NOT_STORED = ("(output not stored: it quotes an evaluation set licensed for evaluation only; "
+              "run the notebook with ../shared beside the project to see it)\n")
+
+
+def scrub(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """``nb`` with the outputs of its ``licensed-data`` cells replaced by a note."""
+    for cell in nb.cells:
+        if cell.cell_type == "code" and LICENSED in cell.metadata.get("tags", []):
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=NOT_STORED)]
+    return nb
 
 
 def execute(path: Path, timeout: int = 1800) -> nbformat.NotebookNode:
@@ -38,7 +53,7 @@ def execute(path: Path, timeout: int = 1800) -> nbformat.NotebookNode:
                     out["execution_count"] = count
     for k in ("widgets",):
         nb.metadata.pop(k, None)
-    return nb
+    return scrub(nb)
 
 
 def main() -> int:
