@@ -123,7 +123,6 @@ def _query_texts(args: argparse.Namespace) -> dict[str, str]:
     """The query texts for TREC runs (which carry only ids): ``--queries`` (a set's name or
     file), else a ``queries.jsonl`` beside the qrels (the labels folder's layout)."""
     from ..evaluation.datasets import load_query_set
-    from ..evaluation.trec import read_topics
 
     src = args.queries
     if not src:
@@ -134,7 +133,10 @@ def _query_texts(args: argparse.Namespace) -> dict[str, str]:
     try:
         path = Path(src).expanduser()
         if path.is_file() and path.suffix == ".jsonl":  # ours, BEIR's, the labels folder's
-            return read_topics(path)
+            rows = [json.loads(ln) for ln in path.read_text(encoding="utf-8").splitlines()
+                    if ln.strip()]
+            return {str(r.get("qid", r.get("_id", r.get("id")))): str(r.get("query",
+                    r.get("text", ""))) for r in rows if isinstance(r, dict)}
         return {q.qid: q.query for q in load_query_set(src).queries}
     except Exception:  # texts are a courtesy: the comparison stands without them
         return {}
