@@ -246,7 +246,7 @@ def cross_validate(collected: Sequence[CollectedQuery], base: SearchSettings,
                                        baselines, ablate)
     res = joint.sets[query_set]
     for f, part in zip(res.folds, held[query_set], strict=True):
-        f["objective"] = _mean_objective(part, names) if part else 0.0
+        f["objective"] = _mean_objective(part, names)
     res.ablation = [{k2: v for k2, v in a.items() if k2 != "per_set"} for a in joint.ablation]
     return res
 
