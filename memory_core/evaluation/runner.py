@@ -61,29 +61,6 @@ def leg_configs(settings: SearchSettings, prefix: str = "") -> list[EvalConfig]:
             EvalConfig(f"{prefix}keyword leg ({kq})", settings, "keyword")]
 
 
-def _as_configs(settings: SearchSettings | Sequence[Any] | Mapping[str, SearchSettings] | None,
-                index: MemoryIndex | None) -> list[EvalConfig]:
-    if settings is None:
-        if index is None:
-            raise ValueError("no settings and no index to take them from")
-        return [EvalConfig(index.config.profile, index.settings())]
-    if isinstance(settings, SearchSettings):
-        return [EvalConfig(_label_for(settings, index), settings)]
-    if isinstance(settings, EvalConfig):
-        return [settings]
-    if isinstance(settings, Mapping):
-        return [EvalConfig(str(k), v) for k, v in settings.items()]
-    out = []
-    for i, s in enumerate(settings, 1):
-        if isinstance(s, EvalConfig):
-            out.append(s)
-        elif isinstance(s, tuple):
-            out.append(EvalConfig(str(s[0]), s[1]))
-        else:
-            out.append(EvalConfig(f"config-{i}", s))
-    return out
-
-
 def _label_for(settings: SearchSettings, index: MemoryIndex | None) -> str:
     """The profile whose settings these are, else the index's profile, else "config"."""
     for name in PROFILES:
@@ -450,10 +427,28 @@ def run_eval(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
 def eval_configs(settings: SearchSettings | Sequence[Any] | Mapping[str, SearchSettings] | None,
                  index: MemoryIndex | None = None, *, profile: str | None = None,
                  provider: str | None = None, legs: bool = False) -> list[EvalConfig]:
-    """The configurations :func:`run_eval` measures for these arguments (legs last)."""
-    if settings is None and index is None:
-        settings = {profile or "default": profile_settings(profile or "default", provider)}
-    configs = _as_configs(settings, index)
+    """The configurations :func:`run_eval` measures for these arguments (legs last): one
+    :class:`SearchSettings` or :class:`EvalConfig`, a ``{label: settings}`` mapping, or a list
+    of configurations, ``(label, settings)`` pairs or settings; without any, the index's
+    settings, else ``profile``'s."""
+    if settings is None:
+        settings = ([EvalConfig(index.config.profile, index.settings())] if index is not None
+                    else {profile or "default": profile_settings(profile or "default", provider)})
+    if isinstance(settings, SearchSettings):
+        configs = [EvalConfig(_label_for(settings, index), settings)]
+    elif isinstance(settings, EvalConfig):
+        configs = [settings]
+    elif isinstance(settings, Mapping):
+        configs = [EvalConfig(str(k), v) for k, v in settings.items()]
+    else:
+        configs = []
+        for i, s in enumerate(settings, 1):
+            if isinstance(s, EvalConfig):
+                configs.append(s)
+            elif isinstance(s, tuple):
+                configs.append(EvalConfig(str(s[0]), s[1]))
+            else:
+                configs.append(EvalConfig(f"config-{i}", s))
     if legs:
         configs += leg_configs(configs[0].settings)
     return configs
