@@ -296,14 +296,18 @@ def _load_beir(folder: Path, name: str) -> QuerySet:
     if not (folder / "corpus.jsonl").is_file():
         raise DatasetMissing(f"BEIR data not found at {folder} (the evaluation data lives "
                              "beside the project, in ../shared/datasets)")
-    from .trec import read_qrels  # trec reads this module's Evidence
-
-    relevant = {q: [{"path": beir_path(d)} for d, grade in docs.items() if grade > 0]
-                for q, docs in read_qrels(folder / "qrels" / "test.tsv").items()}
+    qrels: dict[str, list[str]] = {}
+    with (folder / "qrels" / "test.tsv").open(encoding="utf-8") as f:
+        for n, line in enumerate(f):
+            parts = line.rstrip("\n").split("\t")
+            if (n == 0 and parts[0] == "query-id") or len(parts) < 3:
+                continue
+            if float(parts[2]) > 0:
+                qrels.setdefault(parts[0], []).append(parts[1])
     ws = beir_workspace(folder, name)
     records = [{"qid": str(rec["_id"]), "query": rec.get("text", ""), "category": "all",
-                "relevant": relevant[str(rec["_id"])]}
-               for rec in _read_jsonl(folder / "queries.jsonl") if relevant.get(str(rec["_id"]))]
+                "relevant": [{"path": beir_path(d)} for d in qrels[str(rec["_id"])]]}
+               for rec in _read_jsonl(folder / "queries.jsonl") if str(rec["_id"]) in qrels]
     skipped: dict[str, int] = {}
     queries = _parse_queries(records, lambda rec: "", skipped)
     doc_ids = {beir_path(str(rec["_id"])): str(rec["_id"])
