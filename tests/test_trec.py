@@ -15,7 +15,7 @@ import pytest
 from memory_core.cli import main
 from memory_core.evaluation import Evidence, datasets_dir, load_query_set
 from memory_core.evaluation.run_compare import compare_per_query, compare_runs
-from memory_core.evaluation.run_metrics import mean_metrics, score_run
+from memory_core.evaluation.run_metrics import RUN_METRICS, score_run
 from memory_core.evaluation.significance import bootstrap_ci, randomization_p
 from memory_core.evaluation.trec import (
     FormatError,
@@ -27,6 +27,13 @@ from memory_core.evaluation.trec import (
     read_topics,
     write_run,
 )
+
+
+def mean_metrics(per_query: dict[str, dict[str, float]]) -> dict[str, float]:
+    """The average of each run metric over the queries (what ranx reports)."""
+    n = len(per_query)
+    return {m: (sum(float(v[m]) for v in per_query.values()) / n if n else 0.0)
+            for m in RUN_METRICS}
 
 FIX = Path(__file__).resolve().parent / "trec_fixture"
 L = math.log2

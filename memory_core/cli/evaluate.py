@@ -204,21 +204,16 @@ def _eval_qmd(args: argparse.Namespace, qs: Any) -> int:
                        "builtin engine, not to --backend qmd")
     rep = run_qmd_eval(qs, mode=args.qmd_mode, progress=progress_bar(not args.no_progress),
                        limit=args.limit)
-    out = {"reports": [rep.to_dict()]}
-    text = rep.to_markdown()
-    _emit(args, out, text)
+    _emit(args, {"reports": [rep.to_dict()]}, rep.to_markdown())
     return 0
 
 
-def _cv_grid(args: argparse.Namespace) -> dict[str, list[Any]]:
-    grid: dict[str, list[Any]] = dict(_pairs(args.grid, many=True))
-    if args.vector_weights:
-        grid["vector_weight"] = args.vector_weights
-    if args.min_scores:
-        grid["min_score"] = args.min_scores
-    if args.multipliers:
-        grid["candidate_multiplier"] = args.multipliers
-    return grid
+def _flag_axes(args: argparse.Namespace) -> dict[str, list[Any]]:
+    """The grid axes given by their own flags (``--vector-weights``, ``--min-scores``,
+    ``--multipliers``), for ``--cv`` and ``--sweep``."""
+    axes = {"vector_weight": args.vector_weights, "min_score": args.min_scores,
+            "candidate_multiplier": args.multipliers}
+    return {k: v for k, v in axes.items() if v}
 
 
 def _runner(args: argparse.Namespace) -> Any:
@@ -242,23 +237,18 @@ def _eval_cv(args: argparse.Namespace, qs: Any, base: SearchSettings, target: st
     """
     from ..evaluation.cv import DEFAULT_CV_GRID, run_cv, run_cv_sets
 
-    grid = _cv_grid(args) or DEFAULT_CV_GRID
-    try:
-        if isinstance(qs, list):
-            res: Any = run_cv_sets(qs, base, grid, progress, objective=args.objective,
-                                   k=args.folds, profile=profile, provider=args.provider,
-                                   limit=args.limit, chunk_tokens=args.chunk_tokens,
-                                   cache=not args.no_cache)
-        else:
-            res = run_cv(target, qs, base, grid, progress, objective=args.objective,
-                         k=args.folds, profile=profile, provider=args.provider,
-                         limit=args.limit, chunk_tokens=args.chunk_tokens,
-                         cache=not args.no_cache)
-    except ValueError as e:
-        raise CliError(str(e)) from e
-    out = {"cv": res.to_dict()}
-    text = res.to_markdown()
-    _emit(args, out, text)
+    grid = {**_pairs(args.grid, many=True), **_flag_axes(args)} or DEFAULT_CV_GRID
+    # a bad --objective is a ValueError: main prints it as one line, exit 2
+    if isinstance(qs, list):
+        res: Any = run_cv_sets(qs, base, grid, progress, objective=args.objective,
+                               k=args.folds, profile=profile, provider=args.provider,
+                               limit=args.limit, chunk_tokens=args.chunk_tokens,
+                               cache=not args.no_cache)
+    else:
+        res = run_cv(target, qs, base, grid, progress, objective=args.objective, k=args.folds,
+                     profile=profile, provider=args.provider, limit=args.limit,
+                     chunk_tokens=args.chunk_tokens, cache=not args.no_cache)
+    _emit(args, {"cv": res.to_dict()}, res.to_markdown())
     return 0
 
 
@@ -343,14 +333,10 @@ def _eval_sweep(args: argparse.Namespace, qs: Any, target: str | None, profile: 
     combination; its JSON and its Markdown."""
     from ..evaluation import DEFAULT_GRID, sweep, sweep_markdown
 
-    grid: dict[str, list[Any]] = {}
     extra = _pairs(args.grid, many=True)
-    if args.vector_weights or not extra:
-        grid["vector_weight"] = args.vector_weights or DEFAULT_GRID["vector_weight"]
-    if args.min_scores or not extra:
-        grid["min_score"] = args.min_scores or DEFAULT_GRID["min_score"]
-    if args.multipliers:
-        grid["candidate_multiplier"] = args.multipliers
+    # without --grid, the default axes (vector weight × minScore), each replaced by its flag
+    grid = {} if extra else {k: DEFAULT_GRID[k] for k in ("vector_weight", "min_score")}
+    grid.update(_flag_axes(args))
     if args.fusions:
         grid["fusion"] = [f.strip() for f in args.fusions.split(",") if f.strip()]
     grid.update(extra)

@@ -55,6 +55,7 @@ def cmd_queries(args: argparse.Namespace) -> int:
 def _rerun(args: argparse.Namespace, queries: list[Any]) -> int:
     """``--rerun``: each call run again on the index; then vs now, label-free metrics."""
     from ..openclaw import compare, metrics
+    from ..openclaw.realq import percent as pct
 
     with open_index(args) as idx:
         s = idx.settings()
@@ -67,10 +68,6 @@ def _rerun(args: argparse.Namespace, queries: list[Any]) -> int:
         ov = "—" if c.overlap is None else f"{c.overlap:.2f}"
         print(f"then {len(c.query.results_then or [])} · now {len(c.now)} · overlap {ov}  "
               f"{c.query.query}")
-
-    def pct(x: float | None) -> str:
-        return "—" if x is None else f"{x:.0%}"
-
     print(f"{m.queries} queries: zero-result rate then {pct(m.zero_rate_then)}, now "
           f"{pct(m.zero_rate_now)}; overlap@{m.k} {pct(m.overlap_at_k)}; score spread "
           + ("—" if m.score_spread is None else f"{m.score_spread:.3f}"))

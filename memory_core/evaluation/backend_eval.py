@@ -28,7 +28,7 @@ from ..index import MemoryIndex
 from .datasets import QuerySet, load_query_set
 from .metrics import DEPTH, aggregate, score_ranking
 from .report import EvalReport, RunResult
-from .runner import open_eval_index
+from .runner import open_eval_index, queries_by_workspace
 
 Progress = Callable[[str, int, int], None]
 
@@ -64,9 +64,7 @@ def run_qmd_eval(query_set: QuerySet | str, *, mode: str = "search",
     qs = load_query_set(query_set) if isinstance(query_set, str) else query_set
     qs = qs.limited(limit)
     prog = progress or (lambda stage, done, total: None)
-    by_ws: dict[str, list[Any]] = {}
-    for q in qs.queries:
-        by_ws.setdefault(q.workspace, []).append(q)
+    by_ws = queries_by_workspace(qs)
     rows_ref: list[dict[str, Any]] = []
     rows_10: list[dict[str, Any]] = []
     info: dict[str, Any] = {"indexes": {}, "failures": 0, "over_4000ms": 0, "errors": []}

@@ -167,16 +167,8 @@ def reliability(p: Sequence[float], y: Sequence[float], bins: int = 10
 def ece(p: Sequence[float], y: Sequence[float], bins: int = 10) -> float:
     """Expected calibration error: over ``bins`` equal-width bins of the predicted
     probability, the share of hits in the bin times |mean prediction − share relevant|."""
-    pa, ya = np.asarray(p, dtype=float), np.asarray(y, dtype=float)
-    if not len(pa):
-        return 0.0
-    idx = np.minimum((pa * bins).astype(int), bins - 1)
-    total = 0.0
-    for b in range(bins):
-        m = idx == b
-        if m.any():
-            total += m.sum() / len(pa) * abs(pa[m].mean() - ya[m].mean())
-    return float(total)
+    return float(sum(n / len(p) * abs(mean_p - share)
+                     for _, n, mean_p, share in reliability(p, y, bins)))
 
 
 @dataclass

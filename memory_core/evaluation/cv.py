@@ -20,8 +20,6 @@ Fusion is pure, so the grid is fused from candidates fetched once per query (see
 from __future__ import annotations
 
 import hashlib
-import itertools
-import json
 import os
 import statistics
 from collections.abc import Mapping, Sequence
@@ -32,7 +30,15 @@ from ..base.config import SearchSettings
 from ..index import MemoryIndex
 from .datasets import QuerySet, load_query_set
 from .metrics import aggregate
-from .runner import CollectedQuery, EvalConfig, Progress, collect, evaluate_rows, leg_configs
+from .runner import (
+    CollectedQuery,
+    EvalConfig,
+    Progress,
+    collect,
+    evaluate_rows,
+    grid_configs,
+    leg_configs,
+)
 
 #: What ``memory-core eval --cv`` tunes when no ``--grid`` is given: every constant of the
 #: default profile's fusion.
@@ -96,20 +102,6 @@ def _objective(row: Mapping[str, Any], names: Sequence[str]) -> float:
     return sum(_value(row, n) for n in names)
 
 
-def grid_configs(base: SearchSettings, grid: Mapping[str, Sequence[Any]]
-                 ) -> list[tuple[dict[str, Any], EvalConfig]]:
-    """Every combination of ``grid`` applied to ``base`` (a vector weight sets both weights)."""
-    names = list(grid)
-    out = []
-    for vals in itertools.product(*(grid[n] for n in names)):
-        combo = dict(zip(names, vals, strict=True))
-        s = replace(base, **combo)
-        if "vector_weight" in combo and "text_weight" not in combo:
-            s = replace(s, text_weight=round(1.0 - float(combo["vector_weight"]), 6))
-        out.append((combo, EvalConfig(json.dumps(combo, sort_keys=True), s)))
-    return out
-
-
 def _distance(combo: Mapping[str, Any], base: SearchSettings) -> float:
     """How far a combination is from the base settings (ties in training go to the nearest)."""
     d = 0.0
@@ -151,9 +143,7 @@ class CVResult:
         obj = "+".join(self.objective)
         lines = [f"### Cross-validation of {self.query_set}", "",
                  f"{self.n_queries} queries, {len(self.folds)} folds; constants chosen on the "
-                 f"training folds by {obj}, grid " + ", ".join(
-                     f"{k} ∈ {{{', '.join(str(v) for v in vs)}}}" for k, vs in self.grid.items())
-                 + ".", "",
+                 f"training folds by {obj}, grid {_grid_text(self.grid)}.", "",
                  "| fold | n | chosen on the other folds | held-out S@5 | R@5 | MRR@10 | "
                  "nDCG@10 |", "| --- | --- | --- | --- | --- | --- | --- |"]
         for f in self.folds:
@@ -192,6 +182,11 @@ def _by_category_text(by_category: Mapping[str, Mapping[str, float]]) -> str:
                      for c, v in by_category.items()) + "."
 
 
+def _grid_text(grid: Mapping[str, Sequence[Any]]) -> str:
+    """``vector_weight ∈ {0.3, 0.5}, date_hint ∈ {0.0, 0.2}``: the grid, for the report."""
+    return ", ".join(f"{k} ∈ {{{', '.join(str(v) for v in vs)}}}" for k, vs in grid.items())
+
+
 def _combo_text(combo: Mapping[str, Any]) -> str:
     return ", ".join(f"{k} {v}" for k, v in combo.items()) or "(fixed)"
 
@@ -228,136 +223,32 @@ class _Table:
         return self.rows[cfg.label]
 
 
-def _select(table: _Table, configs: Sequence[tuple[dict[str, Any], EvalConfig]],
-            train: Sequence[int], names: Sequence[str], base: SearchSettings
-            ) -> tuple[dict[str, Any], EvalConfig]:
-    """The configuration with the best mean objective on ``train`` (ties: nearest the base)."""
-    best: tuple[float, float] | None = None
-    pick = configs[0]
-    for combo, cfg in configs:
-        rows = table.rows_of(cfg)
-        score = sum(_objective(rows[i], names) for i in train) / max(1, len(train))
-        key = (round(score, 9), -_distance(combo, base))
-        if best is None or key > best:
-            best, pick = key, (combo, cfg)
-    return pick
-
-
-def _run_cv(table: _Table, configs: Sequence[tuple[dict[str, Any], EvalConfig]],
-            folds: Sequence[Fold], main: Sequence[int], names: Sequence[str],
-            base: SearchSettings) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Per fold: the chosen combination and its held-out rows."""
-    main_set = set(main)
-    out = []
-    pooled: list[dict[str, Any]] = []
-    for f in folds:
-        test = [i for i in f.test if i in main_set]
-        tset = set(f.test)
-        train = [i for i in main if i not in tset]
-        combo, cfg = _select(table, configs, train, names, base)
-        rows = table.rows_of(cfg)
-        held = [rows[i] for i in test]
-        pooled += held
-        out.append({"fold": f.name, "n": len(test), "chosen": combo,
-                     "held_out": _figures(held) if held else dict.fromkeys(SHOWN, 0.0),
-                     "objective": (sum(_objective(r, names) for r in held) / len(held)
-                                   if held else 0.0)})
-    return out, pooled
+def _mean_objective(rows: Sequence[Mapping[str, Any]], names: Sequence[str]) -> float:
+    return sum(_objective(r, names) for r in rows) / max(1, len(rows))
 
 
 def cross_validate(collected: Sequence[CollectedQuery], base: SearchSettings,
                    grid: Mapping[str, Sequence[Any]] | None = None, *,
-                   objective: str = "success@5+recall@5", folds: Sequence[Fold] | None = None,
-                   k: int = 5, baselines: Mapping[str, EvalConfig | SearchSettings] | None = None,
+                   objective: str = "success@5+recall@5", k: int = 5,
+                   baselines: Mapping[str, EvalConfig | SearchSettings] | None = None,
                    ablate: bool = True, query_set: str = "") -> CVResult:
     """Tune ``grid`` (over ``base``) on the training folds, report the held-out folds.
 
     ``baselines`` are fixed configurations (a profile as shipped, a leg alone) scored on the
     same folds, for comparison. With ``ablate``, each constant of the grid with more than one
     value is pinned to its :data:`NEUTRAL` value (or the grid's first value) and the whole
-    procedure rerun: ``delta`` is what tuning that constant buys on held-out queries.
+    procedure rerun: ``delta`` is what tuning that constant buys on held-out queries. The
+    joint cross-validation (:func:`cross_validate_sets`) of this one set: each fold's figures
+    also carry its held-out ``objective``.
     """
     names = parse_objective(objective)
-    grid = {k2: list(v) for k2, v in (grid or DEFAULT_CV_GRID).items()}
-    if folds is None:  # apart queries are never scored: leave them out of every fusion
-        collected = [c for c in collected if not c.query.apart]
-    folds = list(folds) if folds is not None else make_folds(collected, k)
-    main = [i for i, c in enumerate(collected) if not c.query.apart]
-    table = _Table(collected)
-    configs = grid_configs(base, grid)
-    per_fold, pooled_rows = _run_cv(table, configs, folds, main, names, base)
-    pooled = _figures(pooled_rows) if pooled_rows else dict.fromkeys(SHOWN, 0.0)
-    spread = _spread([f["held_out"] for f in per_fold])
-    combo_all, cfg_all = _select(table, configs, main, names, base)
-    in_sample = _figures([table.rows_of(cfg_all)[i] for i in main])
-    by_cat = _by_category(pooled_rows) if pooled_rows else {}
-    base_out: dict[str, dict[str, Any]] = {}
-    main_set = set(main)
-    for label, b in (baselines or {}).items():
-        cfg = b if isinstance(b, EvalConfig) else EvalConfig(label, b)
-        cfg = replace(cfg, label=f"baseline:{label}")
-        rows = table.rows_of(cfg)
-        fold_figs = [_figures([rows[i] for i in f.test if i in main_set]) for f in folds
-                     if any(i in main_set for i in f.test)]
-        base_out[label] = {"pooled": _figures([rows[i] for i in main]),
-                           "spread": _spread(fold_figs), "per_fold": fold_figs}
-    ablation = []
-    if ablate:
-        ref_obj = sum(_objective(r, names) for r in pooled_rows) / max(1, len(pooled_rows))
-        for name, values in grid.items():
-            if len(values) < 2:
-                continue
-            neutral = NEUTRAL.get(name, values[0])
-            pinned_grid = dict(grid)
-            pinned_grid[name] = [neutral]
-            pf, prow = _run_cv(table, grid_configs(base, pinned_grid), folds, main, names, base)
-            p_obj = sum(_objective(r, names) for r in prow) / max(1, len(prow))
-            won = sum(1 for a, b in zip(per_fold, pf, strict=True)
-                      if a["objective"] > b["objective"] + 1e-12)
-            lost = sum(1 for a, b in zip(per_fold, pf, strict=True)
-                       if a["objective"] < b["objective"] - 1e-12)
-            ablation.append({"constant": name, "neutral": neutral, "with": ref_obj,
-                             "pinned": p_obj, "delta": ref_obj - p_obj, "folds_won": won,
-                             "folds_lost": lost,
-                             "keep": ref_obj - p_obj > 1e-9 and won >= lost})
-    return CVResult(query_set, tuple(names), grid, per_fold, pooled, spread, base_out,
-                    combo_all, in_sample, ablation, len(main), by_cat)
-
-
-def _fetch_plan(base: SearchSettings, grid: Mapping[str, Sequence[Any]] | None, legs: bool
-                ) -> tuple[Mapping[str, Sequence[Any]], list[EvalConfig],
-                           dict[str, EvalConfig | SearchSettings]]:
-    """The grid (default :data:`DEFAULT_CV_GRID`), every configuration whose candidates the
-    run fetches (``base`` as configured, each leg alone with ``legs``, the grid's combinations),
-    and the fixed baselines among them."""
-    grid = {k2: list(v) for k2, v in (grid or DEFAULT_CV_GRID).items()}
-    leg_cfgs = leg_configs(base) if legs else []
-    configs = [EvalConfig("as configured", base), *leg_cfgs,
-               *(cfg for _, cfg in grid_configs(base, grid))]
-    baselines: dict[str, EvalConfig | SearchSettings] = {"as configured": base}
-    baselines.update({c.label: c for c in leg_cfgs})
-    return grid, configs, baselines
-
-
-def run_cv(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
-           query_set: QuerySet | str, base: SearchSettings,
-           grid: Mapping[str, Sequence[Any]] | None = None, progress: Progress | None = None,
-           *, objective: str = "success@5+recall@5", k: int = 5, profile: str | None = None,
-           provider: str | None = None, limit: int | None = None,
-           chunk_tokens: int | None = None, cache: bool = True, legs: bool = True,
-           ablate: bool = True) -> CVResult:
-    """Fetch the candidates once (cached on disk), then :func:`cross_validate`.
-
-    Baselines: ``base`` as configured (fixed) and, with ``legs``, each leg alone.
-    """
-    qs = load_query_set(query_set) if isinstance(query_set, str) else query_set
-    qs = qs.limited(limit)
-    grid, configs, baselines = _fetch_plan(base, grid, legs)
-    collected, _ = collect(qs, configs, index_or_workspace=index_or_workspace, profile=profile,
-                           provider=provider, progress=progress, chunk_tokens=chunk_tokens,
-                           cache=cache)
-    return cross_validate(collected, base, grid, objective=objective, k=k, baselines=baselines,
-                          ablate=ablate, query_set=qs.name)
+    joint, held = _cross_validate_sets({query_set: collected}, base, grid, names, k,
+                                       baselines, ablate)
+    res = joint.sets[query_set]
+    for f, part in zip(res.folds, held[query_set], strict=True):
+        f["objective"] = _mean_objective(part, names)
+    res.ablation = [{k2: v for k2, v in a.items() if k2 != "per_set"} for a in joint.ablation]
+    return res
 
 
 # =============================================================================== several sets
@@ -390,9 +281,7 @@ class JointCVResult:
         obj = "+".join(self.objective)
         lines = [f"### Cross-validation of {', '.join(self.sets)} (one profile for all)", "",
                  f"Constants chosen on the training folds of every set at once by the mean "
-                 f"over sets of {obj}; grid " + ", ".join(
-                     f"{k} ∈ {{{', '.join(str(v) for v in vs)}}}" for k, vs in self.grid.items())
-                 + ".", ""]
+                 f"over sets of {obj}; grid {_grid_text(self.grid)}.", ""]
         lines += ["| fold | chosen on the other folds |", "| --- | --- |"]
         lines += [f"| {j + 1} | {_combo_text(c)} |" for j, c in enumerate(self.chosen)]
         lines += ["", f"Chosen on all folds: {_combo_text(self.chosen_all)}.", "",
@@ -458,7 +347,40 @@ def cross_validate_sets(sets: Mapping[str, Sequence[CollectedQuery]], base: Sear
                         ablate: bool = True) -> JointCVResult:
     """:func:`cross_validate` for one profile over several query sets (see
     :class:`JointCVResult`). Only the main queries are scored (apart ones are left out)."""
-    names = parse_objective(objective)
+    return _cross_validate_sets(sets, base, grid, parse_objective(objective), k, baselines,
+                                ablate)[0]
+
+
+def _set_result(name: str, table: _Table, folds: Sequence[Fold], chosen: Sequence[Any],
+                held: Sequence[list[dict[str, Any]]], all_pick: dict[str, Any],
+                all_cfg: EvalConfig, baselines: Mapping[str, EvalConfig | SearchSettings],
+                grid: Mapping[str, Sequence[Any]], names: Sequence[str]) -> CVResult:
+    """One set's held-out figures (per fold and pooled), its baselines and in-sample figures."""
+    per_fold: list[dict[str, Any]] = [
+        {"fold": f.name, "n": len(f.test), "chosen": chosen[j],
+         "held_out": _figures(held[j]) if held[j] else dict.fromkeys(SHOWN, 0.0)}
+        for j, f in enumerate(folds)]
+    pooled_rows = [r for part in held for r in part]
+    base_out: dict[str, dict[str, Any]] = {}
+    for label, b in baselines.items():
+        cfg = b if isinstance(b, EvalConfig) else EvalConfig(label, b)
+        rows = table.rows_of(replace(cfg, label=f"baseline:{label}"))
+        fold_figs = [_figures([rows[i] for i in f.test]) for f in folds if f.test]
+        base_out[label] = {"pooled": _figures(rows), "spread": _spread(fold_figs),
+                           "per_fold": fold_figs}
+    pooled = _figures(pooled_rows) if pooled_rows else dict.fromkeys(SHOWN, 0.0)
+    return CVResult(name, tuple(names), grid, per_fold, pooled,
+                    _spread([f["held_out"] for f in per_fold]), base_out, all_pick,
+                    _figures(table.rows_of(all_cfg)), [], len(table.collected),
+                    _by_category(pooled_rows) if pooled_rows else {})
+
+
+def _cross_validate_sets(sets: Mapping[str, Sequence[CollectedQuery]], base: SearchSettings,
+                         grid: Mapping[str, Sequence[Any]] | None, names: Sequence[str],
+                         k: int, baselines: Mapping[str, EvalConfig | SearchSettings] | None,
+                         ablate: bool
+                         ) -> tuple[JointCVResult, dict[str, list[list[dict[str, Any]]]]]:
+    """:func:`cross_validate_sets`, and each set's held-out rows per fold."""
     grid = {k2: list(v) for k2, v in (grid or DEFAULT_CV_GRID).items()}
     mains = {n: [c for c in col if not c.query.apart] for n, col in sets.items()}
     tables = {n: _Table(col) for n, col in mains.items()}
@@ -468,60 +390,73 @@ def cross_validate_sets(sets: Mapping[str, Sequence[CollectedQuery]], base: Sear
     chosen, held = _joint_run(tables, folds, configs, n_folds, names, base)
     all_pick = _joint_run(tables, {n: [Fold("none", ())] for n in tables}, configs, 1, names,
                           base)[0][0]
-    results: dict[str, CVResult] = {}
-    for name, col in mains.items():
-        table = tables[name]
-        per_fold: list[dict[str, Any]] = [
-            {"fold": f.name, "n": len(f.test), "chosen": chosen[j],
-             "held_out": _figures(held[name][j]) if held[name][j]
-             else dict.fromkeys(SHOWN, 0.0)}
-            for j, f in enumerate(folds[name])]
-        pooled_rows = [r for part in held[name] for r in part]
-        base_out: dict[str, dict[str, Any]] = {}
-        for label, b in (baselines or {}).items():
-            cfg = b if isinstance(b, EvalConfig) else EvalConfig(label, b)
-            rows = table.rows_of(replace(cfg, label=f"baseline:{label}"))
-            fold_figs = [_figures([rows[i] for i in f.test]) for f in folds[name] if f.test]
-            base_out[label] = {"pooled": _figures(rows), "spread": _spread(fold_figs),
-                               "per_fold": fold_figs}
-        all_cfg = next(cfg for combo, cfg in configs if combo == all_pick)
-        results[name] = CVResult(
-            name, tuple(names), grid, per_fold, _figures(pooled_rows),
-            _spread([f["held_out"] for f in per_fold]), base_out, all_pick,
-            _figures(table.rows_of(all_cfg)), [], len(col), _by_category(pooled_rows))
+    all_cfg = next(cfg for combo, cfg in configs if combo == all_pick)
+    results = {name: _set_result(name, tables[name], folds[name], chosen, held[name],
+                                 all_pick, all_cfg, baselines or {}, grid, names)
+               for name in mains}
+    ablation = (_joint_ablation(tables, folds, grid, held, n_folds, names, base)
+                if ablate else [])
+    return JointCVResult(tuple(names), grid, chosen, all_pick, results, ablation), held
+
+
+def _joint_ablation(tables: Mapping[str, _Table], folds: Mapping[str, list[Fold]],
+                    grid: Mapping[str, Sequence[Any]],
+                    held: Mapping[str, list[list[dict[str, Any]]]], n_folds: int,
+                    names: Sequence[str], base: SearchSettings) -> list[dict[str, Any]]:
+    """Each constant of the grid with more than one value pinned to its neutral value and the
+    whole procedure rerun: what tuning it buys, on the mean over sets and per set."""
+
+    def macro(h: Mapping[str, list[list[dict[str, Any]]]], j: int | None = None) -> float:
+        vals = []
+        for parts in h.values():
+            rows = [r for p in parts for r in p] if j is None else (
+                parts[j] if j < len(parts) else [])
+            if rows:
+                vals.append(_mean_objective(rows, names))
+        return sum(vals) / max(1, len(vals))
+
+    def per_set(h: Mapping[str, list[list[dict[str, Any]]]]) -> dict[str, float]:
+        return {n: macro({n: parts}) for n, parts in h.items()}
+
+    ref = macro(held)
+    ref_sets = per_set(held)
     ablation = []
-    if ablate:
-        def macro(h: Mapping[str, list[list[dict[str, Any]]]], j: int | None = None) -> float:
-            vals = []
-            for parts in h.values():
-                rows = [r for p in parts for r in p] if j is None else (
-                    parts[j] if j < len(parts) else [])
-                if rows:
-                    vals.append(sum(_objective(r, names) for r in rows) / len(rows))
-            return sum(vals) / max(1, len(vals))
+    for name, values in grid.items():
+        if len(values) < 2:
+            continue
+        neutral = NEUTRAL.get(name, values[0])
+        pinned = dict(grid)
+        pinned[name] = [neutral]
+        _, h2 = _joint_run(tables, folds, grid_configs(base, pinned), n_folds, names, base)
+        won = sum(1 for j in range(n_folds) if macro(held, j) > macro(h2, j) + 1e-12)
+        lost = sum(1 for j in range(n_folds) if macro(held, j) < macro(h2, j) - 1e-12)
+        p = macro(h2)
+        p_sets = per_set(h2)
+        ablation.append({"constant": name, "neutral": neutral, "with": ref, "pinned": p,
+                         "delta": ref - p,
+                         "per_set": {n: ref_sets[n] - p_sets[n] for n in ref_sets},
+                         "folds_won": won, "folds_lost": lost,
+                         "keep": ref - p > 1e-9 and won >= lost})
+    return ablation
 
-        def per_set(h: Mapping[str, list[list[dict[str, Any]]]]) -> dict[str, float]:
-            return {n: macro({n: parts}) for n, parts in h.items()}
 
-        ref = macro(held)
-        ref_sets = per_set(held)
-        for name, values in grid.items():
-            if len(values) < 2:
-                continue
-            neutral = NEUTRAL.get(name, values[0])
-            pinned = dict(grid)
-            pinned[name] = [neutral]
-            _, h2 = _joint_run(tables, folds, grid_configs(base, pinned), n_folds, names, base)
-            won = sum(1 for j in range(n_folds) if macro(held, j) > macro(h2, j) + 1e-12)
-            lost = sum(1 for j in range(n_folds) if macro(held, j) < macro(h2, j) - 1e-12)
-            p = macro(h2)
-            p_sets = per_set(h2)
-            ablation.append({"constant": name, "neutral": neutral, "with": ref, "pinned": p,
-                             "delta": ref - p,
-                             "per_set": {n: ref_sets[n] - p_sets[n] for n in ref_sets},
-                             "folds_won": won, "folds_lost": lost,
-                             "keep": ref - p > 1e-9 and won >= lost})
-    return JointCVResult(tuple(names), grid, chosen, all_pick, results, ablation)
+def run_cv(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
+           query_set: QuerySet | str, base: SearchSettings,
+           grid: Mapping[str, Sequence[Any]] | None = None, progress: Progress | None = None,
+           *, objective: str = "success@5+recall@5", k: int = 5, profile: str | None = None,
+           provider: str | None = None, limit: int | None = None,
+           chunk_tokens: int | None = None, cache: bool = True, legs: bool = True,
+           ablate: bool = True) -> CVResult:
+    """Fetch the candidates once (cached on disk), then :func:`cross_validate`.
+
+    Baselines: ``base`` as configured (fixed) and, with ``legs``, each leg alone.
+    """
+    grid, sets, baselines = _fetch_sets([query_set], base, grid, legs, index_or_workspace,
+                                        progress, profile=profile, provider=provider,
+                                        limit=limit, chunk_tokens=chunk_tokens, cache=cache)
+    name, collected = next(iter(sets.items()))
+    return cross_validate(collected, base, grid, objective=objective, k=k, baselines=baselines,
+                          ablate=ablate, query_set=name)
 
 
 def run_cv_sets(query_sets: Sequence[QuerySet | str], base: SearchSettings,
@@ -531,12 +466,31 @@ def run_cv_sets(query_sets: Sequence[QuerySet | str], base: SearchSettings,
                 limit: int | None = None, chunk_tokens: int | None = None, cache: bool = True,
                 legs: bool = True, ablate: bool = True) -> JointCVResult:
     """Fetch each set's candidates once (cached), then :func:`cross_validate_sets`."""
-    grid, configs, baselines = _fetch_plan(base, grid, legs)
-    sets: dict[str, list[CollectedQuery]] = {}
-    for qs in query_sets:
-        q = load_query_set(qs) if isinstance(qs, str) else qs
-        q = q.limited(limit)
-        sets[q.name], _ = collect(q, configs, profile=profile, provider=provider,
-                                  progress=progress, chunk_tokens=chunk_tokens, cache=cache)
+    grid, sets, baselines = _fetch_sets(query_sets, base, grid, legs, None, progress,
+                                        profile=profile, provider=provider, limit=limit,
+                                        chunk_tokens=chunk_tokens, cache=cache)
     return cross_validate_sets(sets, base, grid, objective=objective, k=k, baselines=baselines,
                                ablate=ablate)
+
+
+def _fetch_sets(query_sets: Sequence[QuerySet | str], base: SearchSettings,
+                grid: Mapping[str, Sequence[Any]] | None, legs: bool,
+                index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
+                progress: Progress | None, *, limit: int | None, **kw: Any
+                ) -> tuple[Mapping[str, Sequence[Any]], dict[str, list[CollectedQuery]],
+                           dict[str, EvalConfig | SearchSettings]]:
+    """The grid (default :data:`DEFAULT_CV_GRID`), each set's candidates fetched once for
+    every configuration the run scores (``base`` as configured, each leg alone with ``legs``,
+    the grid's combinations), and the fixed baselines among them."""
+    grid = {k2: list(v) for k2, v in (grid or DEFAULT_CV_GRID).items()}
+    leg_cfgs = leg_configs(base) if legs else []
+    configs = [EvalConfig("as configured", base), *leg_cfgs,
+               *(cfg for _, cfg in grid_configs(base, grid))]
+    baselines: dict[str, EvalConfig | SearchSettings] = {"as configured": base}
+    baselines.update({c.label: c for c in leg_cfgs})
+    sets: dict[str, list[CollectedQuery]] = {}
+    for qs in query_sets:
+        q = (load_query_set(qs) if isinstance(qs, str) else qs).limited(limit)
+        sets[q.name], _ = collect(q, configs, index_or_workspace=index_or_workspace,
+                                  progress=progress, **kw)
+    return grid, sets, baselines

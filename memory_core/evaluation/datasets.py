@@ -297,8 +297,7 @@ def _load_beir(folder: Path, name: str) -> QuerySet:
         raise DatasetMissing(f"BEIR data not found at {folder} (the evaluation data lives "
                              "beside the project, in ../shared/datasets)")
     qrels: dict[str, list[str]] = {}
-    qrel_file = folder / "qrels" / "test.tsv"
-    with qrel_file.open(encoding="utf-8") as f:
+    with (folder / "qrels" / "test.tsv").open(encoding="utf-8") as f:
         for n, line in enumerate(f):
             parts = line.rstrip("\n").split("\t")
             if (n == 0 and parts[0] == "query-id") or len(parts) < 3:
@@ -306,16 +305,12 @@ def _load_beir(folder: Path, name: str) -> QuerySet:
             if float(parts[2]) > 0:
                 qrels.setdefault(parts[0], []).append(parts[1])
     ws = beir_workspace(folder, name)
-    records = []
-    for rec in _read_jsonl(folder / "queries.jsonl"):
-        qid = str(rec["_id"])
-        if qid in qrels:
-            records.append({"qid": qid, "query": rec.get("text", ""), "category": "all",
-                            "relevant": [{"path": f"memory/{_safe_name(d)}.md"}
-                                         for d in qrels[qid]]})
+    records = [{"qid": str(rec["_id"]), "query": rec.get("text", ""), "category": "all",
+                "relevant": [{"path": beir_path(d)} for d in qrels[str(rec["_id"])]]}
+               for rec in _read_jsonl(folder / "queries.jsonl") if str(rec["_id"]) in qrels]
     skipped: dict[str, int] = {}
     queries = _parse_queries(records, lambda rec: "", skipped)
-    doc_ids = {f"memory/{_safe_name(str(rec['_id']))}.md": str(rec["_id"])
+    doc_ids = {beir_path(str(rec["_id"])): str(rec["_id"])
                for rec in _read_jsonl(folder / "corpus.jsonl")}
     return QuerySet(name, queries, {"": ws}, {"": cache_dir() / "stores" / name / "corpus"},
                     "files", skipped, f"BEIR {name} (test qrels), one file per document",

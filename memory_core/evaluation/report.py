@@ -150,15 +150,11 @@ def sweep_markdown(rows: Sequence[Mapping[str, Any]], metric: str = "success@5")
         return ""
     keys = [k for k in rows[0] if k not in (*METRIC_KEYS, "file_success@5", "file_ndcg@10",
                                             "zero_result_rate", "mean_results", "n_queries")]
-    if len(keys) < 2:
-        out = [f"| {keys[0] if keys else 'config'} | {metric} |", "|---|---|"]
-        out += [f"| {r.get(keys[0]) if keys else ''} | {r[metric]:.3f} |" for r in rows]
-        return "\n".join(out) + "\n"
     varying = [k for k in keys if len({json.dumps(r[k]) for r in rows}) > 1]
-    keys = varying + [k for k in keys if k not in varying]
-    if len(varying) < 2:
-        out = [f"| {keys[0]} | {metric} |", "|---|---|"]
-        out += [f"| {r[keys[0]]} | {r[metric]:.3f} |" for r in rows]
+    keys = (varying + [k for k in keys if k not in varying]) if len(keys) > 1 else keys
+    if len(varying) < 2:  # one column: the first field (none swept: "config")
+        out = [f"| {keys[0] if keys else 'config'} | {metric} |", "|---|---|"]
+        out += [f"| {r[keys[0]] if keys else ''} | {r[metric]:.3f} |" for r in rows]
         return "\n".join(out) + "\n"
     a, b = keys[0], keys[1]
     avals = list(dict.fromkeys(r[a] for r in rows))

@@ -100,10 +100,3 @@ def score_run(run: Mapping[str, Sequence[tuple[str, float]]],
         out[qid] = score_query(ranked, judged, metrics)
     return out
 
-
-def mean_metrics(per_query: Mapping[str, Mapping[str, Any]],
-                 metrics: Sequence[str] = RUN_METRICS) -> dict[str, float]:
-    """The average of each metric over the queries."""
-    n = len(per_query)
-    return {m: (sum(float(v[m]) for v in per_query.values()) / n if n else 0.0)
-            for m in metrics}

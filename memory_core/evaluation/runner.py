@@ -61,29 +61,6 @@ def leg_configs(settings: SearchSettings, prefix: str = "") -> list[EvalConfig]:
             EvalConfig(f"{prefix}keyword leg ({kq})", settings, "keyword")]
 
 
-def _as_configs(settings: SearchSettings | Sequence[Any] | Mapping[str, SearchSettings] | None,
-                index: MemoryIndex | None) -> list[EvalConfig]:
-    if settings is None:
-        if index is None:
-            raise ValueError("no settings and no index to take them from")
-        return [EvalConfig(index.config.profile, index.settings())]
-    if isinstance(settings, SearchSettings):
-        return [EvalConfig(_label_for(settings, index), settings)]
-    if isinstance(settings, EvalConfig):
-        return [settings]
-    if isinstance(settings, Mapping):
-        return [EvalConfig(str(k), v) for k, v in settings.items()]
-    out = []
-    for i, s in enumerate(settings, 1):
-        if isinstance(s, EvalConfig):
-            out.append(s)
-        elif isinstance(s, tuple):
-            out.append(EvalConfig(str(s[0]), s[1]))
-        else:
-            out.append(EvalConfig(f"config-{i}", s))
-    return out
-
-
 def _label_for(settings: SearchSettings, index: MemoryIndex | None) -> str:
     """The profile whose settings these are, else the index's profile, else "config"."""
     for name in PROFILES:
@@ -164,24 +141,6 @@ def open_eval_index(query_set: QuerySet, key: str, *, profile: str | None = None
     return MemoryIndex.open(ws, profile=profile, provider=provider, overrides=overrides or None)
 
 
-def collect(query_set: QuerySet | str, configs: Sequence[EvalConfig], *,
-            index_or_workspace: MemoryIndex | str | os.PathLike[str] | None = None,
-            profile: str | None = None, provider: str | None = None,
-            progress: Progress | None = None, limit: int | None = None,
-            chunk_tokens: int | None = None, cache: bool = False
-            ) -> tuple[list[CollectedQuery], dict[str, Any]]:
-    """Every query's candidates (once per keyword-leg option of ``configs``), ready to fuse.
-
-    What cross-validation and scratch experiments start from. With ``cache`` the candidates of
-    each workspace are kept on disk under the evaluation cache, keyed by the index file, its
-    generation and chunk count, the provider and the queries, so a second run fetches nothing.
-    """
-    qs = load_query_set(query_set) if isinstance(query_set, str) else query_set
-    return _collect(index_or_workspace, qs.limited(limit), configs, profile=profile,
-                    provider=provider, progress=progress, chunk_tokens=chunk_tokens,
-                    cache=cache)
-
-
 def _cache_file(idx: MemoryIndex, chunks: Any, queries: Sequence[EvalQuery],
                 keys: Sequence[tuple[Any, ...]]) -> Path:
     """Where one workspace's fetched candidates are kept (see :func:`collect`)."""
@@ -223,12 +182,22 @@ def _store_cached(path: Path, collected: list[CollectedQuery]) -> None:
         pass  # a cache that cannot be written is only slower next time
 
 
-def _collect(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
-             query_set: QuerySet, configs: Sequence[EvalConfig], *, profile: str | None,
-             provider: str | None, progress: Progress | None,
-             chunk_tokens: int | None = None, cache: bool = False
-             ) -> tuple[list[CollectedQuery], dict[str, Any]]:
-    """Sync each workspace's index and fetch every query's candidates once per leg option."""
+def collect(query_set: QuerySet | str, configs: Sequence[EvalConfig], *,
+            index_or_workspace: MemoryIndex | str | os.PathLike[str] | None = None,
+            profile: str | None = None, provider: str | None = None,
+            progress: Progress | None = None, limit: int | None = None,
+            chunk_tokens: int | None = None, cache: bool = False
+            ) -> tuple[list[CollectedQuery], dict[str, Any]]:
+    """Every query's candidates (once per keyword-leg option of ``configs``), ready to fuse;
+    each workspace's index synced first.
+
+    What every evaluation, cross-validation and scratch experiment starts from. With ``cache``
+    the candidates of each workspace are kept on disk under the evaluation cache, keyed by the
+    index file, its generation and chunk count, the provider and the queries, so a second run
+    fetches nothing.
+    """
+    query_set = (load_query_set(query_set) if isinstance(query_set, str)
+                 else query_set).limited(limit)
     prog = progress or (lambda stage, done, total: None)
     by_ws = queries_by_workspace(query_set, index_or_workspace)
     out: list[CollectedQuery] = []
@@ -292,7 +261,7 @@ def collect_workspace(query_set: QuerySet, ws_key: str, queries: Sequence[EvalQu
     try:
         idx.sync(progress=lambda stage, d, t: prog(f"index {ws_key or 'workspace'}: {stage}",
                                                    d, t))
-        st = _status_json(idx)
+        st = idx.status().to_json()
         ws_info = {"workspace": str(idx.workspace), "store": str(idx.store_path),
                    "chunks": st.get("chunks"), "files": st.get("files"),
                    "provider": idx.choice.id, "model": idx.choice.model,
@@ -325,13 +294,6 @@ def collect_workspace(query_set: QuerySet, ws_key: str, queries: Sequence[EvalQu
         if own:
             idx.close()
     return out, ws_info
-
-
-def _status_json(idx: MemoryIndex) -> dict[str, Any]:
-    """The index status in its JSON (reference) form, whether ``status()`` returns the
-    :class:`~memory_core.status.Status` dataclass or, in older engines, that dict itself."""
-    st: Any = idx.status()
-    return dict(st.to_json()) if hasattr(st, "to_json") else dict(st)
 
 
 def _embed_queries(provider: Any, texts: Sequence[str]) -> tuple[list[Any], float]:
@@ -435,10 +397,6 @@ def leg_audit(collected: Sequence[CollectedQuery], config: EvalConfig) -> dict[s
     return {"config": config.label, "pool": n, "summary": summary, "per_query": rows}
 
 
-def _settings_dict(s: SearchSettings) -> dict[str, Any]:
-    return asdict(s)
-
-
 def run_eval(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
              query_set: QuerySet | str,
              settings: SearchSettings | Sequence[Any] | Mapping[str, SearchSettings] | None
@@ -460,19 +418,37 @@ def run_eval(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
     qs = qs.limited(limit)
     idx = index_or_workspace if isinstance(index_or_workspace, MemoryIndex) else None
     configs = eval_configs(settings, idx, profile=profile, provider=provider, legs=legs)
-    collected, info = _collect(index_or_workspace, qs, configs, profile=profile,
-                               provider=provider, progress=progress, chunk_tokens=chunk_tokens,
-                               cache=cache)
+    collected, info = collect(qs, configs, index_or_workspace=index_or_workspace,
+                              profile=profile, provider=provider, progress=progress,
+                              chunk_tokens=chunk_tokens, cache=cache)
     return build_report(qs, configs, [score_collected(collected, configs, audit)], info)
 
 
 def eval_configs(settings: SearchSettings | Sequence[Any] | Mapping[str, SearchSettings] | None,
                  index: MemoryIndex | None = None, *, profile: str | None = None,
                  provider: str | None = None, legs: bool = False) -> list[EvalConfig]:
-    """The configurations :func:`run_eval` measures for these arguments (legs last)."""
-    if settings is None and index is None:
-        settings = {profile or "default": profile_settings(profile or "default", provider)}
-    configs = _as_configs(settings, index)
+    """The configurations :func:`run_eval` measures for these arguments (legs last): one
+    :class:`SearchSettings` or :class:`EvalConfig`, a ``{label: settings}`` mapping, or a list
+    of configurations, ``(label, settings)`` pairs or settings; without any, the index's
+    settings, else ``profile``'s."""
+    if settings is None:
+        settings = ([EvalConfig(index.config.profile, index.settings())] if index is not None
+                    else {profile or "default": profile_settings(profile or "default", provider)})
+    if isinstance(settings, SearchSettings):
+        configs = [EvalConfig(_label_for(settings, index), settings)]
+    elif isinstance(settings, EvalConfig):
+        configs = [settings]
+    elif isinstance(settings, Mapping):
+        configs = [EvalConfig(str(k), v) for k, v in settings.items()]
+    else:
+        configs = []
+        for i, s in enumerate(settings, 1):
+            if isinstance(s, EvalConfig):
+                configs.append(s)
+            elif isinstance(s, tuple):
+                configs.append(EvalConfig(str(s[0]), s[1]))
+            else:
+                configs.append(EvalConfig(f"config-{i}", s))
     if legs:
         configs += leg_configs(configs[0].settings)
     return configs
@@ -517,7 +493,7 @@ def build_report(query_set: QuerySet, configs: Sequence[EvalConfig],
     runs = []
     for i, cfg in enumerate(configs):
         rows = [r for part in parts for r in part.rows[i]]
-        runs.append(RunResult(cfg.label, _settings_dict(cfg.settings), cfg.leg, aggregate(rows),
+        runs.append(RunResult(cfg.label, asdict(cfg.settings), cfg.leg, aggregate(rows),
                               rows))
     report = EvalReport(query_set.name, query_set.level, runs, dict(query_set.skipped), info)
     audits = [p.audit for p in parts if p.audit is not None]
@@ -532,6 +508,20 @@ DEFAULT_GRID: dict[str, list[Any]] = {
     "vector_weight": [round(0.1 * i, 1) for i in range(11)],
     "min_score": [0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5],
 }
+
+
+def grid_configs(base: SearchSettings, grid: Mapping[str, Sequence[Any]]
+                 ) -> list[tuple[dict[str, Any], EvalConfig]]:
+    """Every combination of ``grid`` applied to ``base`` (a vector weight sets both weights)."""
+    names = list(grid)
+    out = []
+    for vals in itertools.product(*(grid[n] for n in names)):
+        combo = dict(zip(names, vals, strict=True))
+        s = replace(base, **combo)
+        if "vector_weight" in combo and "text_weight" not in combo:
+            s = replace(s, text_weight=round(1.0 - float(combo["vector_weight"]), 6))
+        out.append((combo, EvalConfig(json.dumps(combo, sort_keys=True), s)))
+    return out
 
 
 def sweep(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
@@ -552,21 +542,13 @@ def sweep(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
     idx = index_or_workspace if isinstance(index_or_workspace, MemoryIndex) else None
     if base is None:
         base = idx.settings() if idx else profile_settings(profile or "default", provider)
-    grid = dict(grid or DEFAULT_GRID)
-    names = list(grid)
-    combos = [dict(zip(names, vals, strict=True)) for vals in itertools.product(*grid.values())]
-    configs = []
-    for combo in combos:
-        s = replace(base, **combo)
-        if "vector_weight" in combo and "text_weight" not in combo:
-            s = replace(s, text_weight=round(1.0 - float(combo["vector_weight"]), 6))
-        configs.append(EvalConfig(json.dumps(combo), s))
-    collected, _ = _collect(index_or_workspace, qs, configs[:1] + [
-        c for c in configs if _leg_key(c.settings) != _leg_key(configs[0].settings)],
-        profile=profile, provider=provider, progress=progress, chunk_tokens=chunk_tokens,
-        cache=cache)
+    configs = grid_configs(base, grid or DEFAULT_GRID)
+    collected, _ = collect(qs, [cfg for _, cfg in configs],
+                           index_or_workspace=index_or_workspace, profile=profile,
+                           provider=provider, progress=progress, chunk_tokens=chunk_tokens,
+                           cache=cache)
     rows = []
-    for i, (combo, cfg) in enumerate(zip(combos, configs, strict=True)):
+    for i, (combo, cfg) in enumerate(configs):
         m = aggregate(evaluate_rows(collected, cfg))
         row: dict[str, Any] = dict(combo)
         row.update({k: m["chunk"][k] for k in METRIC_KEYS})

@@ -155,14 +155,18 @@ class SavedRun:
     def per_query(self) -> list[dict[str, Any]]:
         return list(self.meta.get("per_query") or [])
 
+    @property
+    def level(self) -> str:
+        """The level of its metrics: file for a set judged by files (BEIR), else chunk."""
+        return "file" if self.meta.get("level") == "files" else "chunk"
+
     def summary(self) -> dict[str, Any]:
         """One row for a list of runs: what, when, on what, and its headline figures."""
         m = self.meta.get("metrics", {})
-        lvl = "file" if self.meta.get("level") == "files" else "chunk"
         return {"id": self.id, "name": self.name, "created": self.meta.get("created"),
                 "query_set": self.meta.get("query_set"), "label": self.meta.get("label"),
                 "n_queries": m.get("n_queries"),
-                **{k: m.get(lvl, {}).get(k) for k in ("ndcg@10", "mrr@10", "success@5",
+                **{k: m.get(self.level, {}).get(k) for k in ("ndcg@10", "mrr@10", "success@5",
                                                       "recall@5")},
                 "code": self.meta.get("code", {}).get("commit", "")[:10]
                 or self.meta.get("code", {}).get("version")}
@@ -265,19 +269,13 @@ def list_runs(root: str | os.PathLike[str] | None = None) -> list[SavedRun]:
     return sorted(out, key=lambda r: (str(r.meta.get("created", "")), r.id), reverse=True)
 
 
-def _level_key(run: SavedRun, level: str | None) -> str:
-    if level:
-        return level
-    return "file" if run.meta.get("level") == "files" else "chunk"
-
-
 def compare_saved(a: SavedRun, b: SavedRun, *, level: str | None = None,
                   metrics: Sequence[str] = RUN_METRICS, primary: str = "ndcg@10",
                   rounds: int = DEFAULT_ROUNDS, seed: int = DEFAULT_SEED,
                   threshold: int = DEFAULT_THRESHOLD) -> Comparison:
     """``a`` vs ``b`` on their own per-query metrics at ``level`` (default: the set's level),
     queries paired by (workspace, qid)."""
-    return compare_rows(a.per_query, b.per_query, _level_key(a, level), label_a=a.name,
+    return compare_rows(a.per_query, b.per_query, level or a.level, label_a=a.name,
                         label_b=b.name, metrics=metrics, primary=primary, rounds=rounds,
                         seed=seed, threshold=threshold)
 

@@ -20,7 +20,6 @@ import re
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from ..base.fileio import atomic_write
 from .datasets import Evidence
@@ -146,19 +145,6 @@ def write_qrels(path: str | os.PathLike[str], qrels: Mapping[str, Mapping[str, i
     return p
 
 
-def is_qrels_file(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` looks like qrels (TREC or BEIR TSV) rather than a JSONL query file."""
-    p = Path(path)
-    if p.suffix in (".tsv", ".qrels") or p.name.startswith("qrels"):
-        return True
-    try:
-        with p.open(encoding="utf-8", errors="replace") as f:
-            first = next((line for line in f if line.strip()), "")
-    except OSError:
-        return False
-    return not first.lstrip().startswith("{") and len(first.split()) in (3, 4)
-
-
 # =============================================================================== topics
 
 
@@ -263,8 +249,3 @@ def _lines(path: str | os.PathLike[str]) -> list[tuple[int, list[str]]]:
     return [(n, _FIELD_SEP.split(line.strip(" \t"))) for n, line in enumerate(_split(text), 1)
             if line.strip(" \t")]
 
-
-def qrels_summary(qrels: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
-    """How many queries, judged documents and relevant ones ``qrels`` holds."""
-    return {"queries": len(qrels), "judged": sum(len(d) for d in qrels.values()),
-            "relevant": sum(1 for d in qrels.values() for r in d.values() if r > 0)}

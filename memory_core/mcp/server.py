@@ -46,8 +46,6 @@ from .stdio import claimed_stdin, in_daemon_thread, serve_answering_malformed
 
 DEFAULT_TOKEN_ENV = "MEMORY_CORE_MCP_TOKEN"
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
-#: The guidance with citations on (``build_server`` gives ``[search] citations``' own).
-INSTRUCTIONS = memory_instructions("on")
 #: Tool calls run in worker threads, at most this many at once, so that a burst of calls cannot
 #: pile threads up; the others wait their turn, and one whose client cancels or goes away while
 #: it waits is dropped without running. A call already running is bounded by the library's query

@@ -110,40 +110,34 @@ def _value_end(text: str, i: int) -> int:
             j += 1
         raise OpenClawConfigError("unterminated string")
     if c in "{[":
-        close = "}" if c == "{" else "]"
-        j = _skip_ws(text, i + 1)
-        while text[j] != close:
-            if c == "{":
-                m = _KEY_RE.match(text, j)
-                if not m:
-                    raise OpenClawConfigError(f"cannot read a key at offset {j}")
-                j = _skip_ws(text, m.end())
-            j = _skip_ws(text, _value_end(text, j))
-            if text[j] == ",":
-                j = _skip_ws(text, j + 1)
-        return j + 1
+        return _members(text, i)[1] + 1
     m = re.compile(r"[^,\s\]}/]+").match(text, i)
     if not m:
         raise OpenClawConfigError(f"cannot read a value at offset {i}")
     return m.end()
 
 
-def _members(text: str, start: int) -> dict[str, tuple[int, int]]:
-    """An object's keys → (value start, value end); ``start`` is the offset of its ``{``."""
+def _members(text: str, start: int) -> tuple[dict[str, tuple[int, int]], int]:
+    """An object's keys → (value start, value end), and the offset of its closing ``}``;
+    ``start`` is the offset of its ``{`` (of an array's ``[``: no keys, its ``]``)."""
     out: dict[str, tuple[int, int]] = {}
+    close = "}" if text[start] == "{" else "]"
     j = _skip_ws(text, start + 1)
-    while text[j] != "}":
-        m = _KEY_RE.match(text, j)
-        if not m:
-            raise OpenClawConfigError(f"cannot read a key at offset {j}")
-        key = next(g for g in m.groups() if g is not None)
-        vs = _skip_ws(text, m.end())
-        ve = _value_end(text, vs)
-        out[key] = (vs, ve)
-        j = _skip_ws(text, ve)
+    while text[j] != close:
+        key = None
+        if close == "}":
+            m = _KEY_RE.match(text, j)
+            if not m:
+                raise OpenClawConfigError(f"cannot read a key at offset {j}")
+            key = next(g for g in m.groups() if g is not None)
+            j = _skip_ws(text, m.end())
+        end = _value_end(text, j)
+        if key is not None:
+            out[key] = (j, end)
+        j = _skip_ws(text, end)
         if text[j] == ",":
             j = _skip_ws(text, j + 1)
-    return out
+    return out, j
 
 
 def _find(text: str, path: tuple[str, ...]) -> tuple[tuple[int, int] | None, int, int]:
@@ -154,7 +148,7 @@ def _find(text: str, path: tuple[str, ...]) -> tuple[tuple[int, int] | None, int
         raise OpenClawConfigError("the top level is not an object")
     obj, depth = root, 0
     for k, key in enumerate(path):
-        members = _members(text, obj)
+        members = _members(text, obj)[0]
         if key not in members:
             return None, obj, depth
         vs, ve = members[key]
@@ -199,8 +193,7 @@ def _insert(text: str, obj: int, keys: tuple[str, ...], value: Any) -> str:
     """Insert ``keys: value`` as the first member of the object at ``obj``, in its style."""
     line_start = text.rfind("\n", 0, obj) + 1
     base = _indent(text, line_start)
-    members = _members(text, obj)
-    close = _value_end(text, obj) - 1
+    members, close = _members(text, obj)
     if "\n" not in text[obj:close + 1]:  # an object written on one line stays on one line
         return text[:obj + 1] + f" {_inline(keys, value)}," + text[obj + 1:]
     step = "  "

@@ -129,19 +129,20 @@ def metrics(comparisons: Sequence[QueryComparison], k: int) -> LabelFreeMetrics:
         statistics.fmean(spreads) if spreads else None)
 
 
+def percent(x: float | None) -> str:
+    """A label-free rate as the tables show it: ``42%``, or ``—`` when there is none."""
+    return "—" if x is None else f"{x:.0%}"
+
+
 def metrics_rows(index: MemoryIndex, queries: Sequence[RealQuery],
                  runs: dict[str, SearchSettings]) -> list[dict[str, Any]]:
     """One row of label-free metrics per named setting (the Evaluate page's table)."""
     rows = []
     for label, s in runs.items():
         m = metrics(compare(index, queries, s), s.max_results)
-
-        def pct(x: float | None) -> str:
-            return "—" if x is None else f"{x:.0%}"
-
         rows.append({"settings": label, "queries": m.queries,
-                     "zero results then": pct(m.zero_rate_then),
-                     "zero results now": pct(m.zero_rate_now),
-                     "overlap@k": pct(m.overlap_at_k),
+                     "zero results then": percent(m.zero_rate_then),
+                     "zero results now": percent(m.zero_rate_now),
+                     "overlap@k": percent(m.overlap_at_k),
                      "score spread": "—" if m.score_spread is None else f"{m.score_spread:.3f}"})
     return rows
