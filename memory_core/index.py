@@ -35,6 +35,7 @@ from .base.synclock import DEFAULT_WAIT_S, SyncLockTimeout, sync_lock
 from .embeddings import (
     EmbeddingError,
     ProviderChoice,
+    ProviderUnavailable,
     VectorWidthChanged,
     create_provider,
     falls_back_to_keywords,
@@ -319,7 +320,11 @@ class MemoryIndex:
             except EmbeddingError as e:
                 received += indexer.received
                 tried.add(choice.id)
-                nxt = create_provider(self.config.provider, skip=tried)
+                try:
+                    nxt = create_provider(self.config.provider, skip=tried)
+                except ProviderUnavailable:  # fallback = []: the failure itself is the news
+                    self._keep_received(received)
+                    raise e from None
                 if (nxt.provider is not None and nxt.id in tried) or (
                         nxt.provider is None and not falls_back_to_keywords(
                             self.config.provider)):

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..base.config import ProviderConfig
-from ..base.ray_session import LOCAL_CPUS, ray_session
+from ..base.ray_session import LOCAL_CPUS, RayUnavailable, ray_session
 from .base import EmbeddingError, EmbeddingProvider
 from .windows import embed_whole
 
@@ -77,6 +77,11 @@ def provider_name(choice: ProviderChoice, cfg: ProviderConfig) -> str:
     return cfg.provider
 
 
+def _first_line(e: object) -> str:
+    """Ray's message without the log tail some of its errors carry (20 lines of raylet log)."""
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+
+
 class RayEmbedStream:
     """The groups' vectors as the actors finish them, handed out in plan order."""
 
@@ -102,11 +107,12 @@ class RayEmbedStream:
         except StopIteration:
             raise EmbeddingError("ray executor: the pool returned fewer groups than planned"
                                  ) from None
-        except self._ray.exceptions.RayTaskError as e:
+        except self._ray.exceptions.RayError as e:  # a task's error, or the raylet gone
             cause = getattr(e, "cause", None)
             if isinstance(cause, EmbeddingError):
                 raise cause from None
-            raise EmbeddingError(f"ray executor: {type(e).__name__}: {cause or e}") from None
+            raise EmbeddingError(f"ray executor: {type(e).__name__}: "
+                                 f"{_first_line(cause or e)}") from None
         if int(row["group"]) != i:
             raise EmbeddingError(f"ray executor: got group {row['group']}, expected {i}")
         mat = np.frombuffer(row["vectors"], dtype=np.float32).reshape(len(texts), -1)
@@ -151,8 +157,12 @@ class RayEmbedPool:
             ray = session.enter_context(ray_session(self.address))
             rows = self._pipeline(ray, (name, self.cfg, key, whole), groups) if groups \
                 else iter(())
-        except BaseException:
+        except BaseException as e:
             session.close()
+            if isinstance(e, Exception) and not isinstance(e, (EmbeddingError, RayUnavailable)):
+                # "the node timed out during startup", a dead raylet: one line, not Ray's
+                raise EmbeddingError(f"ray executor: Ray did not start: {_first_line(e)}"
+                                     ) from e
             raise
         return RayEmbedStream(ray, rows, groups, progress, session)
 
