@@ -17,6 +17,7 @@ serially (:class:`~.base.EmbeddingError`), so the fallback chain still applies.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, redirect_stdout
@@ -177,6 +178,9 @@ class RayEmbedPool:
     def _pipeline(self, ray: Any, embedder_args: tuple[Any, ...], groups: list[list[str]]
                   ) -> Iterator[dict[str, Any]]:
         logging.getLogger("ray.data").setLevel(logging.WARNING)  # no per-dataset INFO lines
+        # Ray Data's own config (applied at its first run) would log a failed dataset's
+        # traceback (a raylet killed): the error reaches the sync as one EmbeddingError
+        os.environ.setdefault("RAY_DATA_LOG_LEVEL", "CRITICAL")
         ctx = ray.data.DataContext.get_current()
         ctx.execution_options.preserve_order = True  # the writer takes groups in plan order
         ctx.enable_progress_bars = False  # the sync reports its own progress
