@@ -73,6 +73,7 @@ CASES: list[tuple[str, str, str]] = [
      "'nobody'"),  # kept
     # evaluation
     ("eval-ws-missing", "eval -q {f}/q.jsonl -w {f}/missing --provider none", "not a folder"),
+    ("eval-empty", "eval -q {f}/empty.jsonl -w {ws} --provider none", "no labelled query"),
     ("eval-limit", "eval -q {f}/q.jsonl -w {ws} --provider none --limit -1", "--limit"),
     ("eval-folds", "eval -q {f}/q.jsonl -w {ws} --provider none --cv --folds 0", "--folds"),
     ("sweep-weight", "eval -q {f}/q.jsonl -w {ws} --provider none --sweep "
@@ -87,7 +88,7 @@ CASES: list[tuple[str, str, str]] = [
      "binary.bin:1: not"),  # kept
     ("eval-set-nan", "eval -q {f}/q.jsonl -w {ws} --provider none --set max_results=nan",
      "max_results"),  # kept
-    ("eval-out-folder", "eval -q {f}/q.jsonl -w {ws} --provider none --out {f}/adir",
+    ("eval-out-folder", "eval -q {f}/q.jsonl -w {ws} --provider none --no-progress --out {f}/adir",
      "Is a directory"),  # kept
     ("qrels-nan", "eval -q {f}/q.jsonl -w {ws} --provider none --qrels {f}/nan.qrels",
      "whole number"),  # kept
@@ -146,7 +147,8 @@ def _hostile_files(root: Path) -> dict[str, str]:
     (f / "empty.jsonl").write_bytes(b"")
     (f / "binary.bin").write_bytes(bytes(range(256)) * 8)
     (f / "nul.jsonl").write_bytes(b'{"query": "a\x00b"}\n')
-    (f / "q.jsonl").write_text('{"qid": "q1", "query": "pipeline"}\n')
+    (f / "q.jsonl").write_text('{"qid": "q1", "query": "pipeline", '
+                               '"relevant": [{"path": "MEMORY.md", "line": 1}]}\n')
     (f / "q.qrels").write_text("q1 0 MEMORY.md 1\n")
     (f / "nan.qrels").write_text("q1 0 MEMORY.md nan\n")
     (f / "nan.run").write_text("q1 Q0 MEMORY.md 1 nan tag\n")

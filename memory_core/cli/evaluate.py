@@ -303,6 +303,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if "" in qs.workspaces and qs.workspaces[""] is None and not args.workspace:
         raise CliError(f"{args.queries}: a query file needs --workspace")
+    if not qs.queries:  # a table of zeros would read as a measured 0
+        raise CliError(f"{args.queries}: no labelled query in it"
+                       + (f" ({', '.join(f'{n} {why}' for why, n in qs.skipped.items())})"
+                          if qs.skipped else ""))
     if (args.run_out or args.save_run is not None) and (args.cv or args.sweep
                                                          or args.backend == "qmd"):
         raise CliError("--run-out and --save-run apply to a plain evaluation (not --cv, "
