@@ -311,3 +311,30 @@ def test_the_raylet_killed_under_index_executor_ray_is_one_line(tmp_path: Path) 
     assert proc.returncode == 2 and "Traceback" not in err, err[-3000:]
     last = [ln for ln in err.splitlines() if ln.strip()][-1]
     assert last.startswith("memory-core: error: ray executor:"), err[-3000:]
+
+
+def test_a_search_on_a_locked_index_says_it_answered_from_the_last_state(tmp_path: Path) -> None:
+    """Another process holds the index's write lock while a diary line is added: ``search``
+    answers from what was committed and says so (before: a silent 'No results.')."""
+    ws = copy_demo(tmp_path)
+    cli = [sys.executable, "-m", "memory_core"]
+    args = ["-w", str(ws), "--provider", "none"]
+    assert subprocess.run([*cli, "index", *args], cwd=ROOT, capture_output=True,
+                          timeout=300).returncode == 0
+    hold = ("import sys, time\nfrom memory_core.base.sql import connect\n"
+            "c = connect(sys.argv[1], isolation_level=None)\nc.execute('BEGIN EXCLUSIVE')\n"
+            "print('held', flush=True)\ntime.sleep(60)\n")
+    holder = subprocess.Popen([sys.executable, "-c", hold,
+                               str(ws / ".memory" / "bounded-none.sqlite")], cwd=ROOT,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with (ws / "MEMORY.md").open("a", encoding="utf-8") as fh:
+            fh.write("- zebra stripes on the new rack\n")
+        proc = subprocess.run([*cli, "search", "zebra", *args], cwd=ROOT, capture_output=True,
+                              text=True, timeout=300)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert "answered from its last committed state" in proc.stderr, proc.stderr

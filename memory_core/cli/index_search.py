@@ -187,6 +187,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         res = backend.search(_query(args), max_results=args.max_results,
                              min_score=args.min_score, sources=sources, on_hits=on_hits,
                              **overrides)
+        if idx.sync_skipped:  # the files changed may not be in these results: said
+            print(f"note: {idx.sync_skipped}", file=sys.stderr)
         if args.json:
             dump_json(_result_json(idx, res, args.explain))
             return 0
