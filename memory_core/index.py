@@ -29,11 +29,13 @@ from .base.config import (
     profile_settings,
     provider_name,
 )
+from .base.locations import unsafe_workspace
 from .base.supersession import Supersession
 from .base.synclock import DEFAULT_WAIT_S, SyncLockTimeout, sync_lock
 from .embeddings import (
     EmbeddingError,
     ProviderChoice,
+    ProviderUnavailable,
     VectorWidthChanged,
     create_provider,
     falls_back_to_keywords,
@@ -152,11 +154,14 @@ class MemoryIndex:
              profile: ProfileName | str | None = None, provider: str | None = None,
              overrides: dict[str, Any] | None = None) -> MemoryIndex:
         """Open ``workspace`` with its ``memory-workbench.toml``, then the given overrides."""
-        ws = Path(os.path.expanduser(str(workspace))).resolve()
+        ws = Path(os.path.realpath(os.path.expanduser(str(workspace))))  # a loop: no folder
         if not ws.exists():
             raise WorkspaceError(f"workspace {workspace} does not exist")
         if not ws.is_dir():
             raise WorkspaceError(f"workspace {workspace} is not a folder")
+        if why := unsafe_workspace(ws):
+            raise WorkspaceError(f"workspace {workspace} is {why}; refused, since its index "
+                                 "would be written there")
         cfg = copy.deepcopy(config) if config else load_config(ws, overrides)
         if profile:
             cfg = cfg.with_profile(profile)
@@ -315,7 +320,11 @@ class MemoryIndex:
             except EmbeddingError as e:
                 received += indexer.received
                 tried.add(choice.id)
-                nxt = create_provider(self.config.provider, skip=tried)
+                try:
+                    nxt = create_provider(self.config.provider, skip=tried)
+                except ProviderUnavailable:  # fallback = []: the failure itself is the news
+                    self._keep_received(received)
+                    raise e from None
                 if (nxt.provider is not None and nxt.id in tried) or (
                         nxt.provider is None and not falls_back_to_keywords(
                             self.config.provider)):

@@ -689,9 +689,11 @@ def load_config(workspace: Path, overrides: dict[str, Any] | None = None, *,
         cfg = _merge(cfg, _validated(base, base_source))
     f = workspace / CONFIG_FILE
     source = "overrides"
-    if f.is_file():
+    if f.exists() or f.is_symlink():  # a folder or a broken link there: said, not skipped
         try:
             data = tomllib.loads(f.read_text(encoding="utf-8"))
+        except OSError as e:
+            raise ConfigError(f"{f}: cannot read ({e.strerror or e})") from e
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
             raise ConfigError(f"{f}: {e}") from e
         cfg = _merge(cfg, _validated(data, str(f)))

@@ -75,7 +75,9 @@ def ray_session(address: str | None = None) -> Iterator[Any]:
     try:
         yield ray
     finally:
-        if started_here:
-            ray.shutdown()
-        if temp:
-            shutil.rmtree(temp, ignore_errors=True)
+        try:
+            if started_here:
+                ray.shutdown()
+        finally:  # a raylet killed may fail the shutdown: its folder goes all the same
+            if temp:
+                shutil.rmtree(temp, ignore_errors=True)

@@ -34,7 +34,9 @@ Connection = sqlite.Connection
 #: damaged" (https://sqlite.org/rescode.html); extended codes carry them in their low byte.
 _LOCKED_CODES = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED
 _CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
-_FULL_CODES = {13}  # SQLITE_FULL: the disk (or the file's page limit) is full
+#: SQLITE_FULL: the disk (or the file's page limit) is full; SQLITE_IOERR: a write the OS
+#: refused (a file-size limit, EIO), the same for the faces: one line, not a traceback
+_FULL_CODES = {13, 10}
 
 
 class StoreError(RuntimeError):
@@ -53,7 +55,8 @@ class StoreCorrupt(StoreError, sqlite.DatabaseError):
 
 
 class StoreFull(StoreError, sqlite.OperationalError):
-    """SQLite could not write: the disk is full (``SQLITE_FULL``). A one-line error for the
+    """SQLite could not write: the disk is full (``SQLITE_FULL``) or the OS refused the write
+    (``SQLITE_IOERR``). A one-line error for the
     faces, not a traceback; the write's transaction rolled back. Still an
     ``OperationalError``."""
 
@@ -161,6 +164,7 @@ def apply_migrations(db: Any, migrations: Sequence[Callable[[Any], None]]) -> in
             db.execute(f"PRAGMA user_version = {number}")
         db.execute("COMMIT")
     except BaseException:
-        db.execute("ROLLBACK")
+        if db.in_transaction:  # SQLite rolls back itself on a full disk: keep its error
+            db.execute("ROLLBACK")
         raise
     return len(migrations)

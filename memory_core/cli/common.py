@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..base.config import PROFILES, PROVIDERS, SearchSettings, check_values, setting_meta
 from ..index import MemoryIndex
@@ -41,6 +41,12 @@ def dump_json(obj: Any) -> None:
 def check_index_path(path: Path, what: str) -> None:
     """Refuse an index path that can never be a file: an existing folder, or a path under a
     file. ``what`` names where it came from (``--db``, ``[store] path``) in the one-line error."""
+    try:
+        path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        pass  # a new index (or one under a file: said below)
+    except OSError as e:  # a symlink loop, a name too long
+        raise CliError(f"{what} {path}: {e.strerror or e}") from e
     if path.is_dir():
         raise CliError(f"{what} {path} is a folder: give the path of an index file "
                        f"(for example {path / 'index.sqlite'})")
@@ -266,6 +272,10 @@ class DeferredParser(argparse.ArgumentParser):
     def format_help(self) -> str:
         self._configured()
         return super().format_help()
+
+    def error(self, message: str) -> NoReturn:
+        """A bad flag: one line naming it, not the whole usage (``--help`` shows that)."""
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
     def format_usage(self) -> str:
         self._configured()

@@ -293,6 +293,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if "" in qs.workspaces and qs.workspaces[""] is None and not args.workspace:
         raise CliError(f"{args.queries}: a query file needs --workspace")
+    if not qs.queries:  # a table of zeros would read as a measured 0
+        raise CliError(f"{args.queries}: no labelled query in it"
+                       + (f" ({', '.join(f'{n} {why}' for why, n in qs.skipped.items())})"
+                          if qs.skipped else ""))
     if (args.run_out or args.save_run is not None) and (args.cv or args.sweep
                                                          or args.backend == "qmd"):
         raise CliError("--run-out and --save-run apply to a plain evaluation (not --cv, "
@@ -317,6 +321,19 @@ def _check_eval_flags(args: argparse.Namespace) -> None:
         raise CliError("eval needs --queries SET_OR_FILE (or --list)")
     if args.address and args.executor != "ray":
         raise CliError("--address applies to --executor ray")
+    for flag, value, least in (("--limit", args.limit, 1), ("--chunk-tokens", args.chunk_tokens,
+                               1), ("--folds", args.folds, 2)):
+        if value is not None and value < least:
+            raise CliError(f"{flag} must be at least {least} (got {value})")
+    if args.workspace and not Path(args.workspace).expanduser().is_dir():
+        raise CliError(f"--workspace {args.workspace} is not a folder")
+    fusions = [f.strip() for f in (args.fusions or "").split(",") if f.strip()]
+    for field, flag, values in (("vector_weight", "--vector-weights", args.vector_weights),
+                                ("min_score", "--min-scores", args.min_scores),
+                                ("candidate_multiplier", "--multipliers", args.multipliers),
+                                ("fusion", "--fusions", fusions)):
+        for v in values or ():  # a sweep value out of range: refused before any work
+            check_values(SearchSettings, {field: v}, "eval", {field: flag})
     if args.executor == "ray":
         if args.cv or args.sweep or args.backend != "builtin":
             raise CliError("--executor ray runs the plain evaluation (with --legs, --set, "

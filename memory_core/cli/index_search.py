@@ -14,6 +14,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..base.config import ChunkingConfig, check_values
 from ..index import MemoryIndex
 from ..write.chunking import chunk_markdown
 from .batch import search_batch
@@ -162,8 +163,19 @@ def _query(args: argparse.Namespace) -> str:
     return str(args.query)
 
 
+def _sources(given: str | None) -> list[str] | None:
+    """``--sources``' names, each one of memory and sessions (a typo would find nothing)."""
+    if given is None:
+        return None
+    names = [s.strip() for s in given.split(",")]
+    bad = [s for s in names if s not in ("memory", "sessions")]
+    if bad:
+        raise CliError(f"--sources {given!r}: expected memory, sessions or memory,sessions")
+    return names
+
+
 def cmd_search(args: argparse.Namespace) -> int:
-    sources = args.sources.split(",") if args.sources else None
+    sources = _sources(args.sources)
     overrides = settings_overrides(args)  # a flag out of range: one line, exit 2, no work
     with open_index(args) as idx, closing(LazyRecallRecorder(idx)) as recorder, \
             backend_for(idx, args) as backend:
@@ -175,6 +187,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         res = backend.search(_query(args), max_results=args.max_results,
                              min_score=args.min_score, sources=sources, on_hits=on_hits,
                              **overrides)
+        if idx.sync_skipped:  # the files changed may not be in these results: said
+            print(f"note: {idx.sync_skipped}", file=sys.stderr)
         if args.json:
             dump_json(_result_json(idx, res, args.explain))
             return 0
@@ -271,6 +285,8 @@ def cmd_chunk(args: argparse.Namespace) -> int:
         data = path.read_bytes()
     except OSError as e:
         raise CliError(f"{path}: {e.strerror or e}") from e
+    check_values(ChunkingConfig, {"tokens": args.tokens, "overlap": args.overlap}, "chunk",
+                 {"tokens": "--tokens", "overlap": "--overlap"})  # 0 or -1: one line
     text = data.decode("utf-8", "replace")
     chunks = chunk_markdown(text, args.tokens, args.overlap, args.mode)
     if args.json:

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..base.sql import StoreFull
 from ..base.version import __version__
 from ..embeddings import EmbeddingError
 from ..index import WorkspaceError
@@ -91,15 +92,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     except BrokenPipeError:
         return _stdout_gone()
-    except (CliError, WorkspaceError, StoreError, PathRefused, EmbeddingError, ValueError,
-            FileNotFoundError) as e:
+    except StoreFull as e:
+        print(f"memory-core: error: {e} (a full disk or a file-size limit; the Markdown "
+              "is untouched: free some space and run it again)", file=sys.stderr)
+        return EXIT_USAGE
+    except (CliError, WorkspaceError, StoreError, PathRefused, EmbeddingError,
+            ValueError) as e:
         print(f"memory-core: error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    except OSError as e:  # a folder where a file was expected, a read-only disk, …
+    except OSError as e:  # a missing file, a folder where a file was expected, a full disk …
         print(f"memory-core: error: {_oserror_line(e)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+    except Exception as e:  # a bug: one line all the same, the traceback when asked for
+        if os.environ.get("MEMORY_CORE_DEBUG"):
+            raise
+        print(f"memory-core: internal error: {type(e).__name__}: {e} (MEMORY_CORE_DEBUG=1 "
+              "shows the traceback)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ for the gates' defaults in its help), never when another sub-command runs.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -22,6 +23,9 @@ from .common import CliError, add_workspace_args, dump_json, open_index
 if TYPE_CHECKING:
     from .. import promotion as pr
 
+#: ``replay --days`` at most: ten years of simulated days (99999999 ran for hours).
+MAX_REPLAY_DAYS = 3660
+
 
 def _now(args: argparse.Namespace) -> int | None:
     """``--now`` as epoch ms (an ISO 8601 time; naive means UTC), or ``None`` for the clock."""
@@ -30,9 +34,20 @@ def _now(args: argparse.Namespace) -> int | None:
     if not getattr(args, "now", None):
         return None
     try:
-        return pr.now_ms(datetime.fromisoformat(args.now.replace("Z", "+00:00")))
+        ms = pr.now_ms(datetime.fromisoformat(args.now.replace("Z", "+00:00")))
     except ValueError as e:
         raise CliError(f"--now: not an ISO 8601 time: {args.now!r}") from e
+    if ms < 0:  # the days before it would fall before year 1
+        raise CliError(f"--now: {args.now!r} is before 1970")
+    return ms
+
+
+def _finite(text: str) -> float:
+    """A gate's number: ``nan`` or ``inf`` would pass (or gate) everything silently."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expects a finite number (got {text!r})")
+    return value
 
 
 def _gates(args: argparse.Namespace) -> dict[str, Any]:
@@ -303,6 +318,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         if not args.json and sys.stderr.isatty():
             print(f"\rreplay: {done}/{total} searches", end="", file=sys.stderr, flush=True)
 
+    if args.days > MAX_REPLAY_DAYS:
+        raise CliError(f"--days: at most {MAX_REPLAY_DAYS} (got {args.days})")
     with open_index(args) as idx:
         rep = pr.replay(idx, queries, args.days, now=_now(args), progress=progress,
                         mode=args.mode, daily=not args.no_daily, reset=args.reset)
@@ -365,11 +382,11 @@ def _promote_options(p: argparse.ArgumentParser) -> None:
                         "(with --apply: write it)")
     p.add_argument("--force", action="store_true",
                    help="with --undo: restore even if MEMORY.md was edited since the apply")
-    p.add_argument("--min-score", type=float, help=f"default {pr.DEFAULT_MIN_SCORE}")
+    p.add_argument("--min-score", type=_finite, help=f"default {pr.DEFAULT_MIN_SCORE}")
     p.add_argument("--min-recall-count", type=int, help=f"default {pr.DEFAULT_MIN_RECALL_COUNT}")
     p.add_argument("--min-unique-queries", type=int,
                    help=f"default {pr.DEFAULT_MIN_UNIQUE_QUERIES}")
-    p.add_argument("--max-age-days", type=float,
+    p.add_argument("--max-age-days", type=_finite,
                    help=f"default {pr.DEFAULT_MAX_AGE_DAYS:g}; negative: no age gate")
     p.add_argument("--limit", type=int, help=f"default {pr.DEFAULT_LIMIT}; 0: no limit")
     p.add_argument("--include-promoted", action="store_true",

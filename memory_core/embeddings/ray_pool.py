@@ -17,6 +17,7 @@ serially (:class:`~.base.EmbeddingError`), so the fallback chain still applies.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, redirect_stdout
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..base.config import ProviderConfig
-from ..base.ray_session import LOCAL_CPUS, ray_session
+from ..base.ray_session import LOCAL_CPUS, RayUnavailable, ray_session
 from .base import EmbeddingError, EmbeddingProvider
 from .windows import embed_whole
 
@@ -77,6 +78,11 @@ def provider_name(choice: ProviderChoice, cfg: ProviderConfig) -> str:
     return cfg.provider
 
 
+def _first_line(e: object) -> str:
+    """Ray's message without the log tail some of its errors carry (20 lines of raylet log)."""
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+
+
 class RayEmbedStream:
     """The groups' vectors as the actors finish them, handed out in plan order."""
 
@@ -102,11 +108,12 @@ class RayEmbedStream:
         except StopIteration:
             raise EmbeddingError("ray executor: the pool returned fewer groups than planned"
                                  ) from None
-        except self._ray.exceptions.RayTaskError as e:
+        except self._ray.exceptions.RayError as e:  # a task's error, or the raylet gone
             cause = getattr(e, "cause", None)
             if isinstance(cause, EmbeddingError):
                 raise cause from None
-            raise EmbeddingError(f"ray executor: {type(e).__name__}: {cause or e}") from None
+            raise EmbeddingError(f"ray executor: {type(e).__name__}: "
+                                 f"{_first_line(cause or e)}") from None
         if int(row["group"]) != i:
             raise EmbeddingError(f"ray executor: got group {row['group']}, expected {i}")
         mat = np.frombuffer(row["vectors"], dtype=np.float32).reshape(len(texts), -1)
@@ -151,8 +158,12 @@ class RayEmbedPool:
             ray = session.enter_context(ray_session(self.address))
             rows = self._pipeline(ray, (name, self.cfg, key, whole), groups) if groups \
                 else iter(())
-        except BaseException:
+        except BaseException as e:
             session.close()
+            if isinstance(e, Exception) and not isinstance(e, (EmbeddingError, RayUnavailable)):
+                # "the node timed out during startup", a dead raylet: one line, not Ray's
+                raise EmbeddingError(f"ray executor: Ray did not start: {_first_line(e)}"
+                                     ) from e
             raise
         return RayEmbedStream(ray, rows, groups, progress, session)
 
@@ -167,6 +178,9 @@ class RayEmbedPool:
     def _pipeline(self, ray: Any, embedder_args: tuple[Any, ...], groups: list[list[str]]
                   ) -> Iterator[dict[str, Any]]:
         logging.getLogger("ray.data").setLevel(logging.WARNING)  # no per-dataset INFO lines
+        # Ray Data's own config (applied at its first run) would log a failed dataset's
+        # traceback (a raylet killed): the error reaches the sync as one EmbeddingError
+        os.environ.setdefault("RAY_DATA_LOG_LEVEL", "CRITICAL")
         ctx = ray.data.DataContext.get_current()
         ctx.execution_options.preserve_order = True  # the writer takes groups in plan order
         ctx.enable_progress_bars = False  # the sync reports its own progress

@@ -90,7 +90,8 @@ def read_config_text(path: Path) -> str:
         with open(path, encoding="utf-8", newline="") as fh:
             return fh.read(MAX_CONFIG_BYTES + 1)
     except (OSError, UnicodeDecodeError) as e:
-        raise OpenClawConfigError(f"{path}: cannot read ({e})") from e
+        why = getattr(e, "strerror", None) or e  # "Is a directory", not "[Errno 21] …"
+        raise OpenClawConfigError(f"{path}: cannot read ({why})") from e
 
 
 def read_openclaw_json(path: Path) -> dict[str, Any]:

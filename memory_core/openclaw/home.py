@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base.config import CONFIG_FILE, ChunkingConfig, MemoryConfig, load_config
+from ..base.locations import unsafe_workspace
 from ..index import MemoryIndex
 from .config import (
     CONFIG_NAME,
@@ -63,42 +64,8 @@ SHOWN_SETTINGS: dict[str, str] = {
 }
 
 
-#: System trees no workspace may be in: the index (``<workspace>/.memory/``) would be written
-#: into them.
-SYSTEM_TREES = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc",
-                "/sbin", "/sys", "/usr", "/System")
-#: Folders that may hold workspaces but are none themselves (``/tmp``, ``/home``, ``/var`` …).
-SHARED_ROOTS = ("/home", "/media", "/mnt", "/opt", "/private", "/run", "/srv", "/tmp", "/Users",
-                "/var", "/Library", "/Volumes", "/var/tmp", "/dev/shm", "/private/tmp",
-                "/private/var/tmp")
-
-
 class OpenClawHomeError(ValueError):
     """The folder is not an OpenClaw home, or the agent is unknown: one line."""
-
-
-def unsafe_workspace(path: Path) -> str | None:
-    """Why ``path`` (resolved) cannot be an agent's workspace, or ``None`` when it can.
-
-    ``openclaw.json`` is the user's text: ``workspace: "/etc"`` (or ``"/"``, ``"~"``) would
-    make every command create ``.memory/`` there, so the file-system root, the user's home
-    folder (and the folders above it), a system tree and a shared root are refused.
-    """
-    p = path.resolve()
-    home = Path.home().resolve()
-    if p == Path(p.anchor):
-        return "the file-system root"
-    if p == home or p in home.parents:
-        return "the home folder" if p == home else "a folder above the home folder"
-    for tree in SYSTEM_TREES:
-        if p == Path(tree) or Path(tree) in p.parents:
-            return f"inside the system folder {tree}"
-    import tempfile
-
-    temp = {os.path.realpath(tempfile.gettempdir())}  # $TMPDIR too: the system temp root
-    if str(p) in SHARED_ROOTS or str(p) in temp:
-        return "a shared system folder"
-    return None
 
 
 @dataclass(frozen=True)
@@ -265,7 +232,7 @@ def open_home(root: Path | str, agent: str | None = None) -> OpenClawHome:
     """Resolve ``agent`` (default: the configured default agent, else ``main``) of the home at
     ``root``. Raises :class:`OpenClawHomeError` (one line) for a folder that is not a home or
     an agent that is neither configured nor has a sessions folder."""
-    home = Path(root).expanduser().resolve()
+    home = Path(os.path.realpath(Path(root).expanduser()))  # a loop: no folder
     if not home.is_dir():
         raise OpenClawHomeError(f"OpenClaw home {root} is not a folder")
     if not is_openclaw_home(home):

@@ -717,9 +717,10 @@ class Indexer:
         tmp = IndexFiles(target).tmp(os.urandom(6).hex())  # 12 hex digits (no uuid import)
         # scratch: no WAL (every page written twice, WAL then file) and no syncs while the
         # file is built aside; a crash leaves a temp file that is discarded anyway
-        new = Store(tmp, self.config.store.busy_timeout_ms, cache_mib=WRITE_CACHE_MIB,
-                    scratch=True)
-        try:
+        new: Store | None = None
+        try:  # the Store too: its schema's first pages may fail to write (a full disk)
+            new = Store(tmp, self.config.store.busy_timeout_ms, cache_mib=WRITE_CACHE_MIB,
+                        scratch=True)
             if target.exists():
                 new.seed_cache_from(target)
             self.index_files(new, files, report, None)
@@ -733,7 +734,8 @@ class Indexer:
             swap_in(tmp, target, self.config.store.busy_timeout_ms)
         except BaseException:
             with contextlib.suppress(Exception):  # a full disk may fail the close too:
-                new.close()  # the temp file is removed all the same, not left for an hour
+                if new is not None:  # the temp file is removed all the same
+                    new.close()
             remove_index(tmp)
             raise
 
