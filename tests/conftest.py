@@ -27,10 +27,18 @@ GOLDENS = Path(__file__).resolve().parent / "goldens"
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the notebooks nbmake collects (``pytest --nbmake tests notebooks``) ``notebook``."""
+    """Mark the notebooks nbmake collects (``pytest --nbmake tests notebooks``) ``notebook``.
+
+    Under pytest-xdist's ``--dist loadgroup`` (the Makefile's PYTEST_PAR) every test without an
+    ``xdist_group`` mark of its own is grouped with its file, so a file runs on one worker and
+    builds its module fixtures (an index of the demo, an app) once; a mark names a group that
+    spans files (tests that share one resource outside their tmp_path).
+    """
     for item in items:
         if item.path.suffix == ".ipynb":
             item.add_marker(pytest.mark.notebook)
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.path.name))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
