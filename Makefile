@@ -2,7 +2,11 @@
 # Both create .venv and install the project into it on first use. `make check` is the quick loop
 # while developing (under a minute): lint, types, and the unit tests of the pure parts, which load
 # no model. `make test-fast`: lint, types and every test except the browser, UMAP, notebook and
-# long evaluation ones (pytest markers, declared in pyproject.toml).
+# long evaluation ones (pytest markers, declared in pyproject.toml). check and test-fast spread the
+# tests over the cores with pytest-xdist (PYTEST_PAR; `make test-fast PYTEST_PAR=` runs them in one
+# process): one worker per core, each test file on one worker (its module fixtures are built once,
+# tests/conftest.py), tests sharing a resource across files under one `xdist_group` mark. `make test`
+# (CI) stays in one process until a whole parallel run of it has been seen green.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -11,6 +15,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
+PYTEST_PAR ?= -n auto --dist loadgroup
 FAST_MARKERS := not browser and not umap and not notebook and not longeval
 # `make check`'s tests: chunking (with its goldens), fusion (MMR, decay, date pool, tail order), query
 # building (the reference's keyword goldens), config and its doors, metrics, qmd's result
@@ -52,13 +57,13 @@ typecheck: $(STAMP)  # mypy on memory_core/ and workbench/ ([tool.mypy] in pypro
 check: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
-	$(PY) -m pytest -q $(CHECK_TESTS)
+	$(PY) -m pytest -q $(PYTEST_PAR) $(CHECK_TESTS)
 
 test-fast: $(STAMP)
 	-bash scripts/install-node-tools.sh  # node 24, MCP Inspector, qmd in .tools/ (skipped without npm)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
-	$(PY) -m pytest tests -m "$(FAST_MARKERS)"
+	$(PY) -m pytest $(PYTEST_PAR) tests -m "$(FAST_MARKERS)"
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,10 +27,18 @@ GOLDENS = Path(__file__).resolve().parent / "goldens"
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the notebooks nbmake collects (``pytest --nbmake tests notebooks``) ``notebook``."""
+    """Mark the notebooks nbmake collects (``pytest --nbmake tests notebooks``) ``notebook``.
+
+    Under pytest-xdist's ``--dist loadgroup`` (the Makefile's PYTEST_PAR) every test without an
+    ``xdist_group`` mark of its own is grouped with its file, so a file runs on one worker and
+    builds its module fixtures (an index of the demo, an app) once; a mark names a group that
+    spans files (tests that share one resource outside their tmp_path).
+    """
     for item in items:
         if item.path.suffix == ".ipynb":
             item.add_marker(pytest.mark.notebook)
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.path.name))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -63,26 +71,42 @@ def demo_ws(tmp_path: Path) -> Path:
     return copy_demo(tmp_path)
 
 
+def _demo_indexed_once(factory: pytest.TempPathFactory, name: str, profile: str) -> Path:
+    """A copy of the demo indexed under ``profile`` with the local model, built once per run.
+
+    Under pytest-xdist each worker is its own session: the first worker here builds the index in
+    the run's base temp (under a file lock) and every worker copies it into its own temp, so the
+    model embeds the demo once per run and no two processes open one index. A copied workspace
+    keeps its index (the files' mtimes are copied; a sync of the copy writes nothing).
+    """
+    from memory_core import MemoryIndex
+
+    base = factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    built = shared / f"{name}-built"
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not built.is_dir():
+            building = shared / f"{name}-building"
+            shutil.rmtree(building, ignore_errors=True)
+            with MemoryIndex.open(copy_demo(building), profile=profile) as idx:
+                idx.sync()
+            building.rename(built)
+    ws = factory.mktemp(name) / "demo-workspace"
+    shutil.copytree(built / "demo-workspace", ws)
+    return ws
+
+
 @pytest.fixture(scope="session")
-def indexed_demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def indexed_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A demo copy indexed once with the real local model (default profile), shared read-only."""
-    from memory_core import MemoryIndex
-
-    ws = copy_demo(tmp_path_factory.mktemp("indexed"))
-    with MemoryIndex.open(ws) as idx:
-        idx.sync()
-    yield ws
+    return _demo_indexed_once(tmp_path_factory, "indexed", "default")
 
 
 @pytest.fixture(scope="session")
-def indexed_demo_reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def indexed_demo_reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo indexed under the reference profile (reference chunking), local model."""
-    from memory_core import MemoryIndex
-
-    ws = copy_demo(tmp_path_factory.mktemp("indexed-ref"))
-    with MemoryIndex.open(ws, profile="reference") as idx:
-        idx.sync()
-    yield ws
+    return _demo_indexed_once(tmp_path_factory, "indexed-ref", "reference")
 
 
 # --------------------------------------------------------------------------- workbench AppTests
