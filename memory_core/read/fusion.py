@@ -482,11 +482,12 @@ def _calibrate(hits: list[Hit], cands: Candidates, s: SearchSettings
         terms = model.terms(x)
         z = model.intercept + sum(terms.values())
         raw = calibration.sigmoid(z)
-        p = model.correct(raw)
+        p = model.correct(raw) * (calibration.UNSEEN_NAME_FACTOR if q.unseen else 1.0)
         fused = h.score
         h.evidence = {"features": x, "logit_terms": terms, "intercept": model.intercept,
                       "logit": z, "logistic": raw, "probability": p, "model": model.name,
-                      "fused_components": dict(h.components)}
+                      "fused_components": dict(h.components),
+                      **({"unseen": list(q.unseen)} if q.unseen else {})}
         h.components = ({k: v * p / fused for k, v in h.components.items()} if fused > 0
                         else {"evidence": p})
         h.score = p
