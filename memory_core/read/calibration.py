@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -176,16 +177,19 @@ def query_evidence(cands: Candidates) -> QueryEvidence:
 #: such a query is multiplied by this, so only a strong hit still passes the abstention gate.
 #: Chosen by cross-validation on LongMemEval-S's development half (docs/retrieval.md: the curve).
 UNSEEN_NAME_FACTOR = 0.5
+_YEAR = re.compile(r"(?:19|20)\d\d")
 
 
 def unseen_names(cands: Candidates) -> tuple[str, ...]:
-    """The query's names (a word past the first with a capital letter, or one with a digit)
-    that no chunk holds: phrases of the OR keyword query with a document count of 0."""
+    """The query's names (a word past the first with a capital letter, or one with a digit,
+    but not a year: diaries carry dates in their names) that no chunk holds: phrases of the OR
+    keyword query with a document count of 0."""
     if not cands.keyword_query or not cands.keyword_df:
         return ()
     words = tokens(cands.query)
     names = {w.lower() for i, w in enumerate(words)
-             if (i > 0 and any(c.isupper() for c in w)) or any(c.isdigit() for c in w)}
+             if ((i > 0 and any(c.isupper() for c in w)) or any(c.isdigit() for c in w))
+             and not _YEAR.fullmatch(w)}
     phrases = [p.strip().strip('"') for p in cands.keyword_query.split(" OR ")]
     if len(phrases) != len(cands.keyword_df):
         return ()
