@@ -177,19 +177,23 @@ def query_evidence(cands: Candidates) -> QueryEvidence:
 #: such a query is multiplied by this, so only a strong hit still passes the abstention gate.
 #: Chosen by cross-validation on LongMemEval-S's development half (docs/retrieval.md: the curve).
 UNSEEN_NAME_FACTOR = 0.5
-_YEAR = re.compile(r"(?:19|20)\d\d")
+#: Words of a date, not names: diaries carry their dates in their file names (the date hint's).
+_DATE_WORD = re.compile(
+    r"(?:19|20)\d\d|\d{1,2}(?:st|nd|rd|th|am|pm)|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct"
+    r"|nov|dec)|(?:january|february|march|april|june|july|august|september|october|november"
+    r"|december)|(?:mon|tues|wednes|thurs|fri|satur|sun)day", re.I)
 
 
 def unseen_names(cands: Candidates) -> tuple[str, ...]:
     """The query's names (a word past the first with a capital letter, or one with a digit,
-    but not a year: diaries carry dates in their names) that no chunk holds: phrases of the OR
-    keyword query with a document count of 0."""
+    but no word of a date) that no chunk holds: phrases of the OR keyword query with a
+    document count of 0."""
     if not cands.keyword_query or not cands.keyword_df:
         return ()
     words = tokens(cands.query)
     names = {w.lower() for i, w in enumerate(words)
              if ((i > 0 and any(c.isupper() for c in w)) or any(c.isdigit() for c in w))
-             and not _YEAR.fullmatch(w)}
+             and not _DATE_WORD.fullmatch(w)}
     phrases = [p.strip().strip('"') for p in cands.keyword_query.split(" OR ")]
     if len(phrases) != len(cands.keyword_df):
         return ()
