@@ -70,11 +70,8 @@ class Calibration:
         return {f: w * (float(x.get(f, 0.0)) - m) / s for f, w, m, s in
                 zip(self.features, self.weights, self.mean, self.scale, strict=True)}
 
-    def logit(self, x: Mapping[str, float]) -> float:
-        return self.intercept + sum(self.terms(x).values())
-
     def probability(self, x: Mapping[str, float]) -> float:
-        return self.correct(sigmoid(self.logit(x)))
+        return self.correct(sigmoid(self.intercept + sum(self.terms(x).values())))
 
     def correct(self, p: float) -> float:
         """The isotonic correction of a logistic output (identity without knots)."""

@@ -23,7 +23,7 @@ from . import calibration
 from .calibration import CALIBRATIONS
 from .candidates import Candidates, ChunkInfo, LegHit
 from .expansion import boost_adjacent, diversify
-from .query import DateSpan, date_closeness, date_hints, lexical_tokens, tokens
+from .query import DateSpan, date_closeness, date_hints, lexical_tokens
 from .rerank import mmr_order
 
 SNIPPET_MAX_CHARS = 700
@@ -724,6 +724,3 @@ def scores_info(s: SearchSettings) -> dict[str, object]:
     return {"calibration": None, "minScore": s.min_score,
             "meaning": f"{s.fusion} fusion score; hits below minScore {s.min_score:g} are left out"}
 
-
-def query_has_tokens(query: str) -> bool:
-    return bool(tokens(query))
