@@ -117,10 +117,12 @@ def test_unseen_names_are_named_words_the_index_lacks() -> None:
                    keyword_df=(0, 3, 0, 0, 2, 0, 0), keyword_rows=10)
     assert unseen_names(c) == ("synology", "nas", "991")
     assert unseen_names(replace(c, keyword_df=())) == ()  # the AND query: no counts, no claim
-    # a date is no name: diaries carry theirs in their file names (changing-facts' cf-past-03)
-    when = Candidates("When was standup back in January 2021, on a Monday?", "hybrid", (), (),
-                      {}, 200, keyword_query='"standup" OR "january" OR "2021" OR "monday"',
-                      keyword_df=(4, 0, 0, 0), keyword_rows=10)
+    # a date is no name: diaries carry theirs in their file names (changing-facts' cf-past-03,
+    # LoCoMo's "on May 3, 2023")
+    when = Candidates("When was standup back in January 2021, on Monday the 4?", "hybrid", (),
+                      (), {}, 200,
+                      keyword_query='"standup" OR "january" OR "2021" OR "monday" OR "4"',
+                      keyword_df=(4, 0, 0, 0, 0), keyword_rows=10)
     assert unseen_names(when) == ()
 
 

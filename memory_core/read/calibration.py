@@ -176,7 +176,7 @@ def query_evidence(cands: Candidates) -> QueryEvidence:
 UNSEEN_NAME_FACTOR = 0.5
 #: Words of a date, not names: diaries carry their dates in their file names (the date hint's).
 _DATE_WORD = re.compile(
-    r"(?:19|20)\d\d|\d{1,2}(?:st|nd|rd|th|am|pm)|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct"
+    r"(?:19|20)\d\d|\d{1,2}(?:st|nd|rd|th|am|pm)?|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct"
     r"|nov|dec)|(?:january|february|march|april|june|july|august|september|october|november"
     r"|december)|(?:mon|tues|wednes|thurs|fri|satur|sun)day", re.I)
 
