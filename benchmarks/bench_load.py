@@ -173,7 +173,7 @@ def serve(port_file: str) -> int:
         def log_message(self, *args: Any) -> None:
             pass
 
-
+        def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
             texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
             vecs = (provider.embed_query(texts[0])[None, :] if len(texts) == 1

@@ -21,11 +21,13 @@ from memory_core.read.calibration import (
     CALIBRATIONS,
     FITTED_FILE,
     GATES,
+    UNSEEN_NAME_FACTOR,
     Calibration,
     interp,
     load_fitted,
     query_bound,
     save_fitted,
+    unseen_names,
 )
 from memory_core.read.candidates import Candidates
 from memory_core.tools import memory_search
@@ -88,6 +90,40 @@ def test_answerable_questions_get_probabilities_in_the_fused_order(indexed_demo:
         # minScore gates the probability: at 0.99 nothing is at even odds that high
         assert idx.search("Why did we choose WireGuard instead of OpenVPN?",
                           min_score=0.99).hits == []
+
+
+def test_a_question_naming_what_memory_never_held_gets_nothing(indexed_demo: Path) -> None:
+    """Issue #36: the demo holds the VPN decision (WireGuard over OpenVPN), never Tailscale; a
+    question about Tailscale is a near miss (0.37 without the factor), not an answer."""
+    q = "Why did we choose WireGuard instead of Tailscale?"
+    with MemoryIndex.open(indexed_demo, profile="default") as idx:
+        res = idx.search(q)
+        assert res.hits == [] and "never seen: tailscale" in res.abstention
+        top = res.below_gate[0]
+        assert top.evidence is not None and top.evidence["unseen"] == ["tailscale"]
+        model = CALIBRATIONS[profile_settings("default").calibration]
+        assert top.score == pytest.approx(model.probability(top.evidence["features"])
+                                          * UNSEEN_NAME_FACTOR)
+        assert model.probability(top.evidence["features"]) >= GATES[model.name]
+        assert idx.search("Why did we choose WireGuard instead of OpenVPN?").hits
+        ranked = idx.search(q, abstain_below=0.0)  # the order is the fusion's, scores scaled
+        assert ranked.hits and ranked.hits[0].path == "memory/2026-10-30.md"
+
+
+def test_unseen_names_are_named_words_the_index_lacks() -> None:
+    c = Candidates("which VLAN is the Synology NAS on? my iPad 991 foo", "hybrid", (), (), {},
+                   200, keyword_query='"which" OR "vlan" OR "synology" OR "nas" OR "ipad" OR '
+                                      '"991" OR "foo"',
+                   keyword_df=(0, 3, 0, 0, 2, 0, 0), keyword_rows=10)
+    assert unseen_names(c) == ("synology", "nas", "991")
+    assert unseen_names(replace(c, keyword_df=())) == ()  # the AND query: no counts, no claim
+    # a date is no name: diaries carry theirs in their file names (changing-facts' cf-past-03,
+    # LoCoMo's "on May 3, 2023")
+    when = Candidates("When was standup back in January 2021, on Monday the 4?", "hybrid", (),
+                      (), {}, 200,
+                      keyword_query='"standup" OR "january" OR "2021" OR "monday" OR "4"',
+                      keyword_df=(4, 0, 0, 0, 0), keyword_rows=10)
+    assert unseen_names(when) == ()
 
 
 def test_query_bound_counts_unknown_terms() -> None:

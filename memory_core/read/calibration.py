@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..base.fitted import FITTED_FILE, read_fitted
 from ..storage.fts import phrase_bound
+from .query import tokens
 
 if TYPE_CHECKING:  # the config reads the fitted gates at import; candidates come with a search
     from .candidates import Candidates
@@ -68,11 +70,8 @@ class Calibration:
         return {f: w * (float(x.get(f, 0.0)) - m) / s for f, w, m, s in
                 zip(self.features, self.weights, self.mean, self.scale, strict=True)}
 
-    def logit(self, x: Mapping[str, float]) -> float:
-        return self.intercept + sum(self.terms(x).values())
-
     def probability(self, x: Mapping[str, float]) -> float:
-        return self.correct(sigmoid(self.logit(x)))
+        return self.correct(sigmoid(self.intercept + sum(self.terms(x).values())))
 
     def correct(self, p: float) -> float:
         """The isotonic correction of a logistic output (identity without knots)."""
@@ -148,11 +147,14 @@ class QueryEvidence:
     top_cos: float
     top_kw: float
     known: float
+    #: the query's names the index holds nowhere (:func:`unseen_names`)
+    unseen: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """One line for an explanation: why the query's evidence is weak or strong."""
         return (f"best cosine {self.top_cos:.2f}, best keyword match {self.top_kw:.0%} of the "
-                f"query's best possible bm25, {self.known:.0%} of its terms in the index")
+                f"query's best possible bm25, {self.known:.0%} of its terms in the index"
+                + (f"; never seen: {', '.join(self.unseen)}" if self.unseen else ""))
 
 
 def query_evidence(cands: Candidates) -> QueryEvidence:
@@ -163,7 +165,37 @@ def query_evidence(cands: Candidates) -> QueryEvidence:
     known = (sum(1 for d in cands.keyword_df if d > 0) / len(cands.keyword_df)
              if cands.keyword_df else 0.0)
     top_kw = min(1.0, best / bound) if bound > 0 else 0.0
-    return QueryEvidence(top_cos, top_kw, known)
+    return QueryEvidence(top_cos, top_kw, known, unseen_names(cands))
+
+
+#: Issue #36: a question that names something the memory has never seen ("my apartment in
+#: Shinjuku" where only Harajuku was said, "the Porsche 991") asks about something absent, while
+#: the same topic under another name scores as a near miss. Every calibrated probability of
+#: such a query is multiplied by this, so only a strong hit still passes the abstention gate.
+#: Chosen by cross-validation on LongMemEval-S's development half (docs/retrieval.md: the curve).
+UNSEEN_NAME_FACTOR = 0.5
+#: Words of a date, not names: diaries carry their dates in their file names (the date hint's).
+_DATE_WORD = re.compile(
+    r"(?:19|20)\d\d|\d{1,2}(?:st|nd|rd|th|am|pm)?|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct"
+    r"|nov|dec)|(?:january|february|march|april|june|july|august|september|october|november"
+    r"|december)|(?:mon|tues|wednes|thurs|fri|satur|sun)day", re.I)
+
+
+def unseen_names(cands: Candidates) -> tuple[str, ...]:
+    """The query's names (a word past the first with a capital letter, or one with a digit,
+    but no word of a date) that no chunk holds: phrases of the OR keyword query with a
+    document count of 0."""
+    if not cands.keyword_query or not cands.keyword_df:
+        return ()
+    words = tokens(cands.query)
+    names = {w.lower() for i, w in enumerate(words)
+             if ((i > 0 and any(c.isupper() for c in w)) or any(c.isdigit() for c in w))
+             and not _DATE_WORD.fullmatch(w)}
+    phrases = [p.strip().strip('"') for p in cands.keyword_query.split(" OR ")]
+    if len(phrases) != len(cands.keyword_df):
+        return ()
+    return tuple(p for p, d in zip(phrases, cands.keyword_df, strict=True)
+                 if d == 0 and p.lower() in names)
 
 
 def hit_features(q: QueryEvidence, *, fused: float, rank: int, top_fused: float,

@@ -23,7 +23,7 @@ from . import calibration
 from .calibration import CALIBRATIONS
 from .candidates import Candidates, ChunkInfo, LegHit
 from .expansion import boost_adjacent, diversify
-from .query import DateSpan, date_closeness, date_hints, lexical_tokens, tokens
+from .query import DateSpan, date_closeness, date_hints, lexical_tokens
 from .rerank import mmr_order
 
 SNIPPET_MAX_CHARS = 700
@@ -482,11 +482,12 @@ def _calibrate(hits: list[Hit], cands: Candidates, s: SearchSettings
         terms = model.terms(x)
         z = model.intercept + sum(terms.values())
         raw = calibration.sigmoid(z)
-        p = model.correct(raw)
+        p = model.correct(raw) * (calibration.UNSEEN_NAME_FACTOR if q.unseen else 1.0)
         fused = h.score
         h.evidence = {"features": x, "logit_terms": terms, "intercept": model.intercept,
                       "logit": z, "logistic": raw, "probability": p, "model": model.name,
-                      "fused_components": dict(h.components)}
+                      "fused_components": dict(h.components),
+                      **({"unseen": list(q.unseen)} if q.unseen else {})}
         h.components = ({k: v * p / fused for k, v in h.components.items()} if fused > 0
                         else {"evidence": p})
         h.score = p
@@ -723,6 +724,3 @@ def scores_info(s: SearchSettings) -> dict[str, object]:
     return {"calibration": None, "minScore": s.min_score,
             "meaning": f"{s.fusion} fusion score; hits below minScore {s.min_score:g} are left out"}
 
-
-def query_has_tokens(query: str) -> bool:
-    return bool(tokens(query))
