@@ -213,3 +213,33 @@ def test_stdio_request_with_an_unreadable_id_is_answered(ws: Path) -> None:
     finally:
         err = srv.close()
     assert srv.proc.returncode == 0 and "Traceback" not in err
+
+
+#: Requests whose ``id`` can be read but whose other fields are of the wrong type: each must be
+#: answered for its own ``id`` (a client waits for that id), with the code given.
+WRONG_FIELDS = [
+    ('{"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": [1]}', -32600),
+    ('{"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": "x"}', -32600),
+    ('{"jsonrpc": "2.0", "id": 13, "method": 5}', -32600),
+    ('{"jsonrpc": "1.0", "id": 14, "method": "tools/list"}', -32600),
+    ('{"jsonrpc": "2.0", "id": 15, "method": "ping", "params": 5}', -32600),
+    ('{"id": 16, "method": "tools/list"}', -32600),
+    ('{"jsonrpc": "2.0", "id": 17, "method": "no/such"}', -32601),
+    ('{"jsonrpc": "2.0", "id": 18, "method": "tools/call"}', -32602),
+    ('{"jsonrpc": "2.0", "id": 19, "method": "tools/call", "params": {"name": 5}}', -32602),
+    ('{"jsonrpc": "2.0", "id": 20, "method": "tools/call", "params": {"name": '
+     '"memory_search", "arguments": [1]}}', -32602),
+]
+
+
+def test_stdio_wrong_field_types_are_answered_for_their_id(ws: Path) -> None:
+    srv = StdioServer(ws)
+    try:
+        for line, code in WRONG_FIELDS:
+            r = srv.ask(line)
+            assert (r["id"], r["error"]["code"]) == (json.loads(line)["id"], code), line
+        r = srv.ask(_search(99, "COOKIE_EXPIRED_4711"))  # and it still serves
+        assert r["id"] == 99 and "result" in r
+    finally:
+        err = srv.close()
+    assert srv.proc.returncode == 0 and "Traceback" not in err

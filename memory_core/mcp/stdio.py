@@ -130,7 +130,9 @@ def malformed_reply(exc: Exception) -> types.JSONRPCError:
             raw = json.loads(raw) if isinstance(raw, str) else None
         except (ValueError, RecursionError):
             raw = None
-    else:
+    else:  # the whole message is the input of a "missing field" error at its top level
+        raw = next((e["input"] for e in errors if len(e["loc"]) == 1 or (
+            len(e["loc"]) == 2 and e["type"] == "missing")), None)
         code, message = types.INVALID_REQUEST, (
             "Invalid request: not a JSON-RPC 2.0 request, notification or response")
     return types.JSONRPCError(jsonrpc="2.0", id=_request_id(raw),
