@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp import Client
 
 from memory_core.mcp.server import MAX_BODY_BYTES
@@ -243,3 +244,35 @@ def test_stdio_wrong_field_types_are_answered_for_their_id(ws: Path) -> None:
     finally:
         err = srv.close()
     assert srv.proc.returncode == 0 and "Traceback" not in err
+
+
+def _post(url: str, body: str) -> tuple[int, str]:
+    import http.client
+    from urllib.parse import urlsplit
+
+    u = urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+    try:
+        conn.request("POST", u.path, body=body.encode(), headers={
+            "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+        resp = conn.getresponse()
+        return resp.status, resp.read().decode()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("rid", ["1e400", "1.5", "true", "null", "{}", "[1]"])
+def test_http_request_with_an_unreadable_id_is_answered(http_server: HttpServer,
+                                                        rid: str) -> None:
+    # the transport took it for a notification: 202, no body, the client waiting forever
+    line = '{"jsonrpc": "2.0", "id": ' + rid + ', "method": "tools/list"}'
+    status, body = _post(http_server.url, line)
+    assert status == 400
+    assert json.loads(body) == {"jsonrpc": "2.0", "id": None, "error": {
+        "code": -32600, "message": "Invalid request: 'tools/list' needs an 'id' that is a "
+        "string or an integer"}}
+    status, body = _post(http_server.url, json.dumps({  # and it still serves
+        "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"}}}))
+    assert status == 200 and '"id":1' in body

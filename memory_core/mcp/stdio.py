@@ -151,6 +151,20 @@ def unreadable_id(message: Any) -> types.JSONRPCError | None:
         "'id' that is a string or an integer"))
 
 
+def unreadable_id_body(body: bytes) -> types.JSONRPCError | None:
+    """:func:`unreadable_id` for an HTTP request's body: the streamable HTTP transport also
+    takes ``{"id": 1e400, "method": "tools/list"}`` for a notification (202, no answer)."""
+    try:
+        msg = json.loads(body)
+    except (ValueError, RecursionError):
+        return None  # the transport answers it
+    if not isinstance(msg, dict) or "id" not in msg or _request_id(msg) is not None:
+        return None
+    method = msg.get("method")
+    return unreadable_id(types.JSONRPCNotification(jsonrpc="2.0", method=method)
+                         ) if isinstance(method, str) else None
+
+
 async def serve_answering_malformed(server: Server[Any], read: Any, write: Any) -> None:
     """``server.run`` on the transport's streams, answering unreadable lines on ``write``."""
     send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
