@@ -276,3 +276,26 @@ def test_http_request_with_an_unreadable_id_is_answered(http_server: HttpServer,
             "protocolVersion": "2025-06-18", "capabilities": {},
             "clientInfo": {"name": "t", "version": "0"}}}))
     assert status == 200 and '"id":1' in body
+
+
+def test_tools_over_an_index_replaced_by_a_foreign_file_say_so_in_one_line(ws: Path) -> None:
+    from memory_core import MemoryIndex
+    from memory_core.backends import open_backend
+    from memory_core.live import LiveIndex
+    from memory_core.mcp import MemoryTools
+
+    idx = MemoryIndex.open(ws, provider="none")
+    live = LiveIndex(idx, watch=False).start()
+    tools = MemoryTools(live, record_recalls=False, backend=open_backend(idx, "builtin"))
+    try:
+        out, err = tools.call("memory_search", {"query": "COOKIE_EXPIRED_4711"})
+        assert not err and out["results"]
+        db = Path(live.store_path)
+        for f in db.parent.glob(db.name + "*"):
+            f.unlink()
+        db.write_bytes(os.urandom(8192))  # somebody else's file where the index was
+        for name, args in (("memory_status", {}), ("memory_search", {"query": "tabs"})):
+            out, err = tools.call(name, args)
+            assert err and out["error"].startswith("index path ") and str(db) in out["error"]
+    finally:
+        live.close()
