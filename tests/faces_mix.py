@@ -87,6 +87,8 @@ class MixReport:
     searches: list[SearchResult] = field(default_factory=list)
     commands: list[CommandRun] = field(default_factory=list)
     appended: int = 0
+    #: "path: mark" of every line the writer appended that is not in its file at the end
+    lost: list[str] = field(default_factory=list)
     server_stderr: str = ""
     watch_stderr: str = ""
 
@@ -112,7 +114,8 @@ class MixReport:
         return out
 
     def problems(self) -> list[str]:
-        return self.search_problems() + self.command_problems()
+        return self.search_problems() + self.command_problems() + [
+            f"lost {m}" for m in self.lost[:20]]
 
     def latencies(self) -> list[float]:
         return sorted(r.seconds for r in self.searches if r.ok)
@@ -128,7 +131,7 @@ class MixReport:
             "commandProblems": len(self.command_problems()),
             "p50_ms": round(percentile(lat, 50) * 1000, 1) if lat else None,
             "p99_ms": round(percentile(lat, 99) * 1000, 1) if lat else None,
-            "commands": faces, "diaryAppends": self.appended,
+            "commands": faces, "diaryAppends": self.appended, "linesLost": len(self.lost),
         }
 
 
@@ -230,15 +233,33 @@ def _command_loop(face: str, argvs: list[list[str]], stop_at: threading.Event,
                                   p.stdout if face == "search" else ""))
 
 
-def _writer(ws: Path, stop_at: threading.Event, counter: list[int]) -> None:
+def _written(ws: Path) -> list[Path]:
+    """The agent's files the writer appends to: ten diaries (today's among them while the
+    clock is in December 2026, else today's added) and MEMORY.md."""
+    today = ws / "memory" / f"{time.strftime('%Y-%m-%d')}.md"
     diaries = [ws / "memory" / f"2026-12-{d:02d}.md" for d in range(1, DIARIES + 1)]
+    return [*diaries, *([today] if today not in diaries else []), ws / "MEMORY.md"]
+
+
+def _writer(ws: Path, stop_at: threading.Event, counter: list[int]) -> None:
     n = 0
     while not stop_at.wait(WRITER_PERIOD_S):
-        for d in diaries:
+        for d in _written(ws):
             with d.open("a", encoding="utf-8") as f:
                 f.write(f"- {time.strftime('%H:%M:%S')} entry {n} WRITER_MARK_{n}\n")
         n += 1
-    counter[0] = n * len(diaries)
+    counter[0] = n
+
+
+def lost_lines(ws: Path, marks: int) -> list[str]:
+    """Every ``WRITER_MARK_n`` (n < ``marks``) missing from a file the writer appended to:
+    a write of the user's Markdown (promote, undo, dream) that lost the agent's lines."""
+    out = []
+    for f in _written(ws):
+        found = set(re.findall(r"^- [\d:]+ entry \d+ WRITER_MARK_(\d+)$",
+                               f.read_text(encoding="utf-8"), re.M))
+        out += [f"{f.name}: WRITER_MARK_{n}" for n in range(marks) if str(n) not in found]
+    return out
 
 
 def run_mix(ws: Path, seconds: float, *, provider: str = "none", writers: bool = True
@@ -264,6 +285,7 @@ def run_mix(ws: Path, seconds: float, *, provider: str = "none", writers: bool =
                              ["promote", *common, "--undo"]]),
                 ("search", [["search", *common, "--json", "--max-results", str(MAX_RESULTS),
                              CLI_QUERY[0]]]),
+                ("dream", [["dream", *common, "--storage", "inline", "--diary"]]),
             ]
             threads = [threading.Thread(target=_command_loop, args=(f, a, stop_at,
                                                                     report.commands, lock))
@@ -281,7 +303,8 @@ def run_mix(ws: Path, seconds: float, *, provider: str = "none", writers: bool =
         if watch is not None:
             report.watch_stderr = stop(watch)
         report.server_stderr = server.stop()
-    report.appended = counter[0]
+    report.appended = counter[0] * len(_written(ws))
+    report.lost = lost_lines(ws, counter[0]) if writers else []
     return report
 
 

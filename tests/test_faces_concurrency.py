@@ -10,12 +10,13 @@ form is ``benchmarks/bench_faces.py --seconds 600``.
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import copy_demo
-from tests.faces_mix import index_matches_fresh_build, index_path, integrity, run_mix
+from tests.faces_mix import ENV, EXE, index_matches_fresh_build, index_path, integrity, run_mix
 
 MIX_SECONDS = 35
 
@@ -30,6 +31,8 @@ def test_faces_together_keep_the_index_whole(tmp_path: Path) -> None:
     assert summary["commands"].get("index", 0) >= 2, summary
     assert summary["commands"].get("apply", 0) >= 1, summary
     assert summary["commands"].get("search", 0) >= 1, summary
+    assert summary["commands"].get("dream", 0) >= 1, summary
+    assert report.lost == [], summary  # promote, undo and dream kept every appended line
     assert report.appended > 0
     applied = [c for c in report.commands if c.face == "apply" and c.rc == 0]
     assert applied, summary
@@ -37,3 +40,6 @@ def test_faces_together_keep_the_index_whole(tmp_path: Path) -> None:
     only_ours, only_fresh = index_matches_fresh_build(ws)
     assert only_ours == set() and only_fresh == set()
     assert not Path(f"{index_path(ws)}.damaged").exists()
+    deep = subprocess.run([EXE, "status", "-w", str(ws), "--provider", "none", "--deep"],
+                          env=ENV, capture_output=True, text=True, timeout=300)
+    assert deep.returncode == 0 and "Traceback" not in deep.stderr, deep.stderr

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp import Client
 
 from memory_core.mcp.server import MAX_BODY_BYTES
@@ -213,3 +214,88 @@ def test_stdio_request_with_an_unreadable_id_is_answered(ws: Path) -> None:
     finally:
         err = srv.close()
     assert srv.proc.returncode == 0 and "Traceback" not in err
+
+
+#: Requests whose ``id`` can be read but whose other fields are of the wrong type: each must be
+#: answered for its own ``id`` (a client waits for that id), with the code given.
+WRONG_FIELDS = [
+    ('{"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": [1]}', -32600),
+    ('{"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": "x"}', -32600),
+    ('{"jsonrpc": "2.0", "id": 13, "method": 5}', -32600),
+    ('{"jsonrpc": "1.0", "id": 14, "method": "tools/list"}', -32600),
+    ('{"jsonrpc": "2.0", "id": 15, "method": "ping", "params": 5}', -32600),
+    ('{"id": 16, "method": "tools/list"}', -32600),
+    ('{"jsonrpc": "2.0", "id": 17, "method": "no/such"}', -32601),
+    ('{"jsonrpc": "2.0", "id": 18, "method": "tools/call"}', -32602),
+    ('{"jsonrpc": "2.0", "id": 19, "method": "tools/call", "params": {"name": 5}}', -32602),
+    ('{"jsonrpc": "2.0", "id": 20, "method": "tools/call", "params": {"name": '
+     '"memory_search", "arguments": [1]}}', -32602),
+]
+
+
+def test_stdio_wrong_field_types_are_answered_for_their_id(ws: Path) -> None:
+    srv = StdioServer(ws)
+    try:
+        for line, code in WRONG_FIELDS:
+            r = srv.ask(line)
+            assert (r["id"], r["error"]["code"]) == (json.loads(line)["id"], code), line
+        r = srv.ask(_search(99, "COOKIE_EXPIRED_4711"))  # and it still serves
+        assert r["id"] == 99 and "result" in r
+    finally:
+        err = srv.close()
+    assert srv.proc.returncode == 0 and "Traceback" not in err
+
+
+def _post(url: str, body: str) -> tuple[int, str]:
+    import http.client
+    from urllib.parse import urlsplit
+
+    u = urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+    try:
+        conn.request("POST", u.path, body=body.encode(), headers={
+            "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+        resp = conn.getresponse()
+        return resp.status, resp.read().decode()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("rid", ["1e400", "1.5", "true", "null", "{}", "[1]"])
+def test_http_request_with_an_unreadable_id_is_answered(http_server: HttpServer,
+                                                        rid: str) -> None:
+    # the transport took it for a notification: 202, no body, the client waiting forever
+    line = '{"jsonrpc": "2.0", "id": ' + rid + ', "method": "tools/list"}'
+    status, body = _post(http_server.url, line)
+    assert status == 400
+    assert json.loads(body) == {"jsonrpc": "2.0", "id": None, "error": {
+        "code": -32600, "message": "Invalid request: 'tools/list' needs an 'id' that is a "
+        "string or an integer"}}
+    status, body = _post(http_server.url, json.dumps({  # and it still serves
+        "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"}}}))
+    assert status == 200 and '"id":1' in body
+
+
+def test_tools_over_an_index_replaced_by_a_foreign_file_say_so_in_one_line(ws: Path) -> None:
+    from memory_core import MemoryIndex
+    from memory_core.backends import open_backend
+    from memory_core.live import LiveIndex
+    from memory_core.mcp import MemoryTools
+
+    idx = MemoryIndex.open(ws, provider="none")
+    live = LiveIndex(idx, watch=False).start()
+    tools = MemoryTools(live, record_recalls=False, backend=open_backend(idx, "builtin"))
+    try:
+        out, err = tools.call("memory_search", {"query": "COOKIE_EXPIRED_4711"})
+        assert not err and out["results"]
+        db = Path(live.store_path)
+        for f in db.parent.glob(db.name + "*"):
+            f.unlink()
+        db.write_bytes(os.urandom(8192))  # somebody else's file where the index was
+        for name, args in (("memory_status", {}), ("memory_search", {"query": "tabs"})):
+            out, err = tools.call(name, args)
+            assert err and out["error"].startswith("index path ") and str(db) in out["error"]
+    finally:
+        live.close()

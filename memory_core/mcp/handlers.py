@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import tools
 from ..backends import MemoryBackend
+from ..base.sql import StoreError
 from ..live import LiveIndex, LiveUnavailable
 from ..tools import GET_SCHEMA, SEARCH_SCHEMA, STATUS_SCHEMA, BadArgument, check_arguments
 
@@ -77,6 +78,8 @@ class MemoryTools:
             return _error(f"bad argument: {e}")
         except LiveUnavailable as e:
             return _error(str(e), results=[], disabled=True, unavailable=True)
+        except StoreError as e:  # its message is one line that says why (as the CLI's)
+            return _error(str(e))
         except Exception as e:  # the tool must answer, whatever happened inside
             return _error(f"internal error: {type(e).__name__}: {e}")
 

@@ -42,7 +42,12 @@ from .handlers import (
     MemoryTools,
 )
 from .schemas import GET_OUTPUT_SCHEMA, SEARCH_OUTPUT_SCHEMA, STATUS_OUTPUT_SCHEMA
-from .stdio import claimed_stdin, in_daemon_thread, serve_answering_malformed
+from .stdio import (
+    claimed_stdin,
+    in_daemon_thread,
+    serve_answering_malformed,
+    unreadable_id_body,
+)
 
 DEFAULT_TOKEN_ENV = "MEMORY_CORE_MCP_TOKEN"
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -174,7 +179,9 @@ def bearer_guard(app: ASGIApp, token: str) -> ASGIApp:
 def body_limit(app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> ASGIApp:
     """Refuse HTTP requests whose body is over ``max_bytes`` (413, one JSON line): one that
     declares it is refused before it is read; one that does not (``Transfer-Encoding:
-    chunked``) is read up to the cap, then refused, or handed on whole."""
+    chunked``) is read up to the cap, then refused. A body within the cap is read whole, a
+    request with an unreadable ``id`` answered -32600 (:func:`.stdio.unreadable_id_body`), any
+    other handed on."""
     too_big = (f"request body over {max_bytes} bytes (a tool call is far smaller; a query is "
                "capped at 8 KB)")
 
@@ -183,11 +190,8 @@ def body_limit(app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> ASGIApp:
             await app(scope, receive, send)
             return
         declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None:
-            if not declared.isdigit() or int(declared) > max_bytes:
-                await _refuse(send, 413, too_big)
-                return
-            await app(scope, receive, send)
+        if declared is not None and (not declared.isdigit() or int(declared) > max_bytes):
+            await _refuse(send, 413, too_big)
             return
         body = bytearray()
         while True:
@@ -200,6 +204,14 @@ def body_limit(app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> ASGIApp:
                 return
             if not message.get("more_body", False):
                 break
+        unanswered = unreadable_id_body(bytes(body))
+        if unanswered is not None:  # the SDK would answer 202 and never the request itself
+            reply = unanswered.model_dump_json(by_alias=True, exclude_unset=True).encode()
+            await send({"type": "http.response.start", "status": 400, "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(reply)).encode())]})
+            await send({"type": "http.response.body", "body": reply})
+            return
         given = False
 
         async def replay() -> Scope:

@@ -130,7 +130,9 @@ def malformed_reply(exc: Exception) -> types.JSONRPCError:
             raw = json.loads(raw) if isinstance(raw, str) else None
         except (ValueError, RecursionError):
             raw = None
-    else:
+    else:  # the whole message is the input of a "missing field" error at its top level
+        raw = next((e["input"] for e in errors if len(e["loc"]) == 1 or (
+            len(e["loc"]) == 2 and e["type"] == "missing")), None)
         code, message = types.INVALID_REQUEST, (
             "Invalid request: not a JSON-RPC 2.0 request, notification or response")
     return types.JSONRPCError(jsonrpc="2.0", id=_request_id(raw),
@@ -147,6 +149,20 @@ def unreadable_id(message: Any) -> types.JSONRPCError | None:
     return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(
         code=types.INVALID_REQUEST, message=f"Invalid request: {message.method[:80]!r} needs an "
         "'id' that is a string or an integer"))
+
+
+def unreadable_id_body(body: bytes) -> types.JSONRPCError | None:
+    """:func:`unreadable_id` for an HTTP request's body: the streamable HTTP transport also
+    takes ``{"id": 1e400, "method": "tools/list"}`` for a notification (202, no answer)."""
+    try:
+        msg = json.loads(body)
+    except (ValueError, RecursionError):
+        return None  # the transport answers it
+    if not isinstance(msg, dict) or "id" not in msg or _request_id(msg) is not None:
+        return None
+    method = msg.get("method")
+    return unreadable_id(types.JSONRPCNotification(jsonrpc="2.0", method=method)
+                         ) if isinstance(method, str) else None
 
 
 async def serve_answering_malformed(server: Server[Any], read: Any, write: Any) -> None:
