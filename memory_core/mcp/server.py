@@ -153,7 +153,12 @@ class HttpOptions:
 async def _refuse(send: Any, status: int, error: str,
                   headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
     """Answer an HTTP request with ``status`` and ``{"error": …}`` (one JSON line)."""
-    body = json.dumps({"error": error}).encode()
+    await _answer(send, status, json.dumps({"error": error}).encode(), headers)
+
+
+async def _answer(send: Any, status: int, body: bytes,
+                  headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+    """Answer an HTTP request with ``status`` and the JSON ``body``, whole."""
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), *headers,
                             (b"content-length", str(len(body)).encode())]})
@@ -206,11 +211,8 @@ def body_limit(app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> ASGIApp:
                 break
         unanswered = unreadable_id_body(bytes(body))
         if unanswered is not None:  # the SDK would answer 202 and never the request itself
-            reply = unanswered.model_dump_json(by_alias=True, exclude_unset=True).encode()
-            await send({"type": "http.response.start", "status": 400, "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(reply)).encode())]})
-            await send({"type": "http.response.body", "body": reply})
+            await _answer(send, 400, unanswered.model_dump_json(
+                by_alias=True, exclude_unset=True).encode())
             return
         given = False
 
