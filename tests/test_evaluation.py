@@ -266,3 +266,28 @@ def test_cli_eval_runs_one_named_conversation(capsys: pytest.CaptureFixture[str]
     assert main(["eval", "--queries", "locomo-markdown:conv-30", "--provider", "none",
                  "--limit", "2", "--no-progress", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["reports"]
+
+
+def test_one_dataset_at_two_paths_gets_two_cached_indexes(tmp_path: Path) -> None:
+    """The eval cache outlives a checkout: the same data read from another path (a clone under
+    another folder) must get its own index, not the one that serves the first path (CI failed
+    on exactly that: a cache built under /work/shared, the data read from /check/work/shared)."""
+    from memory_core.evaluation.datasets import QuerySet
+    from memory_core.evaluation.runner import open_eval_index
+
+    for where in ("a", "b"):
+        (tmp_path / where / "memory").mkdir(parents=True)
+        diary = tmp_path / where / "memory" / "2026-01-02.md"
+        diary.write_text("# Notes\n\nPools open at nine.\n")
+    qs = QuerySet("two", [], {"a": tmp_path / "a", "b": tmp_path / "b"},
+                  {"a": tmp_path / "store", "b": tmp_path / "store"})
+    paths = []
+    for key in ("a", "b"):
+        idx = open_eval_index(qs, key, provider="none")
+        try:
+            idx.sync()
+            paths.append(idx.store_path)
+            assert idx.search("pools").hits[0].path == "memory/2026-01-02.md"
+        finally:
+            idx.close()
+    assert paths[0] != paths[1] and all(p.parent == tmp_path / "store" for p in paths)

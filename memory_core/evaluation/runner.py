@@ -117,8 +117,9 @@ def open_eval_index(query_set: QuerySet, key: str, *, profile: str | None = None
                     chunk_overlap: int | None = None) -> MemoryIndex:
     """Open the index of one of ``query_set``'s workspaces (in the cache for shared data).
 
-    The index file is named after the chunking mode, budget and provider, so that profiles and
-    chunk sizes never overwrite each other's index.
+    The index file is named after the chunking mode, budget, provider and the workspace's path,
+    so that profiles and chunk sizes never overwrite each other's index, and two checkouts of
+    the same data never meet at one index (which would refuse the second).
     """
     ws = query_set.workspaces.get(key)
     if ws is None:
@@ -135,10 +136,17 @@ def open_eval_index(query_set: QuerySet, key: str, *, profile: str | None = None
         overrides["chunking"] = ch
     store_dir = query_set.store_dirs.get(key)
     if store_dir is not None:
-        tokens = chunk_tokens or 400
+        # One index serves one workspace: the same dataset read from another checkout (another
+        # path) gets its own cached index instead of being refused by the first one's.
+        tokens, where = chunk_tokens or 400, _path_tag(ws)
         overrides["store"] = {"path": str(store_dir / f"{{chunking}}-t{tokens}-{{provider}}"
-                                                      ".sqlite")}
+                                                      f"-{where}.sqlite")}
     return MemoryIndex.open(ws, profile=profile, provider=provider, overrides=overrides or None)
+
+
+def _path_tag(ws: Path) -> str:
+    """A short, stable tag of the workspace's absolute path (names its cached index)."""
+    return hashlib.sha256(str(Path(ws).resolve()).encode()).hexdigest()[:8]
 
 
 def _cache_file(idx: MemoryIndex, chunks: Any, queries: Sequence[EvalQuery],
