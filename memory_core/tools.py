@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .backends.builtin import BuiltinBackend
-from .base.config import SearchSettings, setting_meta
+from .base.config import SOURCE_NAMES, SearchSettings, setting_meta
 from .embeddings import EmbeddingError
 from .index import MemoryIndex
 from .promotion import recall_recorder
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .backends.protocol import MemoryBackend, OnHits
 
 #: The ``corpus`` values this workspace can answer (no wiki supplements here).
-CORPORA = ("memory", "sessions", "all")
+CORPORA = (*SOURCE_NAMES, "all")
 
 
 def _setting_bounds(name: str) -> dict[str, Any]:

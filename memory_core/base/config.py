@@ -48,6 +48,7 @@ CitationsMode = Literal["auto", "on", "off"]
 PROFILES: tuple[ProfileName, ...] = get_args(ProfileName)
 FUSION_MODES: tuple[FusionMode, ...] = get_args(FusionMode)
 PROVIDERS: tuple[ProviderName, ...] = get_args(ProviderName)
+SOURCE_NAMES: tuple[SourceName, ...] = get_args(SourceName)
 #: The placeholders ``[store] path`` may use.
 STORE_PATH_FIELDS = ("chunking", "provider")
 #: The real limits of a search, declared once and read by the settings' bounds (so by the CLI's
@@ -143,7 +144,7 @@ class ExtraPath:
 
 @dataclass
 class SourcesConfig:
-    sources: list[str] = setting(factory=lambda: ["memory", "sessions"],
+    sources: list[str] = setting(factory=lambda: list(SOURCE_NAMES),
                                  validate_as=list[SourceName], help="what is indexed")
     extra_paths: list[ExtraPath] = setting(factory=list, before=_extra_paths,
                                            help="folders or .md files outside memory/")

@@ -12,9 +12,9 @@ import sys
 from collections.abc import Sequence
 from contextlib import closing
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any
 
-from ..base.config import ChunkingConfig, SourceName, check_values
+from ..base.config import SOURCE_NAMES, ChunkingConfig, check_values
 from ..index import MemoryIndex
 from ..write.chunking import chunk_markdown
 from .batch import search_batch
@@ -168,9 +168,9 @@ def _sources(given: str | None) -> list[str] | None:
     if given is None:
         return None
     names = [s.strip() for s in given.split(",")]
-    bad = [s for s in names if s not in get_args(SourceName)]
+    bad = [s for s in names if s not in SOURCE_NAMES]
     if bad:
-        raise CliError(f"--sources {given!r}: expected memory, sessions or memory,sessions")
+        raise CliError(f"--sources {given!r}: expected names of {', '.join(SOURCE_NAMES)}")
     return names
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..base.config import SOURCE_NAMES
+
 Schema = dict[str, Any]
 
 _INT_OR_NULL: Schema = {"type": ["integer", "null"]}
@@ -30,8 +32,8 @@ SEARCH_RESULT_ITEM: Schema = {
         "score": {"type": "number"},
         "snippet": {"type": "string", "description": "the chunk's text, ending in its "
                     "'Source: path#Lx-Ly' line; a leading '…' means it starts inside a line"},
-        "source": {"type": "string", "enum": ["memory", "sessions"]},
-        "corpus": {"type": "string", "enum": ["memory", "sessions"],
+        "source": {"type": "string", "enum": list(SOURCE_NAMES)},
+        "corpus": {"type": "string", "enum": list(SOURCE_NAMES),
                    "description": "the memory_search corpus this hit belongs to"},
         "citation": {"type": "string"},
         "vectorScore": {"type": "number"},

@@ -23,7 +23,7 @@ from typing import Any
 
 import json5
 
-from ..base.config import BatchConfig, SearchSettings, openclaw_keys, setting_meta
+from ..base.config import SOURCE_NAMES, BatchConfig, SearchSettings, openclaw_keys, setting_meta
 
 CONFIG_NAME = "openclaw.json"
 
@@ -264,7 +264,7 @@ def map_memory_search(blocks: Blocks) -> MappedSettings:
     m.session_memory = session_memory is True
     sources, where = blocks.get("sources")
     if isinstance(sources, list):
-        wanted = [s for s in sources if s in ("memory", "sessions")]
+        wanted = [s for s in sources if s in SOURCE_NAMES]
         kept = [s for s in wanted if s == "memory" or m.session_memory]
         if "sessions" in wanted and not m.session_memory:
             m.notes.append("sources lists \"sessions\" but experimental.sessionMemory is not "

@@ -24,10 +24,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from ..base.config import SOURCE_NAMES, SearchSettings
 from .queries import RealQuery
 
 if TYPE_CHECKING:
-    from ..base.config import SearchSettings
     from ..index import MemoryIndex
 
 
@@ -105,7 +105,7 @@ def compare(index: MemoryIndex, queries: Sequence[RealQuery],
         if isinstance(ms, (int, float)) and not isinstance(ms, bool):
             qs = replace(qs, min_score=min(1.0, max(0.0, float(ms))))
         corpus = q.args.get("corpus")
-        sources = [corpus] if corpus in ("memory", "sessions") else None
+        sources = [corpus] if corpus in SOURCE_NAMES else None
         hits = index.search(q.query, settings=qs, sources=sources).hits
         now = [{"path": h.path, "startLine": h.start_line, "endLine": h.end_line,
                 "score": float(h.score), "snippet": h.snippet, "source": h.source}
