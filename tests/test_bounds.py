@@ -1,16 +1,21 @@
 """Bounded reads (issue #33 item 4): ``memory_get``'s path and long reads cost time linear in
-what is read, and the store's read memo does not grow with the number of distinct queries."""
+what is read, and the store's read memo does not grow with the number of distinct queries. The
+store and the workbench keep their memos in one LRU, :mod:`memory_core.base.lru` (issue #32)."""
 
 from __future__ import annotations
 
+import threading
 import time
 import tracemalloc
 from pathlib import Path
 
 from memory_core import tools
+from memory_core.base.lru import Lru
 from memory_core.index import MemoryIndex
 from memory_core.read.reading import MAX_PATH_CHARS
 from memory_core.storage.store import Store
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def small_ws(tmp_path: Path) -> Path:
@@ -58,3 +63,58 @@ def test_the_read_memo_is_bounded(tmp_path: Path) -> None:
         assert store.read_memo("SELECT ?", [("w39999",)]) == [[("w39999",)]]
     finally:
         store.close()
+
+
+def test_one_lru_keeps_the_most_recent_and_forgets_on_change() -> None:
+    lru = Lru(2)
+    lru.valid_for(1)
+    calls: list[str] = []
+    get = lambda k: lru.get_or(k, lambda: calls.append(k) or k.upper())  # noqa: E731
+    assert [get("a"), get("b"), get("a"), get("c"), get("a"), get("b")] == list("ABACAB")
+    assert calls == ["a", "b", "c", "b"]  # "a" was used last, so "b" made room for "c"
+    lru.valid_for(1)  # the same stamp keeps what is kept
+    assert get("a") == "A" and calls[-1] == "b" and list(lru) == ["b", "a"]
+    lru.valid_for(2)
+    assert list(lru) == [] and get("a") == "A" and calls[-1] == "a"
+
+
+def test_one_lru_shared_by_threads_stays_bounded() -> None:
+    lru = Lru(8)
+    errors: list[BaseException] = []
+
+    def work(n: int) -> None:
+        try:
+            for i in range(3000):
+                assert lru.get_or((n + i) % 50, lambda i=i: i) is not None
+                if i % 500 == 0:
+                    lru.valid_for(i)
+        except BaseException as e:  # pragma: no cover - shown by the assert below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(6)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == [] and len(lru) <= 8
+
+
+def test_the_store_memo_is_read_again_after_a_write(tmp_path: Path) -> None:
+    store = Store(tmp_path / "x.sqlite")
+    try:
+        store.db.execute("CREATE TABLE t(x)")
+        assert store.read_memo("SELECT x FROM t", [()]) == [[]]
+        store.db.execute("INSERT INTO t VALUES (1)")
+        assert store.read_memo("SELECT x FROM t", [()]) == [[(1,)]]
+    finally:
+        store.close()
+
+
+def test_no_module_but_base_lru_keeps_an_lru_by_hand() -> None:
+    """One LRU in the product: no other module orders a dict by use to drop its oldest."""
+    found = [str(p.relative_to(ROOT)) for pkg in ("memory_core", "workbench", "pages")
+             for p in sorted((ROOT / pkg).rglob("*.py"))
+             if p != ROOT / "memory_core" / "base" / "lru.py"
+             and any(w in p.read_text(encoding="utf-8")
+                     for w in ("OrderedDict", "move_to_end", "popitem(last=False)"))]
+    assert found == []

@@ -14,13 +14,14 @@ import contextlib
 import importlib.util
 import json
 import os
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..base.dates import now_ms
+from ..base.lru import Lru
 from ..base.sql import DatabaseError, OperationalError, connect
 from ..base.sql import StoreCorrupt as StoreCorrupt
 from ..base.sql import StoreLocked as StoreLocked
@@ -141,11 +142,10 @@ class Store:
         self._vec_dims: int | None = None
         self._matrix_cache: tuple[int, list[str], np.ndarray] | None = None
         self._sidecar: vectors.VectorMatrix | None = None
-        #: :meth:`read_memo`'s reads, valid while ``_memo_key`` (data_version, changes) holds;
+        #: :meth:`read_memo`'s reads, valid while (data_version, changes) holds;
         #: the :data:`MEMO_ENTRIES` most recently used (an MCP server's distinct queries would
         #: otherwise grow it for as long as the index does not change)
-        self._memo: OrderedDict[tuple[str, tuple[Any, ...]], list[Any]] = OrderedDict()
-        self._memo_key: tuple[int, int] = (-1, -1)
+        self._memo = Lru(MEMO_ENTRIES)
         #: Why the file is damaged, once a read has found out (``None``: not known damaged).
         self.damaged: str | None = None
         check_index_file(self.path)
@@ -632,21 +632,10 @@ class Store:
     def read_memo(self, sql: str, params_list: Sequence[Sequence[Any]]) -> list[list[Any]]:
         """:meth:`read` of ``sql`` with each of ``params_list``, remembered until the index
         changes (another connection's commit moves ``data_version``, ours ``total_changes``)."""
-        key = (int(self.db.execute("PRAGMA data_version").fetchone()[0]), self.db.total_changes)
-        if key != self._memo_key:
-            self._memo, self._memo_key = OrderedDict(), key
-        out = []
-        for params in params_list:
-            k = (sql, tuple(params))
-            rows = self._memo.get(k)
-            if rows is None:
-                rows = self._memo[k] = self.read(sql, params)
-                while len(self._memo) > MEMO_ENTRIES:
-                    self._memo.popitem(last=False)
-            else:
-                self._memo.move_to_end(k)
-            out.append(rows)
-        return out
+        self._memo.valid_for((int(self.db.execute("PRAGMA data_version").fetchone()[0]),
+                              self.db.total_changes))
+        return [self._memo.get_or((sql, tuple(params)), partial(self.read, sql, params))
+                for params in params_list]
 
     # ------------------------------------------------------------------ vector sidecar
 
