@@ -582,6 +582,18 @@ def test_replay_spread_and_repeat(tmp_path: Path) -> None:
         assert len(row["recall_days"]) == 3  # one query on 3 days passes minUniqueQueries 3
 
 
+def test_replay_refuses_days_out_of_range_before_searching(tmp_path: Path) -> None:
+    """Issue #32: the bound on ``days`` is the library's (the CLI and the page only report it):
+    out of 1 to 3660 is a ``ValueError`` naming the range, and nothing is recorded."""
+    ws = make_ws(tmp_path)
+    with open_index(ws) as idx:
+        for days in (0, 3661, 99_999_999):
+            with pytest.raises(ValueError, match=f"at least 1 and at most 3660 \\(got {days}\\)"):
+                pr.replay(idx, QUERIES[:1], days, now=NOW, daily=False)
+        assert state(idx).recall_entries() == []
+        assert pr.replay(idx, QUERIES[:1], 3660, now=NOW, daily=False).searches == 1
+
+
 # --------------------------------------------------------------------------- CLI on the demo
 
 

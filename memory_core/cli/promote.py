@@ -23,10 +23,6 @@ from .common import CliError, add_workspace_args, dump_json, open_index
 if TYPE_CHECKING:
     from .. import promotion as pr
 
-#: ``replay --days`` at most: ten years of simulated days (99999999 ran for hours).
-MAX_REPLAY_DAYS = 3660
-
-
 def _now(args: argparse.Namespace) -> int | None:
     """``--now`` as epoch ms (an ISO 8601 time; naive means UTC), or ``None`` for the clock."""
     from .. import promotion as pr
@@ -318,8 +314,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
         if not args.json and sys.stderr.isatty():
             print(f"\rreplay: {done}/{total} searches", end="", file=sys.stderr, flush=True)
 
-    if args.days > MAX_REPLAY_DAYS:
-        raise CliError(f"--days: at most {MAX_REPLAY_DAYS} (got {args.days})")
     with open_index(args) as idx:
         rep = pr.replay(idx, queries, args.days, now=_now(args), progress=progress,
                         mode=args.mode, daily=not args.no_daily, reset=args.reset)

@@ -180,6 +180,10 @@ class ReplayReport:
                 "lastDay": self.last_day}
 
 
+#: :func:`replay`'s ``days`` at most: ten years of simulated days (99999999 ran for hours).
+MAX_REPLAY_DAYS = 3660
+
+
 def replay(index: MemoryIndex, queries: list[str], days: int, *, now: Now = None,
            progress: Callable[[int, int], None] | None = None, mode: str = "spread",
            daily: bool = True, reset: bool = False) -> ReplayReport:
@@ -194,9 +198,10 @@ def replay(index: MemoryIndex, queries: list[str], days: int, *, now: Now = None
     with a simulated time inside its day (never later than ``now``); with ``daily`` the
     daily-note ingestion runs at the end of each simulated day, as the nightly sweep would.
     ``reset`` forgets all signals first. ``progress(done, total)`` is called after each search.
+    ``days`` out of 1 to :data:`MAX_REPLAY_DAYS` raises ``ValueError`` before anything is done.
     """
-    if days < 1:
-        raise ValueError("days must be at least 1")
+    if not 1 <= days <= MAX_REPLAY_DAYS:
+        raise ValueError(f"days: at least 1 and at most {MAX_REPLAY_DAYS} (got {days})")
     if mode not in ("spread", "repeat"):
         raise ValueError(f"unknown replay mode {mode!r} (spread or repeat)")
     qs = [q.strip() for q in queries if q and q.strip()]
