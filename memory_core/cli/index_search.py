@@ -324,7 +324,7 @@ def register(sub: Any) -> None:
     p.add_argument("--batch", help="JSONL file of {qid, query}; one JSON line out per query")
     add_backend_arg(p)
     add_setting_flags(p, SEARCH_FLAGS)
-    p.add_argument("--sources", help="comma-separated: memory,sessions")
+    p.add_argument("--sources", help="comma-separated: " + ",".join(SOURCE_NAMES))
     p.add_argument("--explain", action="store_true", help="show each leg's score and rank")
     p.add_argument("--no-record", action="store_true",
                    help="do not record diary hits as recalls for promotion")

@@ -15,10 +15,10 @@ import argparse
 import math
 import sys
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .common import CliError, add_workspace_args, dump_json, open_index
+from .queries import transcripts_of
 
 if TYPE_CHECKING:
     from .. import promotion as pr
@@ -273,13 +273,9 @@ def _print_explain(info: dict[str, Any]) -> None:
 def _replay_sessions(args: argparse.Namespace) -> int:
     """``replay --from-sessions``: recalls from the agent's real memory_search results."""
     from .. import promotion as pr
-    from ..openclaw import mine_queries, open_home, transcripts_of_home, transcripts_of_workspace
+    from ..openclaw import mine_queries
 
-    if args.openclaw_home:
-        home = open_home(args.openclaw_home, args.agent)
-        files = transcripts_of_home(home.sessions_dir, home.agent)
-    else:
-        files = transcripts_of_workspace(Path(args.workspace).expanduser())
+    files = transcripts_of(args)
     # recorded when the tool answered (the reference records at the end of the call)
     calls = sorted(((q.query, q.result_at or q.at, q.results_then) for q in mine_queries(files)),
                    key=lambda c: (c[1] is None, c[1] or 0))

@@ -11,28 +11,33 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..base.config import PROFILES
 from .common import CliError, dump_json, open_index
 
+if TYPE_CHECKING:
+    from ..write.sources import SourceFile
 
-def cmd_queries(args: argparse.Namespace) -> int:
-    from ..openclaw import (
-        mine_queries,
-        open_home,
-        transcripts_of_home,
-        transcripts_of_workspace,
-        zero_result_rate,
-    )
+
+def transcripts_of(args: argparse.Namespace) -> list[SourceFile]:
+    """The transcripts of ``--openclaw-home``'s agent, or of ``--workspace``'s ``sessions/``
+    (refused in one line when the workspace is not a folder): ``queries`` and ``replay``."""
+    from ..openclaw import open_home, transcripts_of_home, transcripts_of_workspace
 
     if args.openclaw_home:
         home = open_home(args.openclaw_home, args.agent)
-        files = transcripts_of_home(home.sessions_dir, home.agent)
-    else:
-        ws = Path(args.workspace).expanduser()
-        if not ws.is_dir():
-            raise CliError(f"workspace {args.workspace} is not a folder")
-        files = transcripts_of_workspace(ws)
+        return transcripts_of_home(home.sessions_dir, home.agent)
+    ws = Path(args.workspace).expanduser()
+    if not ws.is_dir():
+        raise CliError(f"workspace {args.workspace} is not a folder")
+    return transcripts_of_workspace(ws)
+
+
+def cmd_queries(args: argparse.Namespace) -> int:
+    from ..openclaw import mine_queries, zero_result_rate
+
+    files = transcripts_of(args)
     queries = mine_queries(files)
     if args.rerun:
         return _rerun(args, queries)
@@ -87,6 +92,6 @@ def register(subparsers: Any) -> None:
                    help="run each call again on the index: what it gets now, zero-result "
                    "rates then and now, overlap@k with what it got then, score spread")
     p.add_argument("--provider", help="with --rerun: embedding provider (none: keyword-only)")
-    p.add_argument("--profile", choices=["default", "reference"],
+    p.add_argument("--profile", choices=PROFILES,
                    help="with --rerun: ranking profile (an OpenClaw home: reference)")
     p.set_defaults(func=cmd_queries)

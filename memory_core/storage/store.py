@@ -88,6 +88,11 @@ class ChunkRow:
     mtime_ms: int
 
 
+#: The read of chunk rows: :class:`ChunkRow`'s columns in order, the file's mtime joined in.
+_CHUNK_ROWS = ("SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.hash, c.text,"
+               " COALESCE(f.mtime, 0) FROM chunks c LEFT JOIN files f ON f.path = c.path")
+
+
 @dataclass(frozen=True)
 class SkippedRow:
     """A file the last sync could not read, and the stat it had (the "changed?" test)."""
@@ -526,9 +531,7 @@ class Store:
         for i in range(0, len(idl), 500):
             part = idl[i : i + 500]
             rows = self.db.execute(
-                "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.hash, c.text,"
-                " COALESCE(f.mtime, 0) FROM chunks c LEFT JOIN files f ON f.path = c.path"
-                f" WHERE c.id IN ({','.join('?' * len(part))})", part).fetchall()
+                f"{_CHUNK_ROWS} WHERE c.id IN ({','.join('?' * len(part))})", part).fetchall()
             for r in rows:
                 out[r[0]] = ChunkRow(*r)
         return out
@@ -548,16 +551,11 @@ class Store:
 
     def chunks_for_path(self, path: str) -> list[ChunkRow]:
         rows = self.db.execute(
-            "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.hash, c.text,"
-            " COALESCE(f.mtime, 0) FROM chunks c LEFT JOIN files f ON f.path = c.path"
-            " WHERE c.path = ? ORDER BY c.start_line, c.end_line", (path,))
+            f"{_CHUNK_ROWS} WHERE c.path = ? ORDER BY c.start_line, c.end_line", (path,))
         return [ChunkRow(*r) for r in rows]
 
     def all_chunks(self) -> list[ChunkRow]:
-        rows = self.db.execute(
-            "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.hash, c.text,"
-            " COALESCE(f.mtime, 0) FROM chunks c LEFT JOIN files f ON f.path = c.path"
-            " ORDER BY c.path, c.start_line, c.end_line")
+        rows = self.db.execute(f"{_CHUNK_ROWS} ORDER BY c.path, c.start_line, c.end_line")
         return [ChunkRow(*r) for r in rows]
 
     def statement_chunks(self) -> list[tuple[str, str, int, str, int]]:
