@@ -12,9 +12,9 @@ import sys
 from collections.abc import Sequence
 from contextlib import closing
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
-from ..base.config import SOURCE_NAMES, ChunkingConfig, check_values
+from ..base.config import SOURCE_NAMES, ChunkingConfig, ChunkingMode, check_values
 from ..index import MemoryIndex
 from ..write.chunking import chunk_markdown
 from .batch import search_batch
@@ -346,7 +346,7 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("chunk", help="show how a file is chunked")
     p.add_argument("file")
-    p.add_argument("--mode", choices=["reference", "bounded"], default="bounded")
+    p.add_argument("--mode", choices=get_args(ChunkingMode), default="bounded")
     p.add_argument("--tokens", type=int, default=400)
     p.add_argument("--overlap", type=int, default=80)
     p.add_argument("--json", action="store_true")
