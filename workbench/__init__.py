@@ -2,7 +2,4 @@
 
 from __future__ import annotations
 
-from memory_core.base.lru import Lru
-
-#: the server-wide memo the pages share (:mod:`memory_core.base.lru`: one LRU for the product)
-__all__ = ["Lru"]
+from memory_core.base.lru import Lru as Lru  # the pages' server-wide memo: the product's one LRU
