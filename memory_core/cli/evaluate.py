@@ -239,15 +239,11 @@ def _eval_cv(args: argparse.Namespace, qs: Any, base: SearchSettings, target: st
 
     grid = {**_pairs(args.grid, many=True), **_flag_axes(args)} or DEFAULT_CV_GRID
     # a bad --objective is a ValueError: main prints it as one line, exit 2
-    if isinstance(qs, list):
-        res: Any = run_cv_sets(qs, base, grid, progress, objective=args.objective,
-                               k=args.folds, profile=profile, provider=args.provider,
-                               limit=args.limit, chunk_tokens=args.chunk_tokens,
-                               cache=not args.no_cache)
-    else:
-        res = run_cv(target, qs, base, grid, progress, objective=args.objective, k=args.folds,
-                     profile=profile, provider=args.provider, limit=args.limit,
-                     chunk_tokens=args.chunk_tokens, cache=not args.no_cache)
+    how: dict[str, Any] = dict(objective=args.objective, k=args.folds, profile=profile,
+                               provider=args.provider, limit=args.limit,
+                               chunk_tokens=args.chunk_tokens, cache=not args.no_cache)
+    res = (run_cv_sets(qs, base, grid, progress, **how) if isinstance(qs, list)
+           else run_cv(target, qs, base, grid, progress, **how))
     _emit(args, {"cv": res.to_dict()}, res.to_markdown())
     return 0
 
