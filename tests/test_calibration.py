@@ -30,6 +30,7 @@ from memory_core.read.calibration import (
     unseen_names,
 )
 from memory_core.read.candidates import Candidates
+from memory_core.read.query import DATE_WORD
 from memory_core.tools import memory_search
 
 
@@ -102,8 +103,11 @@ def test_a_question_naming_what_memory_never_held_gets_nothing(indexed_demo: Pat
         top = res.below_gate[0]
         assert top.evidence is not None and top.evidence["unseen"] == ["tailscale"]
         model = CALIBRATIONS[profile_settings("default").calibration]
-        assert top.score == pytest.approx(model.probability(top.evidence["features"])
-                                          * UNSEEN_NAME_FACTOR)
+        # one function scores and explains: the factor is in the model's probability
+        assert top.score == pytest.approx(model.probability(top.evidence["features"],
+                                                            ["tailscale"]))
+        assert model.probability(top.evidence["features"]) == pytest.approx(
+            top.score / UNSEEN_NAME_FACTOR)
         assert model.probability(top.evidence["features"]) >= GATES[model.name]
         assert idx.search("Why did we choose WireGuard instead of OpenVPN?").hits
         ranked = idx.search(q, abstain_below=0.0)  # the order is the fusion's, scores scaled
@@ -124,6 +128,9 @@ def test_unseen_names_are_named_words_the_index_lacks() -> None:
                       keyword_query='"standup" OR "january" OR "2021" OR "monday" OR "4"',
                       keyword_df=(4, 0, 0, 0, 0), keyword_rows=10)
     assert unseen_names(when) == ()
+    # the month names are query.py's (the date hint's): abbreviations and "sept" too
+    assert all(DATE_WORD.fullmatch(w) for w in ("Sept", "may", "Dec", "12th", "2023", "Friday"))
+    assert not any(DATE_WORD.fullmatch(w) for w in ("Mayo", "Shinjuku", "991"))
 
 
 def test_query_bound_counts_unknown_terms() -> None:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -37,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..base.fitted import FITTED_FILE, read_fitted
 from ..storage.fts import phrase_bound
-from .query import tokens
+from .query import DATE_WORD, tokens
 
 if TYPE_CHECKING:  # the config reads the fitted gates at import; candidates come with a search
     from .candidates import Candidates
@@ -70,8 +69,20 @@ class Calibration:
         return {f: w * (float(x.get(f, 0.0)) - m) / s for f, w, m, s in
                 zip(self.features, self.weights, self.mean, self.scale, strict=True)}
 
-    def probability(self, x: Mapping[str, float]) -> float:
-        return self.correct(sigmoid(self.intercept + sum(self.terms(x).values())))
+    def evaluate(self, x: Mapping[str, float], unseen: Sequence[str] = ()
+                 ) -> tuple[dict[str, float], float, float, float]:
+        """Each feature's part of the logit, the logit, the logistic output and the
+        probability: its isotonic correction, times :data:`UNSEEN_NAME_FACTOR` when the query
+        names something the index never held (``unseen``, :func:`unseen_names`). The one
+        place the arithmetic is done: fusion's scores and their explanation read it."""
+        terms = self.terms(x)
+        z = self.intercept + sum(terms.values())
+        raw = sigmoid(z)
+        return terms, z, raw, self.correct(raw) * (UNSEEN_NAME_FACTOR if unseen else 1.0)
+
+    def probability(self, x: Mapping[str, float], unseen: Sequence[str] = ()) -> float:
+        """The calibrated probability of one hit (:meth:`evaluate`)."""
+        return self.evaluate(x, unseen)[3]
 
     def correct(self, p: float) -> float:
         """The isotonic correction of a logistic output (identity without knots)."""
@@ -174,13 +185,6 @@ def query_evidence(cands: Candidates) -> QueryEvidence:
 #: such a query is multiplied by this, so only a strong hit still passes the abstention gate.
 #: Chosen by cross-validation on LongMemEval-S's development half (docs/retrieval.md: the curve).
 UNSEEN_NAME_FACTOR = 0.5
-#: Words of a date, not names: diaries carry their dates in their file names (the date hint's).
-_DATE_WORD = re.compile(
-    r"(?:19|20)\d\d|\d{1,2}(?:st|nd|rd|th|am|pm)?|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct"
-    r"|nov|dec)|(?:january|february|march|april|june|july|august|september|october|november"
-    r"|december)|(?:mon|tues|wednes|thurs|fri|satur|sun)day", re.I)
-
-
 def unseen_names(cands: Candidates) -> tuple[str, ...]:
     """The query's names (a word past the first with a capital letter, or one with a digit,
     but no word of a date) that no chunk holds: phrases of the OR keyword query with a
@@ -190,7 +194,7 @@ def unseen_names(cands: Candidates) -> tuple[str, ...]:
     words = tokens(cands.query)
     names = {w.lower() for i, w in enumerate(words)
              if ((i > 0 and any(c.isupper() for c in w)) or any(c.isdigit() for c in w))
-             and not _DATE_WORD.fullmatch(w)}
+             and not DATE_WORD.fullmatch(w)}
     phrases = [p.strip().strip('"') for p in cands.keyword_query.split(" OR ")]
     if len(phrases) != len(cands.keyword_df):
         return ()
