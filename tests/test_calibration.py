@@ -30,7 +30,6 @@ from memory_core.read.calibration import (
     query_bound,
     query_evidence,
     save_fitted,
-    unseen_names,
     unseen_terms,
 )
 from memory_core.read.candidates import Candidates
@@ -126,15 +125,15 @@ def test_unseen_names_are_named_words_the_index_lacks() -> None:
                    200, keyword_query='"which" OR "vlan" OR "synology" OR "nas" OR "ipad" OR '
                                       '"991" OR "foo"',
                    keyword_df=(0, 3, 0, 0, 2, 0, 0), keyword_rows=10)
-    assert unseen_names(c) == ("synology", "nas", "991")
-    assert unseen_names(replace(c, keyword_df=())) == ()  # the AND query: no counts, no claim
+    assert unseen_terms(c) == (("synology", "nas", "991"), ("which", "foo"))
+    assert unseen_terms(replace(c, keyword_df=())) == ((), ())  # the AND query: no counts, no claim
     # a date is no name: diaries carry theirs in their file names (changing-facts' cf-past-03,
     # LoCoMo's "on May 3, 2023")
     when = Candidates("When was standup back in January 2021, on Monday the 4?", "hybrid", (),
                       (), {}, 200,
                       keyword_query='"standup" OR "january" OR "2021" OR "monday" OR "4"',
                       keyword_df=(4, 0, 0, 0, 0), keyword_rows=10)
-    assert unseen_names(when) == ()
+    assert unseen_terms(when) == ((), ())
     # the month names are query.py's (the date hint's): abbreviations and "sept" too
     assert all(DATE_WORD.fullmatch(w) for w in ("Sept", "may", "Dec", "12th", "2023", "Friday"))
     assert not any(DATE_WORD.fullmatch(w) for w in ("Mayo", "Shinjuku", "991"))

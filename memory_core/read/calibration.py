@@ -158,9 +158,9 @@ class QueryEvidence:
     top_cos: float
     top_kw: float
     known: float
-    #: the query's names the index holds nowhere (:func:`unseen_names`)
+    #: the query's names the index holds nowhere (:func:`unseen_terms`)
     unseen: tuple[str, ...] = ()
-    #: its other words the index holds nowhere (:func:`unseen_names`)
+    #: its other words the index holds nowhere (:func:`unseen_terms`)
     absent: tuple[str, ...] = ()
 
     def factor(self) -> float:
@@ -225,11 +225,6 @@ def unseen_terms(cands: Candidates) -> tuple[tuple[str, ...], tuple[str, ...]]:
         return (), ()
     absent = [p.lower() for p, d in zip(phrases, cands.keyword_df, strict=True) if d == 0]
     return (tuple(p for p in absent if p in names), tuple(p for p in absent if p in plain))
-
-
-def unseen_names(cands: Candidates) -> tuple[str, ...]:
-    """The query's names no chunk holds (:func:`unseen_terms`)."""
-    return unseen_terms(cands)[0]
 
 
 def hit_features(q: QueryEvidence, *, fused: float, rank: int, top_fused: float,
