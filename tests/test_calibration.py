@@ -22,14 +22,18 @@ from memory_core.read.calibration import (
     FITTED_FILE,
     GATES,
     UNSEEN_NAME_FACTOR,
+    UNSEEN_WORD_FACTOR,
     Calibration,
+    QueryEvidence,
     interp,
     load_fitted,
     query_bound,
+    query_evidence,
     save_fitted,
-    unseen_names,
+    unseen_terms,
 )
 from memory_core.read.candidates import Candidates
+from memory_core.read.query import DATE_WORD
 from memory_core.tools import memory_search
 
 
@@ -86,7 +90,10 @@ def test_answerable_questions_get_probabilities_in_the_fused_order(indexed_demo:
         assert top.evidence is not None and top.evidence["probability"] == top.score
         assert sum(top.components.values()) == pytest.approx(top.score)
         model = CALIBRATIONS[profile_settings("default").calibration]
-        assert model.probability(top.evidence["features"]) == pytest.approx(top.score)
+        # "choose" is a word the demo never says, beside matched ones: the smaller step
+        assert top.evidence["absent"] == ["choose"]
+        assert model.probability(top.evidence["features"]) * UNSEEN_WORD_FACTOR == (
+            pytest.approx(top.score))
         # minScore gates the probability: at 0.99 nothing is at even odds that high
         assert idx.search("Why did we choose WireGuard instead of OpenVPN?",
                           min_score=0.99).hits == []
@@ -102,8 +109,11 @@ def test_a_question_naming_what_memory_never_held_gets_nothing(indexed_demo: Pat
         top = res.below_gate[0]
         assert top.evidence is not None and top.evidence["unseen"] == ["tailscale"]
         model = CALIBRATIONS[profile_settings("default").calibration]
-        assert top.score == pytest.approx(model.probability(top.evidence["features"])
-                                          * UNSEEN_NAME_FACTOR)
+        # one function scores and explains: the factor is in the model's probability
+        assert top.score == pytest.approx(model.probability(
+            top.evidence["features"], QueryEvidence(0.0, 0.0, 1.0, ("tailscale",))))
+        assert model.probability(top.evidence["features"]) == pytest.approx(
+            top.score / UNSEEN_NAME_FACTOR)
         assert model.probability(top.evidence["features"]) >= GATES[model.name]
         assert idx.search("Why did we choose WireGuard instead of OpenVPN?").hits
         ranked = idx.search(q, abstain_below=0.0)  # the order is the fusion's, scores scaled
@@ -115,15 +125,40 @@ def test_unseen_names_are_named_words_the_index_lacks() -> None:
                    200, keyword_query='"which" OR "vlan" OR "synology" OR "nas" OR "ipad" OR '
                                       '"991" OR "foo"',
                    keyword_df=(0, 3, 0, 0, 2, 0, 0), keyword_rows=10)
-    assert unseen_names(c) == ("synology", "nas", "991")
-    assert unseen_names(replace(c, keyword_df=())) == ()  # the AND query: no counts, no claim
+    assert unseen_terms(c) == (("synology", "nas", "991"), ("which", "foo"))
+    assert unseen_terms(replace(c, keyword_df=())) == ((), ())  # the AND query: no counts, no claim
     # a date is no name: diaries carry theirs in their file names (changing-facts' cf-past-03,
     # LoCoMo's "on May 3, 2023")
     when = Candidates("When was standup back in January 2021, on Monday the 4?", "hybrid", (),
                       (), {}, 200,
                       keyword_query='"standup" OR "january" OR "2021" OR "monday" OR "4"',
                       keyword_df=(4, 0, 0, 0, 0), keyword_rows=10)
-    assert unseen_names(when) == ()
+    assert unseen_terms(when) == ((), ())
+    # the month names are query.py's (the date hint's): abbreviations and "sept" too
+    assert all(DATE_WORD.fullmatch(w) for w in ("Sept", "may", "Dec", "12th", "2023", "Friday"))
+    assert not any(DATE_WORD.fullmatch(w) for w in ("Mayo", "Shinjuku", "991"))
+
+
+def test_a_detail_never_said_beside_matched_words_lowers_the_query() -> None:
+    """Issue #36: "practicing violin" where the memory holds practice but never a violin is a
+    near miss (a smaller step than a name); a paraphrase, most of whose words are absent, is
+    not (the vector leg carries it)."""
+    c = Candidates("How much time do I spend practicing violin every day?", "hybrid", (), (),
+                   {}, 200, keyword_query='"much" OR "time" OR "spend" OR "practicing" OR '
+                                          '"violin" OR "every" OR "day"',
+                   keyword_df=(5, 13, 4, 9, 0, 2, 6), keyword_rows=60)
+    assert unseen_terms(c) == ((), ("violin",))
+    q = query_evidence(c)
+    assert q.absent == ("violin",) and q.factor() == UNSEEN_WORD_FACTOR < 1
+    assert "words never seen: violin" in q.describe()
+    model = CALIBRATIONS["local-v1"]
+    x = {"fused": 0.5, "inv_rank": 1.0, "top_cos": 0.3, "top_kw": 0.3, "known": q.known,
+         "top_both": 1.0, "top_fused": 0.5}
+    assert model.probability(x, q) == pytest.approx(model.probability(x) * UNSEEN_WORD_FACTOR)
+    paraphrase = replace(c, keyword_df=(5, 0, 0, 9, 0, 0, 6))
+    assert query_evidence(paraphrase).factor() == 1.0  # 3 of 7 known: below ABSENT_KNOWN_MIN
+    named = replace(c, query="How much time do I spend practicing Violin every day?")
+    assert query_evidence(named).factor() == UNSEEN_NAME_FACTOR  # a name: the larger step
 
 
 def test_query_bound_counts_unknown_terms() -> None:

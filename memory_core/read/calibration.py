@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -37,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..base.fitted import FITTED_FILE, read_fitted
 from ..storage.fts import phrase_bound
-from .query import tokens
+from .query import DATE_WORD, tokens
 
 if TYPE_CHECKING:  # the config reads the fitted gates at import; candidates come with a search
     from .candidates import Candidates
@@ -70,8 +69,20 @@ class Calibration:
         return {f: w * (float(x.get(f, 0.0)) - m) / s for f, w, m, s in
                 zip(self.features, self.weights, self.mean, self.scale, strict=True)}
 
-    def probability(self, x: Mapping[str, float]) -> float:
-        return self.correct(sigmoid(self.intercept + sum(self.terms(x).values())))
+    def evaluate(self, x: Mapping[str, float], q: QueryEvidence | None = None
+                 ) -> tuple[dict[str, float], float, float, float]:
+        """Each feature's part of the logit, the logit, the logistic output and the
+        probability: its isotonic correction, times the query's :meth:`QueryEvidence.factor`
+        (words the index never held). The one place the arithmetic is done: fusion's scores
+        and their explanation read it."""
+        terms = self.terms(x)
+        z = self.intercept + sum(terms.values())
+        raw = sigmoid(z)
+        return terms, z, raw, self.correct(raw) * (q.factor() if q is not None else 1.0)
+
+    def probability(self, x: Mapping[str, float], q: QueryEvidence | None = None) -> float:
+        """The calibrated probability of one hit (:meth:`evaluate`)."""
+        return self.evaluate(x, q)[3]
 
     def correct(self, p: float) -> float:
         """The isotonic correction of a logistic output (identity without knots)."""
@@ -147,14 +158,26 @@ class QueryEvidence:
     top_cos: float
     top_kw: float
     known: float
-    #: the query's names the index holds nowhere (:func:`unseen_names`)
+    #: the query's names the index holds nowhere (:func:`unseen_terms`)
     unseen: tuple[str, ...] = ()
+    #: its other words the index holds nowhere (:func:`unseen_terms`)
+    absent: tuple[str, ...] = ()
+
+    def factor(self) -> float:
+        """What every calibrated probability of the query is multiplied by: a name the
+        memory never held, :data:`UNSEEN_NAME_FACTOR`; else another word it never held,
+        :data:`UNSEEN_WORD_FACTOR`; else 1."""
+        if self.unseen:
+            return UNSEEN_NAME_FACTOR
+        return UNSEEN_WORD_FACTOR if self.absent and self.known >= ABSENT_KNOWN_MIN else 1.0
 
     def describe(self) -> str:
         """One line for an explanation: why the query's evidence is weak or strong."""
         return (f"best cosine {self.top_cos:.2f}, best keyword match {self.top_kw:.0%} of the "
                 f"query's best possible bm25, {self.known:.0%} of its terms in the index"
-                + (f"; never seen: {', '.join(self.unseen)}" if self.unseen else ""))
+                + (f"; never seen: {', '.join(self.unseen)}" if self.unseen else "")
+                + (f"; words never seen: {', '.join(self.absent)}" if self.factor() < 1
+                   and not self.unseen else ""))
 
 
 def query_evidence(cands: Candidates) -> QueryEvidence:
@@ -165,7 +188,7 @@ def query_evidence(cands: Candidates) -> QueryEvidence:
     known = (sum(1 for d in cands.keyword_df if d > 0) / len(cands.keyword_df)
              if cands.keyword_df else 0.0)
     top_kw = min(1.0, best / bound) if bound > 0 else 0.0
-    return QueryEvidence(top_cos, top_kw, known, unseen_names(cands))
+    return QueryEvidence(top_cos, top_kw, known, *unseen_terms(cands))
 
 
 #: Issue #36: a question that names something the memory has never seen ("my apartment in
@@ -174,28 +197,34 @@ def query_evidence(cands: Candidates) -> QueryEvidence:
 #: such a query is multiplied by this, so only a strong hit still passes the abstention gate.
 #: Chosen by cross-validation on LongMemEval-S's development half (docs/retrieval.md: the curve).
 UNSEEN_NAME_FACTOR = 0.5
-#: Words of a date, not names: diaries carry their dates in their file names (the date hint's).
-_DATE_WORD = re.compile(
-    r"(?:19|20)\d\d|\d{1,2}(?:st|nd|rd|th|am|pm)?|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct"
-    r"|nov|dec)|(?:january|february|march|april|june|july|august|september|october|november"
-    r"|december)|(?:mon|tues|wednes|thurs|fri|satur|sun)day", re.I)
+#: The same for a query's other words of :data:`MIN_ABSENT_LEN` letters or more the memory
+#: never held ("practicing violin", "my undergrad course", "how old"): weaker evidence of
+#: absence (an answerable question often says what its evidence paraphrases), so a smaller
+#: step, and only when the index holds at least :data:`ABSENT_KNOWN_MIN` of the query's terms:
+#: a query most of whose words are absent is a paraphrase the vector leg carries (demo-home's
+#: "whose computer got damaged on the trip?"); one missing word beside matched ones is a detail
+#: never said. All three chosen by cross-validation on LongMemEval-S's development half
+#: (``benchmarks/cv_unseen_names.py``; docs/retrieval.md).
+UNSEEN_WORD_FACTOR = 0.8
+MIN_ABSENT_LEN = 3
+ABSENT_KNOWN_MIN = 0.7
 
 
-def unseen_names(cands: Candidates) -> tuple[str, ...]:
-    """The query's names (a word past the first with a capital letter, or one with a digit,
-    but no word of a date) that no chunk holds: phrases of the OR keyword query with a
-    document count of 0."""
+def unseen_terms(cands: Candidates) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The query's words that no chunk holds (phrases of the OR keyword query with a
+    document count of 0; no word of a date): its names (past the first word with a capital
+    letter, or with a digit), then its other words of :data:`MIN_ABSENT_LEN` letters or more."""
     if not cands.keyword_query or not cands.keyword_df:
-        return ()
-    words = tokens(cands.query)
+        return (), ()
+    words = [w for w in tokens(cands.query) if not DATE_WORD.fullmatch(w)]
     names = {w.lower() for i, w in enumerate(words)
-             if ((i > 0 and any(c.isupper() for c in w)) or any(c.isdigit() for c in w))
-             and not _DATE_WORD.fullmatch(w)}
+             if (i > 0 and any(c.isupper() for c in w)) or any(c.isdigit() for c in w)}
+    plain = {w.lower() for w in words if len(w) >= MIN_ABSENT_LEN} - names
     phrases = [p.strip().strip('"') for p in cands.keyword_query.split(" OR ")]
     if len(phrases) != len(cands.keyword_df):
-        return ()
-    return tuple(p for p, d in zip(phrases, cands.keyword_df, strict=True)
-                 if d == 0 and p.lower() in names)
+        return (), ()
+    absent = [p.lower() for p, d in zip(phrases, cands.keyword_df, strict=True) if d == 0]
+    return (tuple(p for p in absent if p in names), tuple(p for p in absent if p in plain))
 
 
 def hit_features(q: QueryEvidence, *, fused: float, rank: int, top_fused: float,

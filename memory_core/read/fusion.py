@@ -479,15 +479,13 @@ def _calibrate(hits: list[Hit], cands: Candidates, s: SearchSettings
                          f"({', '.join(CALIBRATIONS) or 'none fitted'})")
     q, feats = hit_evidence(cands, hits)
     for h, x in zip(hits, feats, strict=True):
-        terms = model.terms(x)
-        z = model.intercept + sum(terms.values())
-        raw = calibration.sigmoid(z)
-        p = model.correct(raw) * (calibration.UNSEEN_NAME_FACTOR if q.unseen else 1.0)
+        terms, z, raw, p = model.evaluate(x, q)
         fused = h.score
         h.evidence = {"features": x, "logit_terms": terms, "intercept": model.intercept,
                       "logit": z, "logistic": raw, "probability": p, "model": model.name,
                       "fused_components": dict(h.components),
-                      **({"unseen": list(q.unseen)} if q.unseen else {})}
+                      **({"unseen": list(q.unseen)} if q.unseen else {}),
+                      **({"absent": list(q.absent)} if q.absent and q.factor() < 1 else {})}
         h.components = ({k: v * p / fused for k, v in h.components.items()} if fused > 0
                         else {"evidence": p})
         h.score = p

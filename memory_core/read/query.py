@@ -277,6 +277,10 @@ _MONTHS = {m: i + 1 for i, m in enumerate(
 _MONTHS.update({m[:3]: i for m, i in list(_MONTHS.items())})
 _MONTHS["sept"] = 9
 _MON = "|".join(sorted(_MONTHS, key=len, reverse=True))
+#: One word of a date (a year, a day of the month or an hour, a month, a weekday): never a
+#: name, since diaries carry their dates in their file names (``calibration.unseen_terms``).
+DATE_WORD = re.compile(rf"(?:19|20)\d\d|\d{{1,2}}(?:st|nd|rd|th|am|pm)?|{_MON}"
+                       r"|(?:mon|tues|wednes|thurs|fri|satur|sun)day", re.I)
 _DATE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b"), "ymd"),
     (re.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月\s*(\d{1,2})\s*[日号]"), "ymd"),
