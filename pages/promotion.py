@@ -251,12 +251,9 @@ def _candidates_frame_and_chart(shown: list[Any], today: date, gate: float) -> t
         "why not": "; ".join(c.reasons),
         "snippet": " ".join(c.snippet.split())[:140],
     } for c in shown])
-    labels: list[str] = []
-    for c in shown:  # a repeated label gets zero-width spaces: one bar each, as many as repeats
-        label = f"{'✓' if c.passed else '·'} {c.path}#L{c.start_line}-L{c.end_line}"
-        labels.append(label + "\u200b" * sum(x.rstrip("\u200b") == label for x in labels))
-    return table, charts.stacked_components_figure(
-        labels,
+    labels = [f"{'✓' if c.passed else '·'} {c.path}#L{c.start_line}-L{c.end_line}" for c in shown]
+    return table, charts.stacked_components_figure(  # a repeated label: one bar each all the same
+        [x + "\u200b" * labels[:i].count(x) for i, x in enumerate(labels)],
         [c.components for c in shown], [not c.passed for c in shown], gate,
         [charts.wrap(c.snippet, 70, 4) for c in shown])
 
