@@ -178,8 +178,8 @@ def stacked_components_figure(labels: Sequence[str], components: Sequence[Mappin
             marker={"color": PROMOTION_COLOURS.get(k, COMPONENT_COLOURS.get(k, "#72B7B2")),
                     "opacity": opacity},
             customdata=list(hover) if with_text and hover is not None else None,
-            hovertemplate=("%{customdata}<br>" if with_text else "")
-                          + f"{k}: %{{x:.3f}}<extra></extra>"))
+            hovertemplate=f"{k}: %{{x:.3f}}" + ("<br>%{customdata}" if with_text else "")
+                          + "<extra></extra>"))
     fig.update_layout(
         barmode="stack", height=max(220, 30 * len(labels) + 110), font={"family": FONT},
         margin={"l": 10, "r": 10, "t": 50, "b": 10}, hovermode="y unified",
