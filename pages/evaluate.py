@@ -273,36 +273,56 @@ METRICS = [f"{m}@{k}" for m in ("recall", "success") for k in (1, 3, 5, 10)] + [
                                                                                "ndcg@10"]
 
 
+def _metrics_parts(report: Any, level: str) -> tuple[Any, Any, Any]:
+    """The metrics table, its bar chart and the by-category table (None with one category) at
+    ``level``, built once per report and level: a level click switches between them."""
+    table = pd.DataFrame({r.label: {m: r.metrics[level][m] for m in METRICS}
+                          for r in report.runs}).T
+    table["zero results"] = [r.metrics["zero_result_rate"] for r in report.runs]
+    table["p50 ms"] = [r.metrics.get("latency_ms", {}).get("p50", float("nan"))
+                       for r in report.runs]
+    cats = report.runs[0].metrics.get("by_category") or {}
+    rows = []  # by category, when there are several
+    for r in (report.runs if len(cats) > 1 else []):
+        bc = r.metrics.get("by_category", {})
+        rows.append({"run": r.label, **{
+            f"{c} ({bc[c]['n_queries']})": f"{bc[c][level]['success@5']:.3f} / "
+                                           f"{bc[c][level]['recall@5']:.3f}"
+            for c in cats if c in bc}})
+    return table, charts.metrics_bar_figure(table, ["success@1", "success@5", "recall@5",
+                                                    "recall@10", "mrr@10", "ndcg@10"]), (
+        pd.DataFrame(rows) if rows else None)
+
+
 @st.fragment
 def _metrics_view(report: Any) -> None:
     """The report's metrics at the level picked here. A fragment: a level click redraws this
     block, not the page (issue #35: a click within 3x a bare Streamlit rerun)."""
     level = st.radio("Level", ["chunk", "file"], key="eval_level", horizontal=True,
                      help="file: chunks collapsed to their files (compares chunkers fairly).")
-    table = pd.DataFrame({r.label: {m: r.metrics[level][m] for m in METRICS}
-                          for r in report.runs}).T
-    table["zero results"] = [r.metrics["zero_result_rate"] for r in report.runs]
-    table["p50 ms"] = [r.metrics.get("latency_ms", {}).get("p50", float("nan"))
-                       for r in report.runs]
+    table, fig, cat_rows = state.view_memo("eval-metrics", report, (level,),
+                                           lambda: _metrics_parts(report, level))
     st.subheader(f"Metrics ({level} level, {report.runs[0].metrics['n_queries']} queries)")
-    st.dataframe(table.style.format("{:.3f}", subset=[*METRICS, "zero results"])
-                 .format("{:.0f}", subset=["p50 ms"])
-                 .highlight_max(subset=METRICS, color="#d3f9d8"), width="stretch",
-                 column_config=evalruns.metric_columns(METRICS), key="eval_metrics")
-    st.plotly_chart(charts.metrics_bar_figure(table, ["success@1", "success@5", "recall@5",
-                                                      "recall@10", "mrr@10", "ndcg@10"]),
-                    key="eval_bars")
-    cats = report.runs[0].metrics.get("by_category") or {}
-    if len(cats) > 1:
+    st.dataframe(table, width="stretch", column_config=evalruns.metric_columns(METRICS),
+                 key="eval_metrics")
+    st.plotly_chart(fig, key="eval_bars")
+    if cat_rows is not None:
         with st.expander("By category (Success@5 / Recall@5)"):
-            rows = []
-            for r in report.runs:
-                bc = r.metrics.get("by_category", {})
-                rows.append({"run": r.label, **{
-                    f"{c} ({bc[c]['n_queries']})": f"{bc[c][level]['success@5']:.3f} / "
-                                                   f"{bc[c][level]['recall@5']:.3f}"
-                    for c in cats if c in bc}})
-            st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+            st.dataframe(cat_rows, hide_index=True, width="stretch")
+
+
+def _diffs_frame(run_a: Any, run_b: Any, metric: str) -> tuple[int, int, Any]:
+    """A's wins, the differing queries, and their table on ``metric`` (once per metric)."""
+    diffs = ev.compare(run_a, run_b, metric)
+    if not diffs:
+        return 0, 0, None
+    df = pd.DataFrame(diffs)
+    cols = [c for c in ["qid", "category", "query", "a", "b", "delta", "a_first_rank",
+                        "b_first_rank", "winner"] if c in df.columns]
+    df = tuning.blank_ranks(df, [c for c in ("a_first_rank", "b_first_rank") if c in df])
+    return sum(1 for d in diffs if d["winner"] == run_a.label), len(diffs), df[cols].rename(
+        columns={"a": f"{metric} A", "b": f"{metric} B", "a_first_rank": "first gold A",
+                 "b_first_rank": "first gold B"})
 
 
 @st.fragment
@@ -315,23 +335,17 @@ def _wins_losses(report: Any) -> None:
         run_a, run_b = report.run(label_a), report.run(label_b)
     except KeyError:
         run_a, run_b = report.runs[0], report.runs[1] if len(report.runs) > 1 else report.runs[0]
-    diffs = ev.compare(run_a, run_b, metric)
-    wins_a = sum(1 for d in diffs if d["winner"] == run_a.label)
+    wins_a, n_diff, table = state.view_memo("eval-diffs", report,
+                                            (run_a.label, run_b.label, metric),
+                                            lambda: _diffs_frame(run_a, run_b, metric))
     m1, m2, m3 = st.columns(3)
     m1.metric(f"{run_a.label} wins", wins_a)
-    m2.metric(f"{run_b.label} wins", len(diffs) - wins_a)
-    m3.metric("Ties", report.runs[0].metrics["n_queries"] - len(diffs))
-    if not diffs:
+    m2.metric(f"{run_b.label} wins", n_diff - wins_a)
+    m3.metric("Ties", report.runs[0].metrics["n_queries"] - n_diff)
+    if table is None:
         st.caption("No query differs on this metric.")
         return
-    df = pd.DataFrame(diffs)
-    cols = [c for c in ["qid", "category", "query", "a", "b", "delta", "a_first_rank",
-                        "b_first_rank", "winner"] if c in df.columns]
-    df = tuning.blank_ranks(df, [c for c in ("a_first_rank", "b_first_rank") if c in df])
-    st.dataframe(df[cols].rename(columns={"a": f"{metric} A", "b": f"{metric} B",
-                                          "a_first_rank": "first gold A",
-                                          "b_first_rank": "first gold B"}),
-                 hide_index=True, width="stretch", key="eval_diffs")
+    st.dataframe(table, hide_index=True, width="stretch", key="eval_diffs")
 
 
 _metrics_view(report)

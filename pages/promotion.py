@@ -227,12 +227,8 @@ if not cands:
     st.stop()
 
 
-@st.fragment
-def _candidates_view(cands: list[Any], passed: list[Any], today: date, gate: float) -> None:
-    """The candidates' table and score components. A fragment: the toggle redraws this block,
-    not the page (issue #35: a click within 3x a bare Streamlit rerun)."""
-    show_all = st.toggle("Show gated entries too", value=False, key="promo_show_all")
-    shown = cands if show_all else (passed or cands[:10])
+def _candidates_frame_and_chart(shown: list[Any], today: date, gate: float) -> tuple[Any, Any]:
+    """The candidates' table and their stacked score components (built once per choice)."""
     table = pd.DataFrame([{
         "rank": c.rank, "passed": c.passed, "score": round(c.score, 3),
         "where": f"{c.path}#L{c.start_line}-L{c.end_line}",
@@ -255,16 +251,28 @@ def _candidates_view(cands: list[Any], passed: list[Any], today: date, gate: flo
         "why not": "; ".join(c.reasons),
         "snippet": " ".join(c.snippet.split())[:140],
     } for c in shown])
+    labels = [f"{'✓' if c.passed else '·'} {c.path}#L{c.start_line}-L{c.end_line}" for c in shown]
+    return table, charts.stacked_components_figure(  # a repeated label: one bar each all the same
+        [x + "\u200b" * labels[:i].count(x) for i, x in enumerate(labels)],
+        [c.components for c in shown], [not c.passed for c in shown], gate,
+        [charts.wrap(c.snippet, 70, 4) for c in shown])
+
+
+@st.fragment
+def _candidates_view(cands: list[Any], passed: list[Any], today: date, gate: float) -> None:
+    """The candidates' table and score components. A fragment: the toggle redraws this block,
+    not the page (issue #35: a click within 3x a bare Streamlit rerun), from the table and
+    figure built for the same choice before."""
+    show_all = st.toggle("Show gated entries too", value=False, key="promo_show_all")
+    table, fig = state.view_memo("promo", cands, (show_all, today, gate),
+                                 lambda: _candidates_frame_and_chart(
+                                     cands if show_all else (passed or cands[:10]), today, gate))
     st.dataframe(table, hide_index=True, width="stretch", key="promo_table",
                  column_config={"snippet": st.column_config.TextColumn(width="large"),
                                 # in view at 1440 px: the citation whole, what may repeat
                                 "where": st.column_config.TextColumn(width=220, pinned=True),
                                 "duplicate?": st.column_config.TextColumn(width=230)})
-    st.plotly_chart(charts.stacked_components_figure(
-        [f"{'✓' if c.passed else '·'} {c.path}#L{c.start_line}-L{c.end_line}"
-         + "\u200b" * i for i, c in enumerate(shown)],
-        [c.components for c in shown], [not c.passed for c in shown], gate,
-        [charts.wrap(c.snippet, 70, 4) for c in shown]), key="promo_chart")
+    st.plotly_chart(fig, key="promo_chart")
     st.caption("Weighted components (§6.4): 0.24 frequency + 0.30 relevance + 0.15 diversity + "
                "0.15 recency (14-day half-life) + 0.10 consolidation + 0.06 conceptual.")
 

@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from memory_core import openclaw as oc
-from workbench import state
+from workbench import chunkview, state
 
 key = state.current_key()
 st.title("Real queries")
@@ -76,7 +76,7 @@ def _then_and_now(comps: list[oc.QueryComparison]) -> None:
             # plain-text block: a diary's "# 2026-11-20" is a line of memory, not a heading
             st.markdown("\n\n".join(
                 f"**{r['score']:.3f}** `{r['path']}#L{r['startLine']}-L{r['endLine']}`\n"
-                f"~~~~text\n{r['snippet'][:300]}\n~~~~" for r in results) or "No result.")
+                + chunkview.plain_block(r["snippet"][:300]) for r in results) or "No result.")
 
 
 _then_and_now(comps)

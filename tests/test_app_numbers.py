@@ -85,9 +85,14 @@ def test_evaluate_on_the_demo_home(monkeypatch: pytest.MonkeyPatch, home_copy: P
     assert table.loc["A: tuned", "ndcg@10"] == pytest.approx(got_m["ndcg@10"])
     # a click after the measurement answers from the memo: nothing is searched again
     before = dict(state._memo)
+    chunk_view = at.session_state["wb_view_eval-metrics"][("chunk",)]
     at.radio(key="eval_level").set_value("file").run()
     assert not at.exception, at.exception
     assert dict(state._memo) == before
+    # and back: the table and bars built for the chunk level are drawn again, not rebuilt
+    at.radio(key="eval_level").set_value("chunk").run()
+    assert at.session_state["wb_view_eval-metrics"][("chunk",)] is chunk_view
+    assert set(at.session_state["wb_view_eval-metrics"]) == {None, ("chunk",), ("file",)}
 
 
 def test_every_suggested_query_answers_on_the_demo_home(home_copy: Path) -> None:

@@ -47,6 +47,13 @@ def test_replay_then_apply_then_undo(open_app: OpenApp, demo_ws: Path) -> None:
     chart = json.loads(next(c for c in at.get("plotly_chart")
                             if c.key == "promo_chart").proto.spec)
     assert {t["name"] for t in chart["data"]} >= {"frequency", "relevance", "recency"}
+    # one hover box a bar, its snippet carried once (issue #35: in every trace, with i
+    # zero-width spaces on the i-th label, a toggle sent 400 kB): distinct labels stay as written
+    bars = [t for t in chart["data"] if t["type"] == "bar"]
+    assert chart["layout"]["hovermode"] == "y unified"
+    assert [bool(t.get("customdata")) for t in bars] == [True] + [False] * (len(bars) - 1)
+    assert len(bars[0]["customdata"]) == len(table)
+    assert [y.rstrip("\u200b") for y in bars[0]["y"]] == bars[0]["y"]
     diff = next(c.value for c in at.code if c.value.startswith("--- a/MEMORY.md"))
     assert "+## Promoted From Short-Term Memory (" in diff
     # the default writes a chunk only if two of its queries each choose a line of it; the

@@ -10,12 +10,12 @@ from streamlit.testing.v1 import AppTest
 
 from tests.apptesting import APP, workbench_env
 
-from .openclaw_fixture import MAIN_CALLS, build_home
+from .openclaw_fixture import MAIN_CALLS, MAIN_TIMES, _call, _result, build_home
 
 
 def _open_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, page: str | None = None,
-               agent: str = "main") -> AppTest:
-    home = build_home(tmp_path)
+               agent: str = "main", home: Path | None = None) -> AppTest:
+    home = home or build_home(tmp_path)
     for k, v in workbench_env(home / "workspace", tmp_path / "cache", "none").items():
         monkeypatch.setenv(k, v)
     monkeypatch.setenv("MEMORY_WORKBENCH_DATASETS", str(tmp_path / "no-datasets"))
@@ -63,6 +63,29 @@ def test_real_queries_page_then_and_now(monkeypatch: pytest.MonkeyPatch,
     assert any("~~~~text\n# 2026-11-20" in m.value for m in at.markdown), [
         m.value for m in at.markdown]
     assert not any(h.value.startswith("2026-11-20") for h in at.markdown)
+
+
+def test_real_queries_fence_outlasts_a_snippets_own_tildes(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A snippet holding a ``~~~~`` line stays one plain-text block: a fixed four-tilde fence
+    was closed by it, and the rest of the snippet was drawn as Markdown (a heading here)."""
+    from markdown_it import MarkdownIt
+
+    snippet = "before\n~~~~\n# not a heading\n~~~~~~\nafter"
+    home = build_home(tmp_path)
+    sess = home / "agents" / "main" / "sessions" / "s2.jsonl"
+    t = MAIN_TIMES[-1] + 60_000
+    hit = {"path": "memory/2026-11-22.md", "startLine": 1, "endLine": 3, "score": 0.5,
+           "snippet": snippet, "source": "memory"}
+    with sess.open("a", encoding="utf-8") as f:
+        f.write(_call("call_t", "tilde fences", {}, t) + "\n"
+                + _result("call_t", [hit], t + 100) + "\n")
+    at = _open_home(monkeypatch, tmp_path, "pages/real_queries.py", home=home)
+    at.selectbox(key="rq_pick").set_value(len(MAIN_CALLS)).run()
+    then = next(m.value for m in at.markdown if "2026-11-22.md#L1-L3" in m.value)
+    fences = [t for t in MarkdownIt().parse(then) if t.type == "fence"]
+    assert [(f.info, f.content) for f in fences] == [("text", snippet + "\n")], then
+    assert not any(t.type == "heading_open" for t in MarkdownIt().parse(then))
 
 
 def test_evaluate_shows_label_free_metrics_on_real_queries(

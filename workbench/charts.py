@@ -162,24 +162,27 @@ PROMOTION_COLOURS = {"frequency": "#4C78A8", "relevance": "#F58518", "diversity"
 def stacked_components_figure(labels: Sequence[str], components: Sequence[Mapping[str, float]],
                               faded: Sequence[bool], threshold: float | None = None,
                               hover: Sequence[str] | None = None) -> go.Figure:
-    """Stacked horizontal bars of additive components, one bar per label (faded ones greyed)."""
+    """Stacked horizontal bars of additive components, one bar per label (faded ones greyed).
+
+    One hover box a bar lists every component, with the ``hover`` text once (in the first
+    trace only: carried by every trace, it was most of a 400 kB figure, issue #35)."""
     keys: list[str] = []
     for c in components:
         keys.extend(k for k in c if k not in keys and any(x.get(k) for x in components))
     opacity = [0.35 if f else 1.0 for f in faded]
-    hv = list(hover) if hover is not None else [""] * len(labels)
     fig = go.Figure()
-    for k in keys:
+    for n, k in enumerate(keys):
+        with_text = n == 0 and hover is not None
         fig.add_trace(go.Bar(
             y=list(labels), x=[c.get(k, 0.0) for c in components], name=k, orientation="h",
             marker={"color": PROMOTION_COLOURS.get(k, COMPONENT_COLOURS.get(k, "#72B7B2")),
                     "opacity": opacity},
-            customdata=[[h] for h in hv],
-            hovertemplate=f"<b>%{{y}}</b><br>{k}: %{{x:.3f}}<br>%{{customdata[0]}}"
-                          "<extra></extra>"))
+            customdata=list(hover) if with_text and hover is not None else None,
+            hovertemplate=f"{k}: %{{x:.3f}}" + ("<br>%{customdata}" if with_text else "")
+                          + "<extra></extra>"))
     fig.update_layout(
         barmode="stack", height=max(220, 30 * len(labels) + 110), font={"family": FONT},
-        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        margin={"l": 10, "r": 10, "t": 50, "b": 10}, hovermode="y unified",
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
         yaxis={"autorange": "reversed", "automargin": True, "tickfont": {"size": 11}},
         xaxis={"title": "score", "rangemode": "tozero"})

@@ -165,6 +165,15 @@ def snippet_html(text: str, terms: Sequence[str]) -> str:
             f'{body}</div>')
 
 
+def plain_block(text: str, lang: str = "text") -> str:
+    """``text`` as a Markdown fenced block shown as written: the fence is one tilde longer than
+    the longest tilde run in ``text`` (at least four), so a snippet holding ``~~~~`` cannot
+    close it early and spill the rest as Markdown."""
+    longest = max((len(m) for m in re.findall(r"~+", text)), default=0)
+    fence = "~" * max(4, longest + 1)
+    return f"{fence}{lang}\n{text}\n{fence}"
+
+
 def display_value(value: object) -> str:
     """A setting's value as a person writes it, not as a Python repr: ``—`` for none, lists
     joined with commas, ``on``/``off`` for flags (Home's settings table showed

@@ -107,16 +107,19 @@ RUN_COLUMN_WIDTH = 190
 
 
 def metric_columns(metrics: list[str]) -> dict[str, Any]:
-    """``column_config`` for Evaluate's metric table: the run, the metrics, zero results, p50."""
+    """``column_config`` for Evaluate's metric table: the run, the metrics and zero results to
+    three decimals, p50 in whole ms (formats of the browser's grid: a pandas Styler cost more
+    than the rest of a level click, issue #35)."""
     cfg: dict[str, Any] = {"_index": st.column_config.TextColumn("run", width=RUN_COLUMN_WIDTH)}
     for m in metrics:
         name, _, k = m.partition("@")
-        cfg[m] = st.column_config.Column(f"{_SHORT.get(name, name)}@{k}",
-                                         width=METRIC_COLUMN_WIDTH, help=m)
-    cfg["zero results"] = st.column_config.Column("zero", width=METRIC_COLUMN_WIDTH,
-                                                  help="share of queries with no result")
-    cfg["p50 ms"] = st.column_config.Column("p50 ms", width=METRIC_COLUMN_WIDTH,
-                                            help="median search time per query")
+        cfg[m] = st.column_config.NumberColumn(f"{_SHORT.get(name, name)}@{k}", format="%.3f",
+                                               width=METRIC_COLUMN_WIDTH, help=m)
+    cfg["zero results"] = st.column_config.NumberColumn(
+        "zero", format="%.3f", width=METRIC_COLUMN_WIDTH, help="share of queries with no result")
+    cfg["p50 ms"] = st.column_config.NumberColumn("p50 ms", format="%.0f",
+                                                  width=METRIC_COLUMN_WIDTH,
+                                                  help="median search time per query")
     return cfg
 
 

@@ -14,7 +14,9 @@ as the process. :func:`freeze_imports` moves them into the collector's permanent
 (``gc.freeze``) once a burst of imports has happened, so later collections walk only what
 script runs create. Objects frozen are still freed by reference counting; only reference cycles
 among them are no longer collected, which is why a freeze follows imports (whose objects live
-for good) rather than every run.
+for good) rather than every run. (``.streamlit/config.toml`` has since turned the after-run
+collection off, issue #35; the freeze still shortens Python's own full collections, and a
+server started from another folder, which does not read that file.)
 """
 
 from __future__ import annotations

@@ -439,6 +439,19 @@ def memo(kind: str, key: IndexKey, parts: tuple[Any, ...], compute: Callable[[],
     return _memo.get_or((kind, key, generation(key), parts), compute)
 
 
+def view_memo(name: str, source: Any, parts: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
+    """``compute()`` once per ``parts`` while ``source`` (a report, a candidate list) is the
+    object the page shows, for this session: a click inside a fragment (issue #35) redraws the
+    tables and figures it built for the same choice before instead of building them again."""
+    slot = st.session_state.setdefault(f"wb_view_{name}", {})
+    if slot.get(None) is not source:  # a new report or candidate list: forget the old views
+        slot.clear()
+        slot[None] = source
+    if parts not in slot:
+        slot[parts] = compute()
+    return slot[parts]
+
+
 def file_stamp(*paths: Path) -> tuple[tuple[int, int], ...]:
     """(mtime_ns, size) of each path and of its SQLite ``-wal`` beside it ((0, 0) when absent):
     a :func:`memo` part for what files the index generation does not follow (the promotion
