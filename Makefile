@@ -16,7 +16,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
 PYTEST_PAR ?= -n auto --dist loadgroup
-FAST_MARKERS := not browser and not umap and not notebook and not longeval
+FAST_MARKERS := not browser and not umap and not notebook and not longeval and not soak
 # `make check`'s tests: chunking (with its goldens), fusion (MMR, decay, date pool, tail order), query
 # building (the reference's keyword goldens), config and its doors, metrics, qmd's result
 # parsing, the structure rules, and one real index -> search -> get round trip on the small demo
