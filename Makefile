@@ -1,8 +1,8 @@
 # Two commands do all set-up: `make run` (the workbench on the demo OpenClaw home) and `make test`.
 # Both create .venv and install the project into it on first use. `make check` is the quick loop
 # while developing (under a minute): lint, types, and the unit tests of the pure parts, which load
-# no model. `make test-fast`: lint, types and every test except the browser, UMAP, notebook and
-# long evaluation ones (pytest markers, declared in pyproject.toml). check and test-fast spread the
+# no model. `make test-fast`: lint, types and every test except the browser, UMAP, notebook, long
+# evaluation and soak ones (pytest markers, declared in pyproject.toml). check and test-fast spread the
 # tests over the cores with pytest-xdist (PYTEST_PAR; `make test-fast PYTEST_PAR=` runs them in one
 # process): one worker per core, each test file on one worker (its module fixtures are built once,
 # tests/conftest.py), tests sharing a resource across files under one `xdist_group` mark. `make test`
