@@ -33,7 +33,7 @@ DEAREST_FIRST = ("test_evidence.py", "test_app_map.py", "test_cli_batch_group.py
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Keep the collection's order for xdist's groups: its default reorders them by their number
+    """Keep the collection's order for xdist's files: its default reorders them by their number
     of tests, which sends a file of one long test (``DEAREST_FIRST``) to the end of the run."""
     if hasattr(config.option, "loadscopereorder"):
         config.option.loadscopereorder = False
@@ -43,10 +43,8 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark the notebooks nbmake collects (``pytest --nbmake tests notebooks``) ``notebook``.
 
-    Under pytest-xdist's ``--dist loadgroup`` (the Makefile's PYTEST_PAR) every test without an
-    ``xdist_group`` mark of its own is grouped with its file, so a file runs on one worker and
-    builds its module fixtures (an index of the demo, an app) once; a mark names a group that
-    spans files (tests that share one resource outside their tmp_path). The files of
+    Under pytest-xdist's ``--dist loadfile`` (the Makefile's PYTEST_PAR) a file runs on one
+    worker and builds its module fixtures (an index of the demo, an app) once. The files of
     ``DEAREST_FIRST`` run first (a stable sort: the others keep their order).
     """
     rank = {name: i for i, name in enumerate(DEAREST_FIRST)}
@@ -54,8 +52,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.suffix == ".ipynb":
             item.add_marker(pytest.mark.notebook)
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.path.name))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
