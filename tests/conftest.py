@@ -18,6 +18,10 @@ if TYPE_CHECKING:  # Streamlit is imported only by the tests that open the app
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # one xdist worker a core: a model's or BLAS's own threads would only contend with the other
+    # worker's (their spinning cost CPU) -- set before anything imports torch or numpy's BLAS
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "examples" / "demo-workspace"
