@@ -4,10 +4,10 @@
 # no model. `make test-fast`: lint, types and every test except the browser, UMAP, notebook, long
 # evaluation and soak ones (pytest markers, declared in pyproject.toml). check and test-fast spread
 # the tests over the cores with pytest-xdist (PYTEST_PAR; `make test-fast PYTEST_PAR=` runs them in
-# one process): one worker per core, each test file on one worker (`--dist loadfile`: its module
-# fixtures are built once; loadgroup's per-file marks are lost under pytest 9, which sent a file's
-# tests to both workers, each building the file's index), the dearest files first
-# (tests/conftest.py). `make test` (CI) stays in one process until a whole parallel run of it has
+# one process): a worker per core and one more (tests/conftest.py), each test file on one worker
+# (`--dist loadfile`: its module fixtures are built once; loadgroup's per-file marks are lost under
+# pytest 9, which sent a file's tests to both workers, each building the file's index), the
+# dearest files first. `make test` (CI) stays in one process until a whole parallel run of it has
 # been seen green.
 PYTHON ?= python3
 VENV := .venv
