@@ -18,6 +18,10 @@ if TYPE_CHECKING:  # Streamlit is imported only by the tests that open the app
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # an xdist worker a core (and one): a model's or BLAS's own threads would only contend with
+    # the other workers' (their spinning costs CPU) -- set before anything imports torch or BLAS
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "examples" / "demo-workspace"
@@ -25,20 +29,40 @@ SHARED = ROOT.parent / "shared"
 GOLDENS = Path(__file__).resolve().parent / "goldens"
 
 
+#: The test files that cost most in `make test-fast` (CPU seconds measured in session 10, dearest
+#: first). pytest-xdist hands a worker the next file when it is nearly done, so these start first
+#: and the many small files even out the two workers' ends (longest-first scheduling).
+DEAREST_FIRST = ("test_evidence.py", "test_app_map.py", "test_cli_batch_group.py",
+                 "test_app_heap.py")
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: a worker a core and one more, whose tests run while another worker's wait on
+    a subprocess, a server or a timer (1389 fast tests on two cores: 5 min 50 s on two workers,
+    5 min 10 s on three, the same CPU)."""
+    return len(os.sched_getaffinity(0)) + 1
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Keep the collection's order for xdist's files: its default reorders them by their number
+    of tests, which sends a file of one long test (``DEAREST_FIRST``) to the end of the run."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark the notebooks nbmake collects (``pytest --nbmake tests notebooks``) ``notebook``.
 
-    Under pytest-xdist's ``--dist loadgroup`` (the Makefile's PYTEST_PAR) every test without an
-    ``xdist_group`` mark of its own is grouped with its file, so a file runs on one worker and
-    builds its module fixtures (an index of the demo, an app) once; a mark names a group that
-    spans files (tests that share one resource outside their tmp_path).
+    Under pytest-xdist's ``--dist loadfile`` (the Makefile's PYTEST_PAR) a file runs on one
+    worker and builds its module fixtures (an index of the demo, an app) once. The files of
+    ``DEAREST_FIRST`` run first (a stable sort: the others keep their order).
     """
+    rank = {name: i for i, name in enumerate(DEAREST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
     for item in items:
         if item.path.suffix == ".ipynb":
             item.add_marker(pytest.mark.notebook)
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.path.name))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

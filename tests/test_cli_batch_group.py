@@ -13,6 +13,7 @@ import json
 import os
 import re
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -135,14 +136,23 @@ def server() -> Iterator[EmbedServer]:
         yield s
 
 
-def remote_demo(tmp: Path, server: EmbedServer) -> Path:
-    ws = copy_demo(tmp)
+@pytest.fixture(scope="module")
+def remote_built(tmp_path_factory: pytest.TempPathFactory, server: EmbedServer) -> Path:
+    """The demo indexed once through the module's server; each test works on its own copy."""
+    ws = copy_demo(tmp_path_factory.mktemp("remote"))
     cfg = ws / "memory-workbench.toml"
     cfg.write_text(cfg.read_text(encoding="utf-8") + '\n[provider]\nprovider = "openai"\n'
                    f'base_url = "{server.base_url}"\nmodel = "minilm"\nfallback = []\n',
                    encoding="utf-8")
     subprocess.run([sys.executable, "-m", "memory_core", "index", "-w", str(ws),
                     "--no-progress"], cwd=ROOT, check=True, capture_output=True, timeout=300)
+    return ws
+
+
+def remote_demo(tmp: Path, built: Path) -> Path:
+    """A copy of ``built`` with its index (mtimes kept: the copy has nothing to sync)."""
+    ws = tmp / "demo-workspace"
+    shutil.copytree(built, ws)
     return ws
 
 
@@ -186,9 +196,9 @@ def fed_one_at_a_time(ws: Path, lines: list[str], *extra: str) -> list[str]:
     return out
 
 
-def test_a_batch_file_answers_as_its_lines_fed_one_at_a_time(tmp_path: Path,
-                                                             server: EmbedServer) -> None:
-    ws = remote_demo(tmp_path, server)
+def test_a_batch_file_answers_as_its_lines_fed_one_at_a_time(
+        tmp_path: Path, server: EmbedServer, remote_built: Path) -> None:
+    ws = remote_demo(tmp_path, remote_built)
     lines = [json.dumps({"qid": i, "query": q}) + "\n" for i, q in enumerate(QUERIES)]
     lines[3] = "not json\n"  # a bad line in a group keeps its place
     batch = tmp_path / "batch.jsonl"
@@ -210,8 +220,8 @@ def test_a_batch_file_answers_as_its_lines_fed_one_at_a_time(tmp_path: Path,
 
 
 def test_a_killed_grouped_batch_keeps_the_recalls_of_what_it_answered(
-        tmp_path: Path, server: EmbedServer) -> None:
-    ws = remote_demo(tmp_path, server)
+        tmp_path: Path, remote_built: Path) -> None:
+    ws = remote_demo(tmp_path, remote_built)
     proc = subprocess.Popen([sys.executable, "-m", "memory_core", "search", "--batch",
                              "/dev/stdin", "-w", str(ws)], cwd=ROOT, text=True,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,

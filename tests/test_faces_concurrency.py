@@ -22,6 +22,7 @@ MIX_SECONDS = 35
 
 
 @pytest.mark.slow
+@pytest.mark.soak  # the faces run together for MIX_SECONDS however fast the machine is
 def test_faces_together_keep_the_index_whole(tmp_path: Path) -> None:
     ws = copy_demo(tmp_path)
     report = run_mix(ws, MIX_SECONDS)

@@ -181,6 +181,7 @@ def test_compare_per_query_needs_shared_queries() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.longeval  # two 300-query evaluations (the significance needs them): ~1 min
 def test_xquad_runs_read_by_ranx_same_metrics_and_significance(tmp_path: Path) -> None:
     ranx = pytest.importorskip("ranx")
     folder = datasets_dir() / "xquad" / "beir-en"
