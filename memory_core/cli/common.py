@@ -1,5 +1,5 @@
 """What every ``memory-core`` sub-command shares: errors, JSON output, opening the index,
-the workspace flags and the progress bar.
+the workspace flags (and the transcripts they name) and the progress bar.
 
 Sub-command modules import these public names only; nothing here imports a feature package
 (promotion, evaluation), so loading the CLI stays as light as the engine itself.
@@ -21,6 +21,7 @@ from ..index import MemoryIndex
 
 if TYPE_CHECKING:
     from ..backends import MemoryBackend
+    from ..write.sources import SourceFile
 
 #: Exit code of every error the user can act on (bad input, missing data, refused path).
 EXIT_USAGE = 2
@@ -83,6 +84,21 @@ def open_index(args: argparse.Namespace) -> MemoryIndex:
         raise
     _announce_first_build(idx, getattr(args, "command", None))
     return idx
+
+
+def transcripts_of(args: argparse.Namespace) -> list[SourceFile]:
+    """The transcripts of ``--openclaw-home``'s agent, or of ``--workspace``'s ``sessions/``
+    (refused in one line when the workspace is not a folder): ``queries`` and ``replay``."""
+    # a feature package: loaded only when transcripts are asked for
+    from ..openclaw import open_home, transcripts_of_home, transcripts_of_workspace
+
+    if args.openclaw_home:
+        home = open_home(args.openclaw_home, args.agent)
+        return transcripts_of_home(home.sessions_dir, home.agent)
+    ws = Path(args.workspace).expanduser()
+    if not ws.is_dir():
+        raise CliError(f"workspace {args.workspace} is not a folder")
+    return transcripts_of_workspace(ws)
 
 
 def _announce_first_build(idx: MemoryIndex, command: str | None) -> None:

@@ -17,8 +17,7 @@ import sys
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .common import CliError, add_workspace_args, dump_json, open_index
-from .queries import transcripts_of
+from .common import CliError, add_workspace_args, dump_json, open_index, transcripts_of
 
 if TYPE_CHECKING:
     from .. import promotion as pr

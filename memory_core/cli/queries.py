@@ -10,28 +10,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..base.config import PROFILES
-from .common import CliError, dump_json, open_index
-
-if TYPE_CHECKING:
-    from ..write.sources import SourceFile
-
-
-def transcripts_of(args: argparse.Namespace) -> list[SourceFile]:
-    """The transcripts of ``--openclaw-home``'s agent, or of ``--workspace``'s ``sessions/``
-    (refused in one line when the workspace is not a folder): ``queries`` and ``replay``."""
-    from ..openclaw import open_home, transcripts_of_home, transcripts_of_workspace
-
-    if args.openclaw_home:
-        home = open_home(args.openclaw_home, args.agent)
-        return transcripts_of_home(home.sessions_dir, home.agent)
-    ws = Path(args.workspace).expanduser()
-    if not ws.is_dir():
-        raise CliError(f"workspace {args.workspace} is not a folder")
-    return transcripts_of_workspace(ws)
+from .common import dump_json, open_index, transcripts_of
 
 
 def cmd_queries(args: argparse.Namespace) -> int:
