@@ -14,8 +14,7 @@ from memory_core.base.lru import Lru
 from memory_core.index import MemoryIndex
 from memory_core.read.reading import MAX_PATH_CHARS
 from memory_core.storage.store import Store
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.product_files import ROOT, product_files
 
 
 def small_ws(tmp_path: Path) -> Path:
@@ -112,8 +111,7 @@ def test_the_store_memo_is_read_again_after_a_write(tmp_path: Path) -> None:
 
 def test_no_module_but_base_lru_keeps_an_lru_by_hand() -> None:
     """One LRU in the product: no other module orders a dict by use to drop its oldest."""
-    found = [str(p.relative_to(ROOT)) for pkg in ("memory_core", "workbench", "pages")
-             for p in sorted((ROOT / pkg).rglob("*.py"))
+    found = [str(p.relative_to(ROOT)) for p in product_files()
              if p != ROOT / "memory_core" / "base" / "lru.py"
              and any(w in p.read_text(encoding="utf-8")
                      for w in ("OrderedDict", "move_to_end", "popitem(last=False)"))]

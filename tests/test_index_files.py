@@ -14,8 +14,8 @@ from memory_core import MemoryIndex
 from memory_core.base.indexfiles import IndexFiles
 from memory_core.base.synclock import sync_lock
 from memory_core.live.heartbeat import HeartbeatWriter
+from tests.product_files import ROOT, product_files
 
-ROOT = Path(__file__).resolve().parents[1]
 HOME = ROOT / "memory_core" / "base" / "indexfiles.py"
 #: A suffix of the family inside a string literal (``"promotion.lock"`` is not one: a name
 #: runs into it).
@@ -44,9 +44,7 @@ def suffix_literals(path: Path) -> list[str]:
 
 
 def test_no_module_but_indexfiles_spells_the_family() -> None:
-    found = [f"{p.relative_to(ROOT)}:{hit}"
-             for pkg in ("memory_core", "workbench", "pages")
-             for p in sorted((ROOT / pkg).rglob("*.py")) if p != HOME
+    found = [f"{p.relative_to(ROOT)}:{hit}" for p in product_files() if p != HOME
              for hit in suffix_literals(p)]
     assert found == []
     assert suffix_literals(HOME)  # the checker sees them where they are

@@ -11,8 +11,8 @@ from pathlib import Path
 from memory_core import tools
 from memory_core.base.config import SOURCE_NAMES, MemoryConfig
 from memory_core.mcp.schemas import SEARCH_RESULT_ITEM
+from tests.product_files import ROOT, product_files
 
-ROOT = Path(__file__).resolve().parents[1]
 DECLARED = ROOT / "memory_core" / "base" / "config.py"
 
 
@@ -29,10 +29,7 @@ def name_lists(path: Path) -> list[str]:
 
 
 def test_no_module_spells_the_source_names_again() -> None:
-    found = [f"{p.relative_to(ROOT)}:{hit}"
-             for pkg in ("memory_core", "workbench", "pages")
-             for p in sorted((ROOT / pkg).rglob("*.py"))
-             for hit in name_lists(p)] + name_lists(ROOT / "app.py")
+    found = [f"{p.relative_to(ROOT)}:{hit}" for p in product_files() for hit in name_lists(p)]
     assert found == []
     assert "SourceName = Literal" in DECLARED.read_text(encoding="utf-8")
 
