@@ -11,9 +11,10 @@ first use, so a builtin command does not load it; the face's classes (:mod:`.pro
 so a no-op ``index`` does not.
 """
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..base.lazy import lazy_exports
+from ..index import MemoryIndex
 from .builtin import BuiltinBackend
 
 if TYPE_CHECKING:
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
         FallbackBackend,
         OpenedFallback,
         clear_open_failures,
-        open_backend,
     )
     from .protocol import BackendSearch, BackendStatus, FallbackNote, MemoryBackend
     from .qmd import QmdBackend, QmdCollection, resolve_collections
@@ -37,12 +37,27 @@ _LAZY = {
     "FallbackNote": "protocol",
     "MemoryBackend": "protocol",
     "OPEN_FAILURE_COOLDOWN_S": "fallback", "FallbackBackend": "fallback",
-    "OpenedFallback": "fallback", "clear_open_failures": "fallback", "open_backend": "fallback",
+    "OpenedFallback": "fallback", "clear_open_failures": "fallback",
     "QmdBackend": "qmd", "QmdCollection": "qmd", "resolve_collections": "qmd",
     "QmdError": "qmd_process", "resolve_command": "qmd_process",
 }
 
 __getattr__ = lazy_exports(__name__, _LAZY)
+
+
+def open_backend(workspace: Any, kind: str | None = None, **options: Any) -> MemoryBackend:
+    """The one door: the backend ``kind`` (default: the workspace's ``[backend] kind``) for
+    ``workspace`` (a folder or an open :class:`MemoryIndex`); see
+    :func:`.fallback.open_backend` for ``options``. The faces call this and never ask which
+    backend answered. The builtin engine over an open index is built here, without importing
+    qmd's side and the fallback (a no-op ``index`` process does not need them).
+    """
+    if (isinstance(workspace, MemoryIndex) and not options
+            and (kind or workspace.config.backend.kind) == "builtin"):
+        return BuiltinBackend(workspace)
+    from .fallback import open_backend as open_any
+
+    return open_any(workspace, kind, **options)
 
 
 __all__ = [

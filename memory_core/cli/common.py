@@ -123,14 +123,9 @@ def open_backend_for(idx: MemoryIndex, args: argparse.Namespace) -> MemoryBacken
     """The backend ``--backend`` (or the config) asks for, over ``idx``: the one door of
     ``search``, ``get``, ``status``, ``index``, ``watch`` and ``mcp`` (the builtin engine, or
     qmd with its fallback to builtin)."""
-    kind = getattr(args, "backend", None) or idx.config.backend.kind
-    if kind == "builtin":  # without importing qmd's side and the fallback (start-up time)
-        from ..backends import BuiltinBackend
-
-        return BuiltinBackend(idx)
     from ..backends import open_backend
 
-    return open_backend(idx, kind)
+    return open_backend(idx, getattr(args, "backend", None))
 
 
 @contextmanager
