@@ -73,9 +73,7 @@ class BatchState:
 
     def record_failure(self, provider: str, message: str, attempts: int = 1) -> bool:
         """Count a failed call (``attempts`` jobs); True when batch mode is now disabled."""
-        if not self.enabled:
-            return True
-        self.failures += max(1, attempts)
+        self.failures += attempts
         self.last_error = message
         self.last_provider = provider
         if self.failures >= FAILURE_LIMIT:
@@ -124,8 +122,6 @@ class BatchJobRunner:
 
     def __init__(self, provider: RemoteEmbeddingProvider, cfg: BatchConfig,
                  sleep: Callable[[float], None] = time.sleep) -> None:
-        if provider.id not in FLAVOURS:
-            raise ValueError(f"no batch API for {provider.id}")
         self.provider = provider
         self.cfg = cfg
         self._sleep = sleep
