@@ -142,8 +142,11 @@ def test_export_writes_openclaw_query_block(open_app: OpenApp, module_demo: Path
 
 
 @pytest.mark.slow  # loads the local model: ~20 s
-def test_search_with_the_local_model_is_hybrid(open_app: OpenApp, module_demo: Path) -> None:
-    at = open_app(module_demo, PAGE, provider="local")
+def test_search_with_the_local_model_is_hybrid(open_app: OpenApp,
+                                               indexed_demo_copy: Path) -> None:
+    # the demo's local-model index, copied (the app finds it up to date: tests/test_app_map.py
+    # has the app build one itself); the module's workspace stays keyword-only
+    at = open_app(indexed_demo_copy, PAGE, provider="local")
     at.toggle(key="t_keyword_only_fill").set_value(False).run()
     # a question the default answers (issue #21: a paraphrase it cannot find gets nothing)
     at.text_input(key="search_query").input(

@@ -17,19 +17,16 @@ from email.utils import formatdate
 import numpy as np
 import pytest
 
+from memory_core.base.config import ProviderConfig
+from memory_core.embeddings import build_provider
 from memory_core.embeddings.base import (
     EmbeddingError,
     EmbeddingProvider,
     ProviderUnavailable,
     provider_key_for,
 )
-from memory_core.embeddings.openai import (
-    PRESET_MODELS,
-    PRESETS,
-    OpenAIEmbeddingProvider,
-    make_batches,
-    parse_retry_after,
-)
+from memory_core.embeddings.openai import PRESET_MODELS, PRESETS, OpenAIEmbeddingProvider
+from memory_core.embeddings.remote import make_batches, parse_retry_after
 
 try:
     from tests.embed_server import EmbedServer, embed_texts
@@ -398,15 +395,19 @@ def test_provider_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_presets() -> None:
+    """ollama and lmstudio start at their preset address and model (a fallback's defaults)."""
     assert PRESET_MODELS["openai"] == "text-embedding-3-small"
-    ollama = OpenAIEmbeddingProvider.from_preset("ollama", api_key_env="MC_UNSET_X")
+    cfg = ProviderConfig()
+    ollama = build_provider("ollama", cfg)
+    assert isinstance(ollama, OpenAIEmbeddingProvider)
     assert ollama.base_url == "http://127.0.0.1:11434/v1"
     assert ollama.model == "nomic-embed-text"
-    assert ollama.concurrency == 1
-    lms = OpenAIEmbeddingProvider.from_preset("lmstudio", api_key_env="MC_UNSET_X")
+    lms = build_provider("lmstudio", cfg)
+    assert isinstance(lms, OpenAIEmbeddingProvider)
+    assert lms.base_url == PRESETS["lmstudio"]
     assert lms.model == "text-embedding-nomic-embed-text-v1.5"
     with pytest.raises(ProviderUnavailable):
-        OpenAIEmbeddingProvider.from_preset("nope")
+        build_provider("nope", cfg)
 
 
 # -- the server's HTTP control API -----------------------------------------------------------------

@@ -36,10 +36,12 @@ def test_sample_is_fixed_and_every_vector_stays_reachable(indexed_demo: Path) ->
 
 
 @pytest.mark.slow  # loads the local model
-def test_hits_outside_the_sample_are_drawn(open_app: OpenApp, module_demo: Path,
+def test_hits_outside_the_sample_are_drawn(open_app: OpenApp, indexed_demo_copy: Path,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(mapdata, "MAX_POINTS", 10)
-    at = open_app(module_demo, "pages/embedding_map.py", provider="local", timeout=240)
+    # the app finds the copy's index up to date (the map draws it; tests/test_app_map.py
+    # has the app build one itself)
+    at = open_app(indexed_demo_copy, "pages/embedding_map.py", provider="local", timeout=240)
     at.radio(key="map_method").set_value("PCA").run()
     at.text_input(key="map_query").input("who is on call right now?").run()
     assert not at.exception
@@ -53,9 +55,10 @@ def test_hits_outside_the_sample_are_drawn(open_app: OpenApp, module_demo: Path,
     assert len(hits) >= 5 and set(hits) - sample  # hits the sample left out are on the map
 
 
-def test_the_sample_is_the_full_reads_sample_with_or_without_the_sidecar(demo_ws: Path) -> None:
-    with MemoryIndex.open(demo_ws) as idx:
-        idx.sync()
+def test_the_sample_is_the_full_reads_sample_with_or_without_the_sidecar(
+        indexed_demo_copy: Path) -> None:
+    with MemoryIndex.open(indexed_demo_copy) as idx:
+        assert not idx.sync().files_indexed  # the copy's index is the sync's
         ids, matrix = idx.embeddings()
         pick = np.sort(np.random.default_rng(0).choice(len(ids), 10, replace=False))
         sample = idx.embedding_sample(10)
@@ -74,9 +77,10 @@ def test_the_sample_is_the_full_reads_sample_with_or_without_the_sidecar(demo_ws
         assert set(hits) == {ids[0], ids[5]} and np.array_equal(hits[ids[5]], matrix[5])
 
 
-def test_map_points_are_read_once_per_generation(demo_ws: Path) -> None:
+def test_map_points_are_read_once_per_generation(indexed_demo_copy: Path) -> None:
+    demo_ws = indexed_demo_copy
     with MemoryIndex.open(demo_ws) as idx:
-        idx.sync()
+        assert not idx.sync().files_indexed  # the copy's index is the sync's
         first = mapdata.cached_points(idx, 10)
         assert mapdata.cached_points(idx, 10) is first and first.sampled and len(first) == 10
         assert first.custom.shape == (10, 3) and list(first.custom[:, 0]) == first.ids

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     # the face's classes (and Status under them) are imported by the first search or status,
     # not by a no-op ``index``
     from ..read.fusion import FusionResult
-    from .protocol import BackendSearch, BackendStatus, FallbackNote, Follower, OnHits
+    from .protocol import BackendSearch, BackendStatus, FallbackNote, Follower
     from .sync_answer import BackendSync
 
 
@@ -61,23 +61,15 @@ class BuiltinBackend:
         return BackendSearch(list(res.hits), "builtin", res.mode, self.fallback, res, res.note,
                              extra)
 
-    def search(self, query: str, *, max_results: int | None = None,
-               min_score: float | None = None, sources: Sequence[str] | None = None,
-               on_hits: OnHits | None = None, **overrides: Any) -> BackendSearch:
-        """The builtin search under the profile's settings (``overrides``: search settings)."""
-        return self._answer(self.index.search(query, max_results=max_results,
-                                              min_score=min_score, sources=sources,
-                                              on_hits=on_hits, **overrides))
+    def search(self, query: str, **kw: Any) -> BackendSearch:
+        """The builtin search under the profile's settings (``kw``: the face's limits, sources
+        and hook, and search settings, as :meth:`MemoryIndex.search` takes them)."""
+        return self._answer(self.index.search(query, **kw))
 
-    def search_many(self, queries: Sequence[str], *, max_results: int | None = None,
-                    min_score: float | None = None, sources: Sequence[str] | None = None,
-                    on_hits: OnHits | None = None, **overrides: Any
-                    ) -> Iterator[BackendSearch]:
+    def search_many(self, queries: Sequence[str], **kw: Any) -> Iterator[BackendSearch]:
         """:meth:`search` of each of ``queries``, answered as a group
         (:meth:`MemoryIndex.search_many`)."""
-        for res in self.index.search_many(queries, max_results=max_results,
-                                          min_score=min_score, sources=sources,
-                                          on_hits=on_hits, **overrides):
+        for res in self.index.search_many(queries, **kw):
             yield self._answer(res)
 
     def get(self, path: str, from_line: int | None = None, lines: int | None = None

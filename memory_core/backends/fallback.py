@@ -44,14 +44,13 @@ _failures: dict[str, tuple[str, str, float]] = {}  # scope -> (identity, reason,
 _failures_lock = threading.Lock()
 
 
-def active_open_failure(scope: str, identity: str, now: float | None = None) -> str | None:
+def active_open_failure(scope: str, identity: str) -> str | None:
     """The recorded open failure of ``scope`` while its cooldown lasts (and the identity holds)."""
-    now = time.monotonic() if now is None else now
     with _failures_lock:
         rec = _failures.get(scope)
         if rec is None:
             return None
-        if rec[0] != identity or rec[2] <= now:
+        if rec[0] != identity or rec[2] <= time.monotonic():
             del _failures[scope]
             return None
         return rec[1]

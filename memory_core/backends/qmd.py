@@ -306,10 +306,7 @@ class QmdBackend(OneByOne):
                 self.warnings.append(f"qmd collection remove failed for {name}: {e}")
 
     def collection_names(self, sources: Sequence[str] | None = None) -> list[str]:
-        if not sources:
-            return [c.name for c in self.collections]
-        allowed = set(sources)
-        return [c.name for c in self.collections if c.source in allowed]
+        return [c.name for c in self.collections if not sources or c.source in sources]
 
     # ------------------------------------------------------------------ sync
 

@@ -82,10 +82,9 @@ def child_path(raw: str | None) -> str:
     return os.pathsep.join(entries)
 
 
-def qmd_env(xdg_config: Path, xdg_cache: Path, base: Mapping[str, str] | None = None
-            ) -> dict[str, str]:
+def qmd_env(xdg_config: Path, xdg_cache: Path) -> dict[str, str]:
     """The child's environment: the reference's XDG folders, no colour, and offline."""
-    env = dict(os.environ if base is None else base)
+    env = dict(os.environ)
     env.pop("INDEX_PATH", None)  # qmd's test override would move the index elsewhere
     env.update({
         "PATH": child_path(env.get("PATH")),

@@ -43,12 +43,10 @@ class QmdTimers:
     after the last poke. Nothing runs before :meth:`start`; :meth:`stop` ends the thread.
     """
 
-    def __init__(self, backend: Any, cfg: QmdConfig, on_update: OnUpdate | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, backend: Any, cfg: QmdConfig, on_update: OnUpdate | None = None) -> None:
         self.backend = backend
         self.cfg = cfg
         self.on_update = on_update
-        self._clock = clock
         self._wake = threading.Condition()
         self._stopped = False
         self._poked_at: float | None = None
@@ -71,7 +69,7 @@ class QmdTimers:
     def poke(self) -> None:
         """The files changed: update ``debounce_ms`` from now (a later poke moves it again)."""
         with self._wake:
-            self._poked_at = self._clock()
+            self._poked_at = time.monotonic()
             self._wake.notify_all()
 
     def embed_timer_scheduled(self) -> bool:
@@ -82,7 +80,7 @@ class QmdTimers:
     # ----------------------------------------------------------------------------- the loop
 
     def _loop(self) -> None:
-        now = self._clock()
+        now = time.monotonic()
         if self.cfg.on_boot:
             self._run("boot", force=True)
         update_s = self.cfg.update_interval_ms / 1000.0
@@ -96,7 +94,7 @@ class QmdTimers:
                 poked = (self._poked_at + self.cfg.debounce_ms / 1000.0
                          if self._poked_at is not None else math.inf)
                 due = min(next_update, next_embed, poked)
-                now = self._clock()
+                now = time.monotonic()
                 if due > now:
                     self._wake.wait(None if due == math.inf else due - now)
                     continue

@@ -82,15 +82,6 @@ _REMOTE: dict[str, tuple[str, str]] = {
 #: ``provider = "auto"``: the reference's order after local (spec §7.2; copilot, deepinfra and
 #: bedrock have no equivalent here).
 AUTO_ORDER = ("openai", "gemini", "voyage", "mistral")
-#: The providers :func:`build_provider` starts: the one list, declared in the config.
-KNOWN = PROVIDERS
-
-
-def _remote_options(cfg: ProviderConfig) -> dict[str, Any]:
-    return {"timeout_s": cfg.timeout_s, "query_timeout_s": cfg.query_timeout_s,
-            "max_batch_items": cfg.batch_items, "max_batch_bytes": cfg.batch_bytes,
-            "concurrency": cfg.concurrency, "max_retries": cfg.max_retries,
-            "headers": cfg.headers}
 
 
 def build_provider(name: str, cfg: ProviderConfig) -> EmbeddingProvider | None:
@@ -125,15 +116,18 @@ def build_provider(name: str, cfg: ProviderConfig) -> EmbeddingProvider | None:
             kwargs["base_url"] = cfg.base_url
         if own and cfg.model:
             kwargs["model"] = cfg.model
-        provider: EmbeddingProvider = cls(api_key_env=cfg.api_key_env if own else None,
-                                          dimensions=cfg.dimensions if own else None, **kwargs,
-                                          **_remote_options(cfg))
+        provider: EmbeddingProvider = cls(
+            api_key_env=cfg.api_key_env if own else None,
+            dimensions=cfg.dimensions if own else None, timeout_s=cfg.timeout_s,
+            query_timeout_s=cfg.query_timeout_s, max_batch_items=cfg.batch_items,
+            max_batch_bytes=cfg.batch_bytes, concurrency=cfg.concurrency,
+            max_retries=cfg.max_retries, headers=cfg.headers, **kwargs)
         if local_server:
             return provider  # a local server has no batch API
         from .batch import with_batch  # the HTTP client stack: only for a remote provider
 
         return with_batch(provider, cfg.batch)
-    raise ProviderUnavailable(f"unknown provider {name!r} ({', '.join(KNOWN)})")
+    raise ProviderUnavailable(f"unknown provider {name!r} ({', '.join(PROVIDERS)})")
 
 
 def _auto_select(cfg: ProviderConfig) -> tuple[EmbeddingProvider | None, list[str]]:

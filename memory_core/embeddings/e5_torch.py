@@ -57,16 +57,15 @@ class _Reader:
         return out
 
 
-def _dequantize(blob: bytes, rows: int, cols: int) -> np.ndarray:
-    """Q4_0 rows (per 32 weights: an fp16 scale, 16 bytes of nibbles) → float32 [rows, cols]."""
-    nb = cols // QK
-    rec = np.frombuffer(blob, dtype=np.uint8, count=rows * nb * 18).reshape(rows, nb, 18)
+def _dequantize(rec: np.ndarray) -> np.ndarray:
+    """Q4_0 rows as blocks ``[rows, cols / 32, 18]`` (per 32 weights: an fp16 scale, 16 bytes
+    of nibbles) → float32 ``[rows, cols]``."""
     d = rec[:, :, :2].copy().view(np.float16).astype(np.float32)  # [rows, nb, 1]
     qs = rec[:, :, 2:]
     lo = (qs & 0x0F).astype(np.int8) - 8
     hi = (qs >> 4).astype(np.int8) - 8
     w = np.concatenate([lo, hi], axis=2).astype(np.float32) * d
-    return w.reshape(rows, cols)
+    return w.reshape(len(rec), -1)
 
 
 def _parse(path: Path) -> tuple[_Header, dict[str, Any], dict[str, np.ndarray]]:
@@ -105,10 +104,12 @@ def _parse(path: Path) -> tuple[_Header, dict[str, Any], dict[str, np.ndarray]]:
         off, nbytes = r.take("QQ")
         raw = data[off : off + nbytes]
         base = name.split(".")[-2] if name.count(".") >= 2 else ""
-        if name == "emb.word":
+        if name == "emb.word":  # dequantised by the row, as the tokens ask for them
             tensors[name] = np.frombuffer(raw, dtype=np.uint8).reshape(vocab, hidden // QK, 18)
         elif name.endswith(".w") and base in shapes and dtype != 0:
-            tensors[name] = _dequantize(raw, *shapes[base])
+            rows, cols = shapes[base]
+            tensors[name] = _dequantize(np.frombuffer(raw, dtype=np.uint8, count=rows * (
+                cols // QK) * 18).reshape(rows, cols // QK, 18))
         else:
             tensors[name] = np.frombuffer(raw, dtype=np.float32, count=n).copy()
     return _Header(hidden, layers, heads, ff, vocab, max_pos, eps), tok, tensors
@@ -127,7 +128,7 @@ def _tokenizer(tok: dict[str, Any]) -> Any:
 class E5TorchModel:
     """The encoder: dequantised weights, mean pooling, L2-normalised output."""
 
-    def __init__(self, source: Path, threads: int | None = None) -> None:
+    def __init__(self, source: Path) -> None:
         try:
             import torch
         except ImportError as e:  # pragma: no cover - torch is a dependency
@@ -156,7 +157,6 @@ class E5TorchModel:
             self.norms.append(tuple(torch.from_numpy(t[f"l{i}.{n}"])
                                     for n in ("aln.w", "aln.b", "oln.w", "oln.b")))
         self.layers: Any = layers  # a ModuleList of ModuleDicts
-        self.threads = threads
 
     def token_ids(self, text: str, cap: bool = True) -> list[int]:
         """The engine's tokenisation: normalise, collapse spaces, metaspace, unigram Viterbi
@@ -168,15 +168,6 @@ class E5TorchModel:
             s = " " + s
         ids = self.tok.encode(s.replace(" ", META), add_special_tokens=False).ids
         return [self.bos, *(ids[: self.head.max_pos - 2] if cap else ids), self.eos]
-
-    def _embed_rows(self, ids: np.ndarray) -> np.ndarray:
-        nb = self.head.hidden // QK
-        rec = self.word[ids]  # [n, nb, 18]
-        d = rec[:, :, :2].copy().view(np.float16).astype(np.float32)
-        qs = rec[:, :, 2:]
-        w = np.concatenate([(qs & 0x0F).astype(np.int8) - 8, (qs >> 4).astype(np.int8) - 8],
-                           axis=2).astype(np.float32) * d
-        return w.reshape(len(ids), nb * QK)
 
     def encode(self, texts: list[str], prefix: str) -> np.ndarray:
         """Mean-pooled, L2-normalised embeddings of ``prefix + text`` for each text."""
@@ -191,32 +182,26 @@ class E5TorchModel:
         for i, s in enumerate(seqs):
             ids[i, : len(s)] = s
             mask[i, : len(s)] = True
-        prev = torch.get_num_threads()
-        if self.threads:
-            torch.set_num_threads(self.threads)
-        try:
-            with torch.inference_mode():
-                x = torch.from_numpy(self._embed_rows(ids.reshape(-1)).reshape(n, L, h.hidden))
-                x = x + self.pos[:L][None] + self.type
-                x = F.layer_norm(x, (h.hidden,), *self.eln, eps=h.eps)
-                m = torch.from_numpy(mask)
-                attn_mask = m[:, None, None, :]
-                hd = h.hidden // h.heads
-                for block, (aw, ab, ow, ob) in zip(self.layers, self.norms, strict=True):
-                    def split(y: Any) -> Any:
-                        return y.view(n, L, h.heads, hd).transpose(1, 2)
-                    q, k, v = split(block["q"](x)), split(block["k"](x)), split(block["v"](x))
-                    ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
-                    ctx = ctx.transpose(1, 2).reshape(n, L, h.hidden)
-                    x = F.layer_norm(x + block["ao"](ctx), (h.hidden,), aw, ab, eps=h.eps)
-                    mid = F.gelu(block["fi"](x))
-                    x = F.layer_norm(x + block["fo"](mid), (h.hidden,), ow, ob, eps=h.eps)
-                mf = m[:, :, None].to(x.dtype)
-                pooled = (x * mf).sum(1) / mf.sum(1)
-                out = F.normalize(pooled, dim=1)
-        finally:
-            if self.threads:
-                torch.set_num_threads(prev)
+        with torch.inference_mode():
+            rows = _dequantize(self.word[ids.reshape(-1)])  # only the rows the batch reads
+            x = torch.from_numpy(rows.reshape(n, L, h.hidden))
+            x = x + self.pos[:L][None] + self.type
+            x = F.layer_norm(x, (h.hidden,), *self.eln, eps=h.eps)
+            m = torch.from_numpy(mask)
+            attn_mask = m[:, None, None, :]
+            hd = h.hidden // h.heads
+            for block, (aw, ab, ow, ob) in zip(self.layers, self.norms, strict=True):
+                def split(y: Any) -> Any:
+                    return y.view(n, L, h.heads, hd).transpose(1, 2)
+                q, k, v = split(block["q"](x)), split(block["k"](x)), split(block["v"](x))
+                ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
+                ctx = ctx.transpose(1, 2).reshape(n, L, h.hidden)
+                x = F.layer_norm(x + block["ao"](ctx), (h.hidden,), aw, ab, eps=h.eps)
+                mid = F.gelu(block["fi"](x))
+                x = F.layer_norm(x + block["fo"](mid), (h.hidden,), ow, ob, eps=h.eps)
+            mf = m[:, :, None].to(x.dtype)
+            pooled = (x * mf).sum(1) / mf.sum(1)
+            out = F.normalize(pooled, dim=1)
         return out.numpy().astype(np.float32)
 
     def token_count(self, text: str, prefix: str = "passage: ") -> int:

@@ -26,7 +26,6 @@ else:
 HIDDEN = 384  # all-MiniLM-L6-v2's dimensions
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
-_BATCH = 32
 _MODELS: dict[str, object] = {}
 _LOCK = threading.Lock()
 
@@ -80,10 +79,10 @@ class LocalEmbeddingProvider:
     """sentence-transformers in-process; vectors L2-normalised float32."""
 
     id = "local"
+    batch_size = 32
 
-    def __init__(self, model: str | None = None, batch_size: int = _BATCH):
+    def __init__(self, model: str | None = None):
         self.model = model or DEFAULT_MODEL
-        self.batch_size = batch_size
         self.stats = ProviderStats()
         # Loading the model imports sentence-transformers (seconds of CPU): deferred to the
         # first use, so a no-op sync never pays it. What makes a start fail early is checked

@@ -151,9 +151,8 @@ class MiniLMQueryEncoder:
             def lin(h: np.ndarray, name: str, pre: str = pre) -> np.ndarray:
                 return h @ t(pre + name + ".weight").T + t(pre + name + ".bias")
 
-            q = lin(x, "attention.self.query").reshape(n, HEADS, hd).transpose(1, 0, 2)
-            k = lin(x, "attention.self.key").reshape(n, HEADS, hd).transpose(1, 0, 2)
-            v = lin(x, "attention.self.value").reshape(n, HEADS, hd).transpose(1, 0, 2)
+            q, k, v = (lin(x, f"attention.self.{w}").reshape(n, HEADS, hd).transpose(1, 0, 2)
+                       for w in ("query", "key", "value"))
             s = (q @ k.transpose(0, 2, 1)) * scale
             s = np.exp(s - s.max(axis=-1, keepdims=True))
             s /= s.sum(axis=-1, keepdims=True)

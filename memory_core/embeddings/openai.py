@@ -11,17 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory_core.embeddings.base import ProviderUnavailable
-from memory_core.embeddings.remote import (
-    InputKind,
-    RemoteEmbeddingProvider,
-    is_local_url,
-    make_batches,
-    parse_retry_after,
-)
+from memory_core.embeddings.remote import InputKind, RemoteEmbeddingProvider
 
-__all__ = ["DEFAULT_MODEL", "PRESETS", "PRESET_MODELS", "OpenAIEmbeddingProvider",
-           "is_local_url", "make_batches", "parse_retry_after"]
+__all__ = ["DEFAULT_MODEL", "PRESETS", "PRESET_MODELS", "OpenAIEmbeddingProvider"]
 
 #: Base URLs of the OpenAI-compatible services we know by name.
 PRESETS: dict[str, str] = {
@@ -57,23 +49,6 @@ class OpenAIEmbeddingProvider(RemoteEmbeddingProvider):
                  api_key_env: str | None = "OPENAI_API_KEY", dimensions: int | None = None,
                  **kwargs: Any) -> None:
         super().__init__(base_url, model, api_key_env, dimensions, **kwargs)
-
-    @classmethod
-    def from_preset(
-        cls, preset: str, model: str | None = None, **kwargs: Any
-    ) -> OpenAIEmbeddingProvider:
-        """Build a provider for a named preset (``openai``, ``ollama``, ``lmstudio``).
-
-        The preset gives the base URL and, unless ``model`` is given, the default model. Ollama
-        gets ``concurrency=1`` unless told otherwise, as the reference forces (§7.1).
-        """
-        if preset not in PRESETS:
-            raise ProviderUnavailable(
-                f"unknown embedding preset {preset!r}; known: {', '.join(sorted(PRESETS))}"
-            )
-        if preset == "ollama":
-            kwargs.setdefault("concurrency", 1)
-        return cls(PRESETS[preset], model or PRESET_MODELS[preset], **kwargs)
 
     def cache_key_data(self) -> dict[str, Any]:
         """Provider, base URL, model, dimensions (§3.6), and the extra headers if any were

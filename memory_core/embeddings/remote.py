@@ -22,7 +22,7 @@ import re
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
@@ -197,7 +197,6 @@ class RemoteEmbeddingProvider:
         max_retry_after_s: float = 60.0,
         max_input_tokens: int = 8192,
         headers: dict[str, str] | None = None,
-        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         name = f"{self.id} embeddings"
         if not base_url:
@@ -226,7 +225,6 @@ class RemoteEmbeddingProvider:
         self.max_retry_after_s = max_retry_after_s
         self._max_input_tokens = max_input_tokens
         self._extra_headers = public_headers(headers)
-        self._sleep = sleep
         self._api_key = os.environ.get(self.api_key_env, "").strip() if self.api_key_env else ""
         if not self._api_key and (self.key_required == "always"
                                   or not is_local_url(self.base_url)):
@@ -375,10 +373,10 @@ class RemoteEmbeddingProvider:
                     self.stats.retries += 1
                     self.stats.last_error = str(exc)
                 attempt += 1
-                if abort is not None and self._sleep is time.sleep:
+                if abort is not None:
                     abort.wait(delay)  # an interruptible sleep
                 else:
-                    self._sleep(delay)
+                    time.sleep(delay)
                 continue
             except EmbeddingError as exc:
                 self._record_failure(str(exc))
@@ -494,18 +492,9 @@ class RemoteEmbeddingProvider:
             raise RetryableError(text, retry_after) from exc
         raise EmbeddingError(text) from exc
 
-    def _parse(self, raw: bytes, expected: int, kind: InputKind) -> np.ndarray:
-        """Decode an answer, check its shape and width, normalise it if the provider does."""
-        try:
-            data = json.loads(raw)
-        except ValueError as exc:
-            raise EmbeddingError(
-                f"{self.id} embeddings: malformed answer from {self.base_url}: {exc!r}"
-            ) from exc
-        return self._parse_data(data, expected, kind)
-
     def _parse_data(self, data: Any, expected: int, kind: InputKind) -> np.ndarray:
-        """:meth:`_parse` of an answer already decoded."""
+        """The vectors of a decoded answer: shape and width checked, normalised if the
+        provider does."""
         try:
             vectors = self._vectors(data, kind)
         except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:

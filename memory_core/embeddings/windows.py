@@ -93,11 +93,8 @@ def _split(text: str, parts: int) -> list[str]:
 
 def windows_of(texts: Sequence[str], limit: InputLimit, count: TokenCounter) -> list[list[str]]:
     """Each text as the windows it is embedded in (one window when it fits whole)."""
-    out: list[list[str]] = []
     counts = count(texts) if texts else []
-    for text, n in zip(texts, counts, strict=True):
-        out.append(_fit(text, n, limit, count))
-    return out
+    return [_fit(text, n, limit, count) for text, n in zip(texts, counts, strict=True)]
 
 
 def _fit(text: str, n: int, limit: InputLimit, count: TokenCounter) -> list[str]:

@@ -181,13 +181,13 @@ def bearer_guard(app: ASGIApp, token: str) -> ASGIApp:
     return guarded
 
 
-def body_limit(app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> ASGIApp:
-    """Refuse HTTP requests whose body is over ``max_bytes`` (413, one JSON line): one that
+def body_limit(app: ASGIApp) -> ASGIApp:
+    """Refuse HTTP requests whose body is over :data:`MAX_BODY_BYTES` (413, one JSON line): one that
     declares it is refused before it is read; one that does not (``Transfer-Encoding:
     chunked``) is read up to the cap, then refused. A body within the cap is read whole, a
     request with an unreadable ``id`` answered -32600 (:func:`.stdio.unreadable_id_body`), any
     other handed on."""
-    too_big = (f"request body over {max_bytes} bytes (a tool call is far smaller; a query is "
+    too_big = (f"request body over {MAX_BODY_BYTES} bytes (a tool call is far smaller; a query is "
                "capped at 8 KB)")
 
     async def limited(scope: Scope, receive: Any, send: Any) -> None:
@@ -195,7 +195,7 @@ def body_limit(app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> ASGIApp:
             await app(scope, receive, send)
             return
         declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > max_bytes):
+        if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY_BYTES):
             await _refuse(send, 413, too_big)
             return
         body = bytearray()
@@ -204,7 +204,7 @@ def body_limit(app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> ASGIApp:
             if message.get("type") != "http.request":
                 return  # the client went away
             body += message.get("body", b"")
-            if len(body) > max_bytes:
+            if len(body) > MAX_BODY_BYTES:
                 await _refuse(send, 413, too_big)
                 return
             if not message.get("more_body", False):

@@ -23,18 +23,23 @@ from typing import Any
 
 import json5
 
-from ..base.config import SOURCE_NAMES, BatchConfig, SearchSettings, openclaw_keys, setting_meta
+from ..base.config import (
+    PROVIDERS,
+    SOURCE_NAMES,
+    BatchConfig,
+    SearchSettings,
+    openclaw_keys,
+    setting_meta,
+)
 
 CONFIG_NAME = "openclaw.json"
 
-#: OpenClaw embedding providers → ours. ``auto`` (2026.5) and missing map to nothing: the
+#: OpenClaw embedding providers → ours: our names (but e5, which OpenClaw lacks), and
+#: ``openai-compatible`` for openai. ``auto`` (2026.5) and missing map to nothing: the
 #: workbench's own default provider stays (the reference's ``auto`` picks whichever provider
 #: has credentials, which cannot be known from the file).
-PROVIDER_MAP: dict[str, str] = {
-    "openai": "openai", "openai-compatible": "openai", "ollama": "ollama",
-    "lmstudio": "lmstudio", "local": "local", "none": "none", "gemini": "gemini",
-    "voyage": "voyage", "mistral": "mistral",
-}
+PROVIDER_MAP: dict[str, str] = {"openai-compatible": "openai", **{
+    p: p for p in PROVIDERS if p not in ("e5", "auto")}}
 
 
 class OpenClawConfigError(ValueError):

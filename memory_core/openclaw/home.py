@@ -166,24 +166,20 @@ class OpenClawHome:
                 value = [e.path if e.pattern == "**/*.md" else f"{e.path} ({e.pattern})"
                          for e in value]
             if key in ui:
-                rows.append(SettingRow(key, label, value, "override", "workbench / command line"))
+                src, where = "override", "workbench / command line"
             elif key in toml:
-                rows.append(SettingRow(key, label, value, "workspace TOML",
-                                       f"{self.workspace / CONFIG_FILE} [{section}] {name}"))
+                src, where = "workspace TOML", f"{self.workspace / CONFIG_FILE} [{section}] {name}"
             elif key in self.mapped.provenance:
                 where = self.mapped.provenance[key]
                 src = ("reference default" if where.startswith("reference default")
                        else "openclaw.json")
-                rows.append(SettingRow(key, label, value, src, where))
             elif key == "sources.sessions_dir":
-                rows.append(SettingRow(key, label, value, "OpenClaw layout",
-                                       "<home>/agents/<agent>/sessions"))
+                src, where = "OpenClaw layout", "<home>/agents/<agent>/sessions"
             elif key == "profile":
-                rows.append(SettingRow(key, label, value, "OpenClaw home",
-                                       "a home opens with the reference profile"))
+                src, where = "OpenClaw home", "a home opens with the reference profile"
             else:
-                rows.append(SettingRow(key, label, value, "reference default",
-                                       "OpenClaw 2026.5.20 default"))
+                src, where = "reference default", "OpenClaw 2026.5.20 default"
+            rows.append(SettingRow(key, label, value, src, where))
         return rows
 
     def to_dict(self) -> dict[str, Any]:

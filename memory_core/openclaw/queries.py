@@ -245,7 +245,7 @@ def transcripts_of_home(sessions_dir: Path, agent: str) -> list[SourceFile]:
     return list_agent_sessions(str(sessions_dir), agent)
 
 
-def transcripts_of_workspace(workspace: Path, sessions_dir: str = "sessions") -> list[SourceFile]:
+def transcripts_of_workspace(workspace: Path) -> list[SourceFile]:
     """A bare workspace's transcripts (its ``sessions/`` folder, walked), whatever the sources."""
-    cfg = MemoryConfig(sources=SourcesConfig(sources=["sessions"], sessions_dir=sessions_dir))
+    cfg = MemoryConfig(sources=SourcesConfig(sources=["sessions"], sessions_dir="sessions"))
     return [f for f in list_files(workspace, cfg).files if f.kind == "session"]

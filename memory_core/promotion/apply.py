@@ -140,10 +140,8 @@ def _recorded_write(index: MemoryIndex, what: str, at: int, backup: tuple[bytes,
     Returns the backup's path and the history id."""
     ws = index.workspace
     saved: Path | None = None
-    history_id: int | None = None
-    written = committed = False
+    written = False
     wrote: bytes | None = None
-    failed: Exception | None = None
     try:
         if backup is not None:
             saved = _backup(ws, backup[0], at, backup[1])
@@ -152,20 +150,17 @@ def _recorded_write(index: MemoryIndex, what: str, at: int, backup: tuple[bytes,
             if edit is not None:  # last step inside the transaction: a failed write marks nothing
                 wrote = write_memory(memory_path(ws), edit)
                 written = True
-        committed = True
-    except (StateError, OSError) as e:  # a full disk, a store that refuses the write
-        failed = e
-    finally:
-        if not committed:
-            if written:  # the commit failed after the write: the old bytes back, with
-                try:  # whatever was appended since (best effort, reported)
-                    write_memory(memory_path(ws), rebased(wrote or b"", restore))
-                except PromotionError as e:
-                    notes.append(str(e))
-            if saved is not None:  # no orphan backup is left
-                saved.unlink(missing_ok=True)
-    if failed is not None:
-        raise _not_recorded(what, failed, notes, ws) from failed
+    except BaseException as e:
+        if written:  # the commit failed after the write: the old bytes back, with
+            try:  # whatever was appended since (best effort, reported)
+                write_memory(memory_path(ws), rebased(wrote or b"", restore))
+            except PromotionError as not_put_back:
+                notes.append(str(not_put_back))
+        if saved is not None:  # no orphan backup is left
+            saved.unlink(missing_ok=True)
+        if isinstance(e, (StateError, OSError)):  # a full disk, a store that refuses the write
+            raise _not_recorded(what, e, notes, ws) from e
+        raise
     return saved, history_id
 
 
@@ -355,9 +350,9 @@ def undo(index: MemoryIndex, *, force: bool = False, now: Now = None,
     return UndoResult(True, msg, last["id"], last["keys"], path, saved)
 
 
-def write_reviewed(index: MemoryIndex, old_bytes: bytes | None, new_text: str, *,
-                   now: Now = None, resync: bool = True) -> ApplyResult:
-    """Write a reviewed edit of ``MEMORY.md`` (``new_text``, shown as a diff from
+def write_reviewed(index: MemoryIndex, old_bytes: bytes | None, new_text: str, diff: str, *,
+                   now: Now = None) -> ApplyResult:
+    """Write a reviewed edit of ``MEMORY.md`` (``new_text``, shown as ``diff`` from
     ``old_bytes``) as an apply: under the promotion lock, refused if the file changed since the
     review, with a backup and a history row, so :func:`undo` reverts it like any apply (the
     update of stale lines, :mod:`.stale`; issue #34). No recall entry changes."""
@@ -378,6 +373,5 @@ def write_reviewed(index: MemoryIndex, old_bytes: bytes | None, new_text: str, *
             index, "update", at, None if old_bytes is None else (old_bytes, "MEMORY.md"),
             lambda st, bak: _add_history(st, ws, at, bak, old_bytes, new_bytes, [], [], None),
             rebased(old_bytes or b"", new_bytes), old_bytes, notes)
-    if resync:
-        _resync(index, notes)
-    return ApplyResult(True, [], {}, [], [], path, backup, history_id, "", notes)
+    _resync(index, notes)
+    return ApplyResult(True, [], {}, [], [], path, backup, history_id, diff, notes)

@@ -70,8 +70,8 @@ def segment_cjk(run: str) -> list[str]:
     return out
 
 
-def derive_concept_tags(path: str, snippet: str, limit: int = MAX_CONCEPT_TAGS) -> list[str]:
-    """``deriveConceptTags``, simplified: at most ``limit`` tags from the file name and snippet.
+def derive_concept_tags(path: str, snippet: str) -> list[str]:
+    """``deriveConceptTags``, simplified: at most eight tags from the file name and snippet.
 
     Order as in the reference: glossary terms present, then compound tokens (``a.b``, ``a/b``,
     ``a-b``), then word segments. The reference segments words with ``Intl.Segmenter``; here a
@@ -97,6 +97,6 @@ def derive_concept_tags(path: str, snippet: str, limit: int = MAX_CONCEPT_TAGS) 
         t = tok.strip(_EDGE_PUNCT).replace("_", "-")
         if _tag_ok(t) and t not in out:
             out.append(t)
-            if len(out) >= limit:
+            if len(out) >= MAX_CONCEPT_TAGS:
                 break
     return out

@@ -122,10 +122,6 @@ def source_lines(workspace: Path, path: str) -> tuple[str, list[str]] | None:
     return None
 
 
-def newline_of(text: str) -> str:
-    return "\r\n" if "\r\n" in text else "\n"
-
-
 # --------------------------------------------------------------------------- sections, budget
 
 
@@ -154,10 +150,13 @@ class Written:
     sections: frozenset[str] = frozenset()
     legacy: frozenset[tuple[str, str]] = frozenset()
 
-    def wrote(self, day: str, text: str, keys: Sequence[str]) -> bool:
+    def wrote(self, day: str, text: str, keys: Sequence[str], *, shaped: bool) -> bool:
+        """Whether promotion wrote this section: its exact text (whatever its bullets look
+        like: the default profile's carry no score metadata), or, for an older row, the day and
+        the keys of a section ``shaped`` like a promoted one (only markers and bullets)."""
         if section_text(text) in self.sections:
             return True
-        return bool(keys) and all((day, k) in self.legacy for k in keys)
+        return shaped and bool(keys) and all((day, k) in self.legacy for k in keys)
 
 
 def promoted_sections(text: str, written: Written) -> list[PromotedSection]:
@@ -188,11 +187,7 @@ def promoted_sections(text: str, written: Written) -> list[PromotedSection]:
             elif s.strip() and not _PROMOTED_BULLET_RE.match(s):
                 ok = False
             j += 1
-        body = "".join(lines[i:j])
-        # a section exactly as an apply wrote it qualifies whatever its bullets look like (the
-        # default profile's carry no score metadata); the shape check is for older rows
-        exact = section_text(body) in written.sections
-        if exact or (ok and written.wrote(m.group(1), body, keys)):
+        if written.wrote(m.group(1), "".join(lines[i:j]), keys, shaped=ok):
             start = i - 1 if i > 0 and not lines[i - 1].strip() else i
             if out and start < out[-1].end:
                 start = i

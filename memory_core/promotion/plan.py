@@ -25,7 +25,6 @@ from .memory_file import (
     fenced_ranges,
     memory_diff,
     memory_path,
-    newline_of,
     promotion_markers,
     read_memory_bytes,
     relocate,
@@ -41,12 +40,13 @@ from .model import (
     Now,
     collapse,
     contamination,
+    is_session_corpus_path,
     iso,
     now_ms,
 )
 from .policy import DreamingPolicy, memory_lines, policy_for
 from .scoring import PromotionCandidate, list_candidates
-from .sessions import corpus_text, is_corpus_path
+from .sessions import corpus_text
 from .state import state_of
 
 if TYPE_CHECKING:
@@ -63,7 +63,6 @@ class PlannedEntry:
     snippet: str  # the re-located text (stored back into the recall entry)
     bullet: str  # the line written to MEMORY.md
     quality: int
-    loose: bool = False
 
     @property
     def key(self) -> str:
@@ -205,13 +204,13 @@ def _plan_entry(ws: Path, c: PromotionCandidate, row: dict[str, Any] | None,
     # a corpus line is a transcript turn by design; the default writes it without the
     # prefix that kept it from looking like one
     why = contamination(shown, transcript_turns_ok=policy.clean_lines
-                        and is_corpus_path(c.path))
+                        and is_session_corpus_path(c.path))
     if why:  # 2026.9's filters and ours (code fences, cron reports, tool output)
         return f"contaminated ({why}): not written into {MEMORY_FILE}"
     bullet = f"- {bullet_text(shown)}" + (
         f" [score={c.score:.3f} recalls={c.recall_count} avg={c.avg_score:.3f} "
         f"source={rel}:{loc.start_line}-{loc.end_line}]" if policy.score_metadata else "")
-    return PlannedEntry(c, loc.start_line, loc.end_line, text, bullet, loc.quality, loc.loose)
+    return PlannedEntry(c, loc.start_line, loc.end_line, text, bullet, loc.quality)
 
 
 def _memory_text(c: PromotionCandidate, loc: Relocation, text: str, rel: str,
@@ -233,7 +232,7 @@ def _memory_text(c: PromotionCandidate, loc: Relocation, text: str, rel: str,
     gone = [stale[(rel, n)] for n in range(a, b + 1) if (rel, n) in stale]
     if gone and not loc.loose:
         rng = ["" if (rel, n) in stale else x for n, x in enumerate(rng, a)]
-    if is_corpus_path(c.path):
+    if is_session_corpus_path(c.path):
         rng = [corpus_text(x) for x in rng]
     shown, why = memory_lines(rng, recalled.queries.get(c.key, ()), context=lines,
                               min_share=policy.min_match_share,
@@ -277,7 +276,7 @@ def preview_apply(index: MemoryIndex, candidates: Sequence[PromotionCandidate] |
     planned, skipped, reconciled = _plan_entries(
         index, candidates, set(promotion_markers(old_text)))
     day = day_of(at)
-    nl = newline_of(old_text)
+    nl = "\r\n" if "\r\n" in old_text else "\n"  # a new section keeps the file's line ends
     budget = MEMORY_FILE_MAX_CHARS - BUDGET_RESERVE_CHARS
     new_text = old_text
     dropped: list[PromotedSection] = []

@@ -233,8 +233,7 @@ def list_candidates(index: MemoryIndex, *, now: Now = None, min_score: float | N
     return ordered
 
 
-def explain(index: MemoryIndex, key: str, *, now: Now = None,
-            half_life_days: float = HALF_LIFE_DAYS) -> dict[str, Any]:
+def explain(index: MemoryIndex, key: str, *, now: Now = None) -> dict[str, Any]:
     """Everything about one entry: its §6.2 fields, the score worked out, each gate, the recent
     signals (with query text for live recalls), where its snippet is now, and its duplicate.
 
@@ -248,7 +247,7 @@ def explain(index: MemoryIndex, key: str, *, now: Now = None,
     if row is None:
         raise PromotionError(f"no recall entry with key {key!r}")
     e = RecallEntry.from_row(row)
-    s = score_entry(e, now=at, half_life_days=half_life_days, phase=phase)
+    s = score_entry(e, now=at, phase=phase)
     cands = list_candidates(index, now=at, include_promoted=True, check_duplicates_of="none")
     cand = next((c for c in cands if c.key == key), None)
     gates = {
@@ -267,7 +266,7 @@ def explain(index: MemoryIndex, key: str, *, now: Now = None,
         "frequency": f"ln(1+{s.signals})/ln(11)",
         "relevance": f"clamp01({e.total_score:.3f}/{s.signals})" if s.signals else "0",
         "diversity": f"max({len(e.query_hashes)} queries, {len(e.recall_days)} days)/5",
-        "recency": f"exp(-ln2/{half_life_days:g} × {s.age_days:.2f} days)",
+        "recency": f"exp(-ln2/{HALF_LIFE_DAYS:g} × {s.age_days:.2f} days)",
         "consolidation": f"{n_days} distinct days" + (
             f", span {e.recall_days[0]}→{e.recall_days[-1]}" if n_days > 1 else ""),
         "conceptual": f"{len(e.concept_tags)} tags/6",

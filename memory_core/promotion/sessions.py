@@ -59,11 +59,6 @@ _SESSION_ID = re.compile(r"^(.*?)\.jsonl(?:\.(?:reset|deleted)\..+)?$")
 _CORPUS_PREFIX = re.compile(r"^\[[^\]\s]+#L\d+\] ")
 
 
-def is_corpus_path(path: str) -> bool:
-    """Is ``path`` (workspace-relative) a session-corpus file?"""
-    return path.startswith(CORPUS_DIR + "/")
-
-
 def corpus_text(line: str) -> str:
     """A corpus line without its ``[agent/path#Ln]`` prefix: the transcript's words, what a
     promoted bullet keeps (the prefix points into the engine's state, not at a memory)."""
@@ -78,12 +73,10 @@ class SessionIngestReport:
     skipped_files: list[str] = field(default_factory=list)
     lines: int = 0
     recorded: int = 0
-    corpus: list[str] = field(default_factory=list)
 
 
 @dataclass
 class _Taken:
-    day: str
     snippet: str
     rendered: str
 
@@ -169,7 +162,7 @@ def _scan(st: StateStore, f: SourceFile, agent: str, cap: int, cutoff: int, tz: 
         if h in seen:
             continue
         rendered = f"[{agent}/{f.path}#L{jsonl_line}] {snippet}"[:MAX_LINE_CHARS]
-        out.setdefault(day, []).append(_Taken(day, snippet, rendered))
+        out.setdefault(day, []).append(_Taken(snippet, rendered))
         seen.add(h)
         new.append(h)
         taken += 1
@@ -204,13 +197,12 @@ def ingest_sessions(index: MemoryIndex, *, now: Now = None, lookback_days: int =
         for day in sorted(by_day):
             taken = by_day[day]
             rel, first = _append_corpus(index.workspace, day, taken)
-            report.corpus.append(rel)
             report.lines += len(taken)
             sigs = [Signal(rel, first + i, first + i, t.snippet, SESSION_SIGNAL_SCORE)
                     for i, t in enumerate(taken)
                     if not is_contaminated(t.snippet, transcript_turns_ok=True)]
             report.recorded += record_into(st, sigs, query=SESSION_QUERY_PREFIX + day,
-                                           kind="daily", now=at, dedupe_per_day=True)
+                                           kind="daily", now=at)
         # only once the lines are in the corpus and recorded: a failure before leaves them new
         with st.transaction():
             for key, state, scope, seen in progress:

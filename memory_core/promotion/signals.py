@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..base.dates import DAY_MS, dated_name_date, day_start_ms
 from ..base.fileio import stat_signature
@@ -108,18 +108,15 @@ def _count(st: StateStore, s: Signal, kind: str, at: int, day: str, qh: str, que
     st.recall_event_add(key, kind, qh, query[:200], day, clamp01(s.score), at)
 
 
-def record_into(st: StateStore, signals: Sequence[Signal], *, query: str, kind: str,
-                now: Now = None, dedupe_per_day: bool = False) -> int:
-    """Record ``signals`` as ``kind`` (``recall``, ``daily``, ``grounded``) in one transaction
-    of ``st``; return how many.
+def record_into(st: StateStore, signals: Sequence[Signal], *, query: str,
+                kind: Literal["recall", "daily"], now: Now = None) -> int:
+    """Record ``signals`` as ``kind`` in one transaction of ``st``; return how many.
 
     Updates follow §6.2: the count of the kind += 1, ``totalScore += clamp01(score)``,
     ``maxScore = max``, the query hash and the day bucket merged (capped), concept tags
-    re-derived, ``lastRecalledAt`` = now. With ``dedupe_per_day`` a key already signalled for the
-    same query on the same day is not counted again (daily ingestion).
+    re-derived, ``lastRecalledAt`` = now. A ``daily`` signal (daily-note and session ingestion)
+    is counted once per key, query and day: a key already signalled so is not counted again.
     """
-    if kind not in ("recall", "daily", "grounded"):
-        raise ValueError(f"unknown signal kind {kind!r}")
     at = now_ms(now)
     day = day_in(at, st.timezone())  # the configured timezone's calendar day (§6.2)
     query = repair_surrogates(query)[0]  # a lone surrogate has no UTF-8: one query, not a crash
@@ -132,7 +129,7 @@ def record_into(st: StateStore, signals: Sequence[Signal], *, query: str, kind: 
             if key in seen:
                 continue
             seen.add(key)
-            if dedupe_per_day and st.recall_event_seen(key, qh, day):
+            if kind == "daily" and st.recall_event_seen(key, qh, day):
                 continue
             _count(st, s, kind, at, day, qh, query)
             n += 1
@@ -283,7 +280,6 @@ class IngestReport:
 
     files: list[str] = field(default_factory=list)
     skipped_files: list[str] = field(default_factory=list)
-    snippets: int = 0
     recorded: int = 0
 
 
@@ -337,10 +333,9 @@ def ingest_daily(index: MemoryIndex, *, now: Now = None, lookback_days: int = DA
             snips = daily_snippets(text)[: min(per_file, budget)]
             budget -= len(snips)
             report.files.append(rel)
-            report.snippets += len(snips)
             sigs = [replace(s, path=rel) for s in snips if not is_contaminated(s.snippet)]
             report.recorded += record_into(st, sigs, query=DAILY_QUERY_PREFIX + day,
-                                           kind="daily", now=at, dedupe_per_day=True)
+                                           kind="daily", now=at)
             with st.transaction():
                 st.daily_ingestion_set(rel, mtime, size, today)
         retain(st, policy_for(index))

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..base.config import MemoryConfig
 from ..base.dates import DAY_MS, day_of, day_start_ms
 from ..base.fileio import iter_jsonl
 from ..base.indexfiles import IndexFiles
@@ -105,12 +104,6 @@ def _snapshot_index(src: Path, target: Path) -> None:
             p.unlink(missing_ok=True)
 
 
-def _copy_config(index: MemoryIndex, copy_ws: Path) -> MemoryConfig:
-    cfg = copy.deepcopy(index.config)
-    cfg.store.path = str(copy_ws / ".memory" / "impact-preview.sqlite")
-    return cfg
-
-
 def impact_preview(index: MemoryIndex,
                    candidates: Sequence[PromotionCandidate] | ApplyPlan | None,
                    queries: Sequence[dict[str, Any]], *, k: int | None = None,
@@ -135,7 +128,8 @@ def impact_preview(index: MemoryIndex,
         planned = copy_ws / MEMORY_FILE
         planned.unlink(missing_ok=True)  # a copied symlink would write the user's real file
         planned.write_bytes(plan.new_text.encode("utf-8"))
-        cfg = _copy_config(index, copy_ws)
+        cfg = copy.deepcopy(index.config)
+        cfg.store.path = str(copy_ws / ".memory" / "impact-preview.sqlite")
         target = cfg.store_path(copy_ws)
         target.parent.mkdir(parents=True, exist_ok=True)
         _snapshot_index(index.store_path, target)

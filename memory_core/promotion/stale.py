@@ -11,7 +11,6 @@ and ``promote --undo`` reverts it).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -88,11 +87,11 @@ def updated_line(stale: StaleLine) -> str:
     return f"{prefix}{bullet_text(stale.newer_text)} ({stale.superseded_by})"
 
 
-def preview_update(index: MemoryIndex, lines: Sequence[int] | None = None) -> UpdatePlan:
-    """Plan replacing the stale lines (``lines``: only those; default all), writing nothing."""
+def preview_update(index: MemoryIndex) -> UpdatePlan:
+    """Plan replacing every stale line, writing nothing."""
     old = read_memory_bytes(index.workspace)
     text = decode_memory(old)
-    stale = [s for s in stale_lines(index) if lines is None or s.line in lines]
+    stale = stale_lines(index)
     rows = text.split("\n")
     for s in stale:
         cr = "\r" if rows[s.line - 1].endswith("\r") else ""
@@ -107,6 +106,4 @@ def apply_update(index: MemoryIndex, plan: UpdatePlan, *, now: Now = None) -> Ap
     ``promote --undo`` / :func:`~.apply.undo` like any apply."""
     if not plan.stale:
         raise PromotionError(f"no stale line in {MEMORY_FILE}: nothing to update")
-    res = write_reviewed(index, plan.old_bytes, plan.new_text, now=now)
-    res.diff = plan.diff
-    return res
+    return write_reviewed(index, plan.old_bytes, plan.new_text, plan.diff, now=now)

@@ -21,13 +21,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..base.dates import now_ms
 from ..base.sql import sqlite
 from ..storage.indexfile import read_uri
-from .model import PromotionError, check_timezone, full_disk_note
+from .model import PromotionError, RecallEntry, check_timezone, full_disk_note
 from .state_migrations import migrate
 
 if TYPE_CHECKING:
@@ -38,12 +39,8 @@ DEFAULT_BUSY_TIMEOUT_MS = 5000
 #: Events kept per key (``explain`` shows them; daily signals dedupe on them per day).
 EVENTS_KEPT = 64
 
-RECALL_COLUMNS = (
-    "key", "path", "start_line", "end_line", "source", "snippet", "recall_count",
-    "daily_count", "grounded_count", "total_score", "max_score", "first_recalled_at",
-    "last_recalled_at", "query_hashes", "recall_days", "concept_tags", "claim_hash",
-    "promoted_at",
-)
+#: A recall entry's fields are the table's columns (the three lists stored as JSON).
+RECALL_COLUMNS = tuple(f.name for f in fields(RecallEntry))
 RECALL_JSON = ("query_hashes", "recall_days", "concept_tags")
 HISTORY_COLUMNS = ("id", "applied_at", "memory_path", "backup_path", "before_sha256",
                    "after_sha256", "keys", "entries_before", "undone_at")
@@ -161,24 +158,21 @@ class StateStore:
 
     def recall_clear(self) -> None:
         """Forget every recall signal and the daily-ingestion state (history is kept)."""
-        self.db.execute("DELETE FROM recall_entries")
-        self.db.execute("DELETE FROM recall_events")
-        self.db.execute("DELETE FROM daily_ingestion")
-        self.db.execute("DELETE FROM session_ingestion")
-        self.db.execute("DELETE FROM session_seen")
-        self.db.execute("DELETE FROM phase_signals")
+        for table in ("recall_entries", "recall_events", "daily_ingestion", "session_ingestion",
+                      "session_seen", "phase_signals"):
+            self.db.execute(f"DELETE FROM {table}")
 
     # ------------------------------------------------------------------ events
 
     def recall_event_add(self, key: str, kind: str, query_hash: str, query: str | None,
-                         day: str, score: float, at: int, *, keep: int = EVENTS_KEPT) -> None:
-        """Log one signal for ``key``, keeping only its newest ``keep`` events."""
+                         day: str, score: float, at: int) -> None:
+        """Log one signal for ``key``, keeping only its newest :data:`EVENTS_KEPT` events."""
         self.db.execute(
             "INSERT INTO recall_events(key, kind, query_hash, query, day, score, at)"
             " VALUES (?,?,?,?,?,?,?)", (key, kind, query_hash, query, day, score, at))
         self.db.execute(
             "DELETE FROM recall_events WHERE key = ? AND id NOT IN (SELECT id FROM recall_events"
-            " WHERE key = ? ORDER BY at DESC, id DESC LIMIT ?)", (key, key, keep))
+            " WHERE key = ? ORDER BY at DESC, id DESC LIMIT ?)", (key, key, EVENTS_KEPT))
 
     def recall_event_seen(self, key: str, query_hash: str, day: str) -> bool:
         """Whether ``key`` already has a signal for ``query_hash`` on ``day`` (per-day dedupe)."""
@@ -278,11 +272,11 @@ class StateStore:
         # section: the text the apply added, which undo takes out again
         return {**self._history_row(row[:-1]), "section": row[-1]}
 
-    def promotion_history(self, limit: int = 50) -> list[dict[str, Any]]:
-        """The newest ``limit`` promotions, newest first (undone ones too)."""
+    def promotion_history(self) -> list[dict[str, Any]]:
+        """The newest 50 promotions, newest first (undone ones too)."""
         rows = self.db.execute(
             f"SELECT {', '.join(HISTORY_COLUMNS)} FROM promotion_history"
-            " ORDER BY id DESC LIMIT ?", (limit,))
+            " ORDER BY id DESC LIMIT 50")
         return [self._history_row(r) for r in rows]
 
     def promotion_mark_undone(self, history_id: int, at: int) -> None:
@@ -352,8 +346,6 @@ class StateStore:
         mem = self.workspace / ".memory"
         paths = sorted({*mem.glob("*.sqlite"), *(Path(p) for p in extra)})
         paths = [p for p in paths if p.resolve() != self.path.resolve() and p.is_file()]
-        if not paths:
-            return
         done = self.legacy_imported()
         todo = [p for p in paths if str(p.resolve()) not in done]
         if not todo:
