@@ -279,10 +279,8 @@ class Store:
         return None if rows == ["ok"] else "; ".join(str(r) for r in rows)
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(DatabaseError):  # pragma: no cover
             self.db.close()
-        except DatabaseError:  # pragma: no cover
-            pass
 
     # ------------------------------------------------------------------ transactions
 

@@ -750,17 +750,9 @@ def mostly_changed(files: Sequence[SourceFile], known: dict[str, tuple[int, int,
     total = max(len(files), len(known))
     if total < REBUILD_MIN_FILES:
         return None
-    present = 0
-    changed = 0
-    for f in files:
-        row = known.get(f.path)
-        if row is None:
-            changed += 1
-            continue
-        present += 1
-        if f.mtime_ms != row[0] or f.size != row[1]:
-            changed += 1
-    changed += len(known) - present
+    present = [(f, known[f.path]) for f in files if f.path in known]
+    new, deleted = len(files) - len(present), len(known) - len(present)
+    changed = new + deleted + sum(1 for f, row in present if (f.mtime_ms, f.size) != row[:2])
     if changed >= REBUILD_MIN_FILES and changed >= REBUILD_SHARE * total:
         return Rebuild.of(RebuildCause.MOSTLY_CHANGED, f"{changed} of {total} files changed")
     return None
