@@ -232,15 +232,10 @@ class MemoryIndex:
                 finally:
                     self._tx_depth -= 1
                 return
-            store.begin()
             self._tx_depth = 1
             try:
-                yield store
-            except BaseException:
-                store.rollback()
-                raise
-            else:
-                store.commit()
+                with store.transaction():
+                    yield store
             finally:
                 self._tx_depth = 0
 
@@ -251,27 +246,25 @@ class MemoryIndex:
         Compare two readings to know whether anything a cache holds (maps, measurements,
         candidates) may be stale.
         """
-        if not self.store_path.exists():
-            return 0
-        try:
-            with self._lock:
-                meta = self._open_store().get_meta() or {}
-        except (StoreError, DatabaseError):  # damaged: a search or sync says so and rebuilds
-            return 0
-        return _as_int(meta.get("generation"))
+        return _as_int(self._committed_meta().get("generation"))
 
     @property
     def last_sync_at(self) -> int | None:
         """When a sync last committed (epoch ms, ``status().last_sync_at``), in one meta read
         instead of a status (which lists the workspace: seconds at 100k files)."""
+        meta = self._committed_meta()
+        return meta.get("syncedAt") or meta.get("builtAt")
+
+    def _committed_meta(self) -> dict[str, Any]:
+        """The index meta, ``{}`` when there is no index or it cannot be read (damaged: a
+        search or sync says so and rebuilds)."""
         if not self.store_path.exists():
-            return None
+            return {}
         try:
             with self._lock:
-                meta = self._open_store().get_meta() or {}
+                return self._open_store().get_meta() or {}
         except (StoreError, DatabaseError):
-            return None
-        return meta.get("syncedAt") or meta.get("builtAt")
+            return {}
 
     # ------------------------------------------------------------------ sync
 
@@ -357,9 +350,8 @@ class MemoryIndex:
                 meta["fallback"] = self.fallback
             if batching is not None:
                 meta["batch"] = batching.state.to_meta()
-            store.begin()
-            store.set_meta(meta)
-            store.commit()
+            with store.transaction():
+                store.set_meta(meta)
         self._synced = True
         self.last_sync = report
         return report
@@ -385,12 +377,7 @@ class MemoryIndex:
             return None
         if not self._batch_loaded:
             self._batch_loaded = True
-            meta: dict[str, Any] = {}
-            if not force and self.store_path.exists():
-                try:
-                    meta = self._open_store().get_meta() or {}
-                except (StoreError, DatabaseError):
-                    meta = {}
+            meta = {} if force else self._committed_meta()
             batching.state = BatchState.from_meta(meta.get("batch"), True)
         if progress is not None:
             batching.set_waiting(lambda waited, bound, _state: progress(

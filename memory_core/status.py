@@ -160,7 +160,7 @@ class FallbackInfo:
 
 
 @dataclass(frozen=True)
-class TruncationInfo:
+class TruncationInfo(CamelJson):
     """Share of chunks the model does not read whole, and how many it reads in windows."""
 
     available: bool
@@ -172,11 +172,7 @@ class TruncationInfo:
     windowed: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        if not self.available:
-            return {"available": False}
-        return {"available": True, "maxSeqLength": self.max_seq_length, "chunks": self.chunks,
-                "truncated": self.truncated, "share": self.share,
-                "meanTokens": self.mean_tokens, "windowed": self.windowed}
+        return super().to_json() if self.available else {"available": False}
 
 
 @dataclass(frozen=True)

@@ -655,15 +655,10 @@ def _check_merged(cfg: MemoryConfig, source: str) -> None:
 
 def _merge(obj: Any, data: dict[str, Any]) -> Any:
     """Return a copy of dataclass ``obj`` with (validated) ``data`` applied, recursing."""
-    known = {f.name: f for f in fields(obj)}
     changes: dict[str, Any] = {}
     for key, value in data.items():
-        if key not in known:  # unreachable after validation; kept as a guard
-            raise ConfigError(f"unknown config key {key!r} in [{type(obj).__name__}]")
         current = getattr(obj, key)
-        if key == "extra_paths":
-            changes[key] = [ExtraPath(**v) for v in value]
-        elif key == "paths" and isinstance(obj, QmdConfig):
+        if key == "extra_paths" or (key == "paths" and isinstance(obj, QmdConfig)):
             changes[key] = [ExtraPath(**v) for v in value]
         elif key == "search" and isinstance(value, dict):
             base = current or profile_settings(data.get("profile", obj.profile))

@@ -7,6 +7,7 @@ leaves the old file or the new one, never a mix.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -22,9 +23,8 @@ def fsync_dir(d: Path) -> None:
     except OSError:
         return
     try:
-        os.fsync(fd)
-    except OSError:
-        pass
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
     finally:
         os.close(fd)
 
@@ -55,10 +55,8 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True,
             os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
     if durable:
         fsync_dir(path.parent)
@@ -148,10 +146,6 @@ REWRITE_TRIES = 8
 #: How long a rewrite waits for writers still holding the replaced file open (their lines are
 #: carried over into the new file as they land).
 HOLDER_WAIT_S = 2.0
-
-
-def _read_fd(fd: int) -> bytes:
-    return _read_fd_from(fd, 0)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -264,7 +258,7 @@ def rewrite_shared(path: Path, edit: Callable[[bytes], bytes | None], *,
         except FileNotFoundError:
             fd = None
         try:
-            base = b"" if fd is None else _read_fd(fd)
+            base = b"" if fd is None else _read_fd_from(fd, 0)
             new = edit(base)
             if new == base or (new is None and fd is None):
                 return base, new

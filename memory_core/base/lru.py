@@ -10,12 +10,15 @@ from typing import Any
 
 
 class Lru(OrderedDict[Any, Any]):
-    """A memo of at most ``size`` values (the least recently used is dropped first) that threads
-    may share (a server's sessions); the value is computed outside the lock."""
+    """A memo of values weighing at most ``size`` in all (the least recently used is dropped
+    first) that threads may share (a server's sessions); the value is computed outside the
+    lock. ``weigh``: a value's weight (1 each: ``size`` counts values; the postings' score
+    arrays weigh their bytes). A value heavier than ``size`` alone is returned, not kept."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, weigh: Callable[[Any], int] = lambda _value: 1) -> None:
         super().__init__()
         self.size, self.lock = size, threading.Lock()
+        self.weigh, self.weight = weigh, 0
         self.stamp: Any = None
 
     def valid_for(self, stamp: Any) -> None:
@@ -24,6 +27,7 @@ class Lru(OrderedDict[Any, Any]):
         with self.lock:
             if stamp != self.stamp:
                 self.clear()
+                self.weight = 0
                 self.stamp = stamp
 
     def get_or(self, ck: Any, compute: Callable[[], Any]) -> Any:
@@ -33,8 +37,13 @@ class Lru(OrderedDict[Any, Any]):
                 self.move_to_end(ck)
                 return self[ck]
         value = compute()
+        weight = self.weigh(value)
+        if weight > self.size:
+            return value
         with self.lock:
-            self[ck] = value
-            while len(self) > self.size:
-                self.popitem(last=False)
+            if ck not in self:  # another thread may have kept it meanwhile
+                self[ck] = value
+                self.weight += weight
+            while self.weight > self.size:
+                self.weight -= self.weigh(self.popitem(last=False)[1])
         return value

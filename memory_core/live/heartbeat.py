@@ -46,11 +46,9 @@ def _pid_alive(pid: int) -> bool:
         return False
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
     except PermissionError:  # it exists, owned by someone else
         return True
-    except OSError:
+    except OSError:  # ProcessLookupError among them: no such process
         return False
     return True
 

@@ -16,14 +16,8 @@ from enum import Enum
 from pathlib import Path
 
 from ..base.config import MemoryConfig
-from ..write.sources import MEMORY_DIR, MEMORY_FILE
+from ..write.sources import IGNORED_DIR_NAMES, MEMORY_DIR, MEMORY_FILE, SESSION_NAME_RE
 
-#: Directory names whose contents never matter (the reference's IGNORED_MEMORY_WATCH_DIR_NAMES).
-IGNORED_DIR_NAMES = frozenset({".git", "node_modules", ".pnpm-store", ".venv", "venv", ".tox",
-                               "__pycache__", ".openclaw-repair", ".memory"})
-#: Transcript names (§2.2): ``<id>.jsonl`` and the archives ``<id>.jsonl.reset.<ts>`` /
-#: ``<id>.jsonl.deleted.<ts>``.
-SESSION_NAME_RE = re.compile(r"\.jsonl(\.(reset|deleted)\.[^/]+)?$")
 ARCHIVE_NAME_RE = re.compile(r"\.jsonl\.(reset|deleted)\.[^/]+$")
 
 

@@ -69,8 +69,6 @@ class WatchState:
     oldest_pending: float | None  # time.time() of the oldest unsynced event
     pending_session_bytes: int
     pending_session_messages: int
-    events: int
-    restarts: int
     error: str | None
 
 
@@ -92,8 +90,6 @@ class Watcher:
         self._watching = False
         self._roots: list[Path] = []
         self._error: str | None = None
-        self._events = 0
-        self._restarts = 0
         # memory files: path → snapshot at its last event; when the debounce fires
         self._memory: dict[Path, Signature] = {}
         self._memory_first: float | None = None  # monotonic
@@ -131,8 +127,7 @@ class Watcher:
             walls = [t for t in (self._memory_first_wall, self._session_first_wall) if t]
             b, m = self.deltas.pending()
             return WatchState(self._watching, [str(r) for r in self._roots], len(self._memory),
-                              min(walls) if walls else None, b, m, self._events, self._restarts,
-                              self._error)
+                              min(walls) if walls else None, b, m, self._error)
 
     # ------------------------------------------------------------------ hooks
 
@@ -165,7 +160,6 @@ class Watcher:
                 kind = self.plan.classify(p)
                 if kind is EventKind.IGNORED:
                     continue
-                self._events += 1
                 if kind is EventKind.MEMORY:
                     self._memory[p] = _signature(p)
                     if self._memory_first is None:
@@ -262,6 +256,3 @@ class Watcher:
                     self._error = f"{type(e).__name__}: {e}"
                 self._stop.wait(_ROOT_CHECK_S)
             self._watching = False
-            with self._lock:
-                self._restarts += 1
-        self._watching = False

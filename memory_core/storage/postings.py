@@ -32,6 +32,7 @@ import os
 import re
 import threading
 from bisect import bisect_left
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..base.indexfiles import IndexFiles
 from ..base.locations import env_int
+from ..base.lru import Lru
 from ..base.sql import sqlite
 from ..base.topk import smallest_first
 from . import fts_reads as reads
@@ -73,6 +75,11 @@ _VOCAB = "mw_postings_vocab"
 #: Memory for the per-term score arrays kept between queries (a term in every row of 133k:
 #: ~1.6 MB); the oldest go first.
 SCORE_CACHE_BYTES = 64 << 20
+
+
+def _score_bytes(scores: tuple[np.ndarray, np.ndarray]) -> int:
+    """What one term's ``(rows, contribution)`` arrays hold (:meth:`Postings.term_scores`)."""
+    return int(scores[1].nbytes + scores[0].size * 4)
 
 
 def min_rows() -> int:
@@ -149,9 +156,8 @@ class Postings:
     total_tokens: int
     checks: Checks | None = field(default=None, repr=False)
     _norm: np.ndarray | None = field(default=None, repr=False)
-    _scores: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
-    _score_bytes: int = field(default=0, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _scores: Lru = field(default_factory=lambda: Lru(SCORE_CACHE_BYTES, _score_bytes),
+                         repr=False)
 
     @property
     def n(self) -> int:
@@ -176,29 +182,16 @@ class Postings:
         """``(rows, contribution)``: what one phrase of this single term adds to each row's
         bm25, as FTS5 computes it. Fixed for a given sidecar (N, the term's row count and avgdl
         are), so the arrays of recent terms are kept up to :data:`SCORE_CACHE_BYTES`."""
-        got = self._scores.get(term)
-        if got is not None:
-            with self._lock:  # least recently used first out (see below)
-                if term in self._scores:
-                    self._scores[term] = self._scores.pop(term)
-            return got
+        scores: tuple[np.ndarray, np.ndarray] = self._scores.get_or(
+            term, lambda: self._term_scores(term))
+        return scores
+
+    def _term_scores(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         rows, tfs = self.term_rows(term)
-        n = self.n
-        if rows.size:
-            f = tfs.astype(np.float64)
-            contrib = idf(n, rows.size) * ((f * K1_PLUS_1) / (f + self.length_norm()[rows]))
-        else:
-            contrib = np.zeros(0, np.float64)
-        size = contrib.nbytes + rows.size * 4
-        if size <= SCORE_CACHE_BYTES:
-            with self._lock:  # the MCP server searches from several threads
-                while self._scores and self._score_bytes + size > SCORE_CACHE_BYTES:
-                    old = self._scores.pop(next(iter(self._scores)))
-                    self._score_bytes -= old[1].nbytes + old[0].size * 4
-                if term not in self._scores:
-                    self._scores[term] = (rows, contrib)
-                    self._score_bytes += size
-        return rows, contrib
+        if not rows.size:
+            return rows, np.zeros(0, np.float64)
+        f = tfs.astype(np.float64)
+        return rows, idf(self.n, rows.size) * ((f * K1_PLUS_1) / (f + self.length_norm()[rows]))
 
     def length_norm(self) -> np.ndarray:
         """Per row, bm25's ``k1 · (1 − b + b · D / avgdl)``, in FTS5's order of operations."""
@@ -485,10 +478,8 @@ def _delta_postings(spec: str, texts: Sequence[str], positions: np.ndarray
     by an in-memory FTS5 table: ``(term per posting, row, tf)`` sorted by term then row, and
     each row's token count."""
     per_row = tokenize(spec, texts)
-    pairs: dict[tuple[str, int], int] = {}
-    for pos, toks in zip(positions.tolist(), per_row, strict=True):
-        for t in toks:
-            pairs[(t, pos)] = pairs.get((t, pos), 0) + 1
+    pairs = Counter((t, pos) for pos, toks in zip(positions.tolist(), per_row, strict=True)
+                    for t in toks)
     keys = sorted(pairs)
     return ([t for t, _ in keys], np.asarray([p for _, p in keys], np.int64),
             np.asarray([pairs[k] for k in keys], np.int64),

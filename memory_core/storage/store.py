@@ -14,7 +14,7 @@ import contextlib
 import importlib.util
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -186,10 +186,13 @@ class Store:
             return StoreLocked(f"index {self.path} is locked by another process ({msg}); "
                                "wait for it to finish or stop it")
         if isinstance(e, StoreCorrupt):
-            return IndexUnavailable(
-                f"index {self.path} is damaged ({msg}); the Markdown is untouched: "
-                "run `memory-core index` to rebuild it from the Markdown")
+            return self._damaged_error(msg)
         return StoreError(f"index {self.path}: {msg}")
+
+    def _damaged_error(self, why: str | None) -> IndexUnavailable:
+        return IndexUnavailable(f"index {self.path} is damaged ({why}); the Markdown is "
+                                "untouched: run `memory-core index` to rebuild it from the "
+                                "Markdown")
 
     # ------------------------------------------------------------------ capabilities
 
@@ -237,9 +240,7 @@ class Store:
             self.damaged = str(e)
         with contextlib.suppress(OSError):  # a read-only folder: the next read finds out again
             damage_marker(self.path).write_text(f"{self.damaged}\n", encoding="utf-8")
-        return IndexUnavailable(
-            f"index {self.path} is damaged ({self.damaged}); the Markdown is untouched: "
-            "run `memory-core index` to rebuild it from the Markdown")
+        return self._damaged_error(self.damaged)
 
     def confirm_damage(self, e: BaseException) -> StoreError:
         """The error to raise after reads failed with ``e`` (already retried on a fresh
@@ -278,10 +279,8 @@ class Store:
         return None if rows == ["ok"] else "; ".join(str(r) for r in rows)
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(DatabaseError):  # pragma: no cover
             self.db.close()
-        except DatabaseError:  # pragma: no cover
-            pass
 
     # ------------------------------------------------------------------ transactions
 
@@ -298,6 +297,17 @@ class Store:
     def rollback(self) -> None:
         if self.db.in_transaction:
             self.db.execute("ROLLBACK")
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """A write transaction: committed when the block ends, rolled back if it raises."""
+        self.begin()
+        try:
+            yield
+        except BaseException:
+            self.rollback()
+            raise
+        self.commit()
 
     # ------------------------------------------------------------------ meta and files
 

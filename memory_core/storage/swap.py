@@ -47,22 +47,20 @@ def swap_in(tmp: Path, target: Path, busy_timeout_ms: int = 5000) -> None:
     its ``-wal``/``-shm`` are removed so that no frame of it is applied to the new file.
     """
     check_index_file(target)  # a file that appeared meanwhile and is not ours stays untouched
+    copied = False
     if target.exists():
-        try:
+        with contextlib.suppress(StoreCorrupt):  # not a database any more: renamed over below
             _copy_into(tmp, target, busy_timeout_ms)
-        except StoreCorrupt:
-            pass  # not a database any more: replaced by a rename below
-        else:
-            remove_index(tmp)
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(damage_marker(target))
-            return
-    # durable and in WAL mode, as every index is, before it replaces the damaged one
-    Store(tmp, busy_timeout_ms, fts_scan=False).close()
-    _sync_file(tmp)
-    _remove_journal(target)
-    _remove_journal(tmp)
-    os.replace(tmp, target)
+            copied = True
+    if copied:
+        remove_index(tmp)
+    else:
+        # durable and in WAL mode, as every index is, before it replaces the damaged one
+        Store(tmp, busy_timeout_ms, fts_scan=False).close()
+        _sync_file(tmp)
+        _remove_journal(target)
+        _remove_journal(tmp)
+        os.replace(tmp, target)
     with contextlib.suppress(FileNotFoundError):
         os.remove(damage_marker(target))
 

@@ -18,9 +18,8 @@ Two modes:
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Literal
 
 from ..base.text import (
@@ -45,8 +44,7 @@ class Chunk:
     hash: str
 
     def to_dict(self) -> dict[str, object]:
-        d = asdict(self)
-        return {"startLine": d["start_line"], "endLine": d["end_line"], "hash": self.hash,
+        return {"startLine": self.start_line, "endLine": self.end_line, "hash": self.hash,
                 "text": self.text}
 
 
@@ -261,29 +259,3 @@ def remap_chunk_lines(chunks: Sequence[Chunk], line_map: Sequence[int] | None) -
         end = line_map[c.end_line - 1] if 0 < c.end_line <= len(line_map) else c.end_line
         out.append(Chunk(start, end, c.text, c.hash))
     return out
-
-
-# --------------------------------------------------------------------------- embedding context
-
-_DATE_RE = re.compile(r"(\d{4}-\d{2}-\d{2})")
-
-
-def chunk_context(path: str, lines: Sequence[str] | None, start_line: int) -> str:
-    """What a chunk's own text may lack, for its embedding text only: the file's title (its
-    first ``#`` heading, else the date in its name) and the section heading the chunk starts
-    under (Markdown, ``lines`` given). ``""`` when the chunk already starts with them."""
-    title = ""
-    if lines is not None:
-        title = next((ln.lstrip("# ").strip() for ln in lines[:5] if ln.startswith("# ")), "")
-    if not title:
-        m = _DATE_RE.search(path.rsplit("/", 1)[-1])
-        title = m.group(1) if m else ""
-    section = ""
-    if lines is not None:
-        if start_line <= 1:
-            return ""
-        first = lines[start_line - 1] if start_line <= len(lines) else ""
-        if not first.startswith("#"):
-            section = next((ln.lstrip("# ").strip() for ln in reversed(lines[: start_line - 1])
-                            if ln.startswith("## ") or ln.startswith("### ")), "")
-    return " › ".join(p for p in (title, section) if p)

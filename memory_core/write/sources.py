@@ -34,9 +34,13 @@ MEMORY_DIR = "memory"
 SESSION_SPLIT_CHARS = 800
 #: Files larger than this are skipped: a memory file of this size is almost certainly a mistake.
 MAX_FILE_BYTES = 64 * 1024 * 1024
-_SESSION_NAME_RE = re.compile(r"\.jsonl(\.(reset|deleted)\.[^/]+)?$")
-_WATCH_IGNORED = {".git", "node_modules", ".pnpm-store", ".venv", "venv", ".tox", "__pycache__",
-                  ".openclaw-repair", ".memory"}
+#: Transcript names (§2.2): ``<id>.jsonl`` and the archives ``<id>.jsonl.reset.<ts>`` /
+#: ``<id>.jsonl.deleted.<ts>``.
+SESSION_NAME_RE = re.compile(r"\.jsonl(\.(reset|deleted)\.[^/]+)?$")
+#: Folder names never descended nor watched (the reference's IGNORED_MEMORY_WATCH_DIR_NAMES),
+#: plus ours: the index folder (``.memory/``, our own writes) and ``.openclaw-repair``.
+IGNORED_DIR_NAMES = frozenset({".git", "node_modules", ".pnpm-store", ".venv", "venv", ".tox",
+                               "__pycache__", ".openclaw-repair", ".memory"})
 
 
 class SourceFile(NamedTuple):
@@ -438,7 +442,7 @@ def _subfolder(folder: _Folder, name: str, is_link: bool, w: _Walk,
     should know) when it is not descended: an ignored folder, a name that is not UTF-8, or a
     real path already visited (a symlink loop)."""
     path = folder.path + name
-    if name in _WATCH_IGNORED:
+    if name in IGNORED_DIR_NAMES:
         return None
     if not _is_text_name(name):
         w.warnings.append(f"{display_path(path)}: folder name is not valid UTF-8, skipped "
@@ -488,7 +492,7 @@ def _is_markdown(path: str) -> bool:
 
 
 def _is_session_name(path: str) -> bool:
-    return _SESSION_NAME_RE.search(os.path.basename(path)) is not None
+    return SESSION_NAME_RE.search(os.path.basename(path)) is not None
 
 
 def _source_file(path: str, abs_path: str, source: str, kind: str,

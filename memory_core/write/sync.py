@@ -47,7 +47,7 @@ from ..storage.store import (
     stamp_owner,
 )
 from ..storage.swap import remove_index, swap_in
-from .chunking import Chunk, chunk_context, chunk_markdown, remap_chunk_lines, sha256_hex
+from .chunking import Chunk, chunk_markdown, remap_chunk_lines, sha256_hex
 from .rebuild import Rebuild, RebuildCause
 from .sources import (
     SourceDoc,
@@ -68,9 +68,6 @@ SyncProgress = Callable[[str, int, int], None]
 #: (2 was this branch's first cut, whose overlap dropped a partial line instead).
 CHUNKING_VERSION = 3
 BIGRAM_VERSION = 1
-#: Whether the default profile's chunks are embedded with their context (file title or date,
-#: section heading) in front (docs/retrieval.md: measured, not kept).
-EMBED_CONTEXT = False
 _GROUP_CHUNKS = 256
 #: Chunks a sync reads and chunks before it writes them (a window of whole groups; the next
 #: window is read once this one is written): a first build used to hold every chunk of the
@@ -121,6 +118,8 @@ class SyncReport:
 MAX_SPLIT_BYTES = 8000
 #: Identity keys written only when they differ from the value every index built before they
 #: existed had (so adding one rebuilds only the indexes it concerns); compared both ways.
+#: ``embedContext`` is no longer written (contextual embedding text, measured and dropped:
+#: docs/retrieval.md): an index built with it is rebuilt.
 OPTIONAL_IDENTITY = ("splitBytes", "embedWindows", "embedContext")
 
 
@@ -156,8 +155,6 @@ def index_identity(config: MemoryConfig, workspace: Path, choice: ProviderChoice
                              if limit is not None and limit != MAX_SPLIT_BYTES else {})
     if embeds_whole(config, choice.provider):
         split["embedWindows"] = POOLING
-        if EMBED_CONTEXT:
-            split["embedContext"] = 1
     return {
         "provider": choice.id,
         "model": choice.model,
@@ -298,10 +295,10 @@ class Indexer:
         hashes = [c.hash for item in pending for c in item.chunks]
         cached: dict[str, np.ndarray] = {}
         if self.config.store.cache_enabled:
-            cached = store.cache_get(p.id, p.model, key, [e[0] for e in embedded.values()])
-        vectors = {h: cached[e[0]] for h, e in embedded.items() if e[0] in cached}
+            cached = store.cache_get(p.id, p.model, key, list(embedded))
+        vectors = {h: cached[h] for h in embedded if h in cached}
         report.cache_hits += sum(1 for h in hashes if h in vectors)
-        missing = {h: text for h, (_, text) in embedded.items() if h not in vectors}
+        missing = {h: text for h, text in embedded.items() if h not in vectors}
         if missing:
             texts = list(missing.values())
 
@@ -316,23 +313,23 @@ class Indexer:
                            else p.embed_documents(texts, progress))
             except EmbeddingError as e:
                 order = list(missing)
-                self._keep(store, key, [(embedded[order[i]][0], v) for i, v in e.received.items()
+                self._keep(store, key, [(order[i], v) for i, v in e.received.items()
                                         if 0 <= i < len(order)])
                 raise
             fresh = {h: mat[i] for i, h in enumerate(missing)}
             report.embedded += len(fresh)
             vectors.update(fresh)
-            self._keep(store, key, [(embedded[h][0], v) for h, v in fresh.items()])
+            self._keep(store, key, list(fresh.items()))
         # a cache written before the model changed its width (``index --force`` after the
         # error below) is embedded again, not mixed in
         stale = [h for h, v in vectors.items() if p.dims and v.size != p.dims]
         if stale:
-            texts = [embedded[h][1] for h in stale]
+            texts = [embedded[h] for h in stale]
             mat = embed_whole(p, texts) if whole else p.embed_documents(texts)
             report.embedded += len(stale)
             report.cache_hits -= len(stale)
             vectors.update(zip(stale, mat, strict=True))
-            self._keep(store, key, [(embedded[h][0], vectors[h]) for h in stale])
+            self._keep(store, key, [(h, vectors[h]) for h in stale])
         self._check_width(vectors)
         return vectors
 
@@ -374,27 +371,16 @@ class Indexer:
         if widths:
             self._width = widths.pop()
 
-    def _to_embed(self, pending: list[_Pending]) -> tuple[bool, str, dict[str, tuple[str, str]]]:
-        """Whether texts are embedded whole, the cache key, and chunk hash → (hash of the text
-        embedded, that text) for ``pending``."""
+    def _to_embed(self, pending: list[_Pending]) -> tuple[bool, str, dict[str, str]]:
+        """Whether texts are embedded whole, the cache key, and chunk hash → chunk text for
+        ``pending``."""
         p = self.provider
         assert p is not None
         whole = embeds_whole(self.config, p)
         # Pooled vectors are cached apart from the model's truncated ones (same text, other
         # meaning): a cache seeded by an older index is never misread.
         key = pooled_key(p.provider_key) if whole else p.provider_key
-        # the chunk's own text, or with its context in front (then cached by that text's
-        # hash: same chunk, other vector)
-        embedded: dict[str, tuple[str, str]] = {}
-        for item in pending:
-            lines = item.doc.text.split("\n") if EMBED_CONTEXT and whole and \
-                item.doc.line_map is None else None
-            for c in item.chunks:
-                pre = chunk_context(item.doc.path, lines, c.start_line) if EMBED_CONTEXT and \
-                    whole else ""
-                text = f"{pre}\n{c.text}" if pre else c.text
-                embedded.setdefault(c.hash, (sha256_hex(text) if pre else c.hash, text))
-        return whole, key, embedded
+        return whole, key, {c.hash: c.text for item in pending for c in item.chunks}
 
     def _plan(self, store: Store, to_do: list[_Pending]) -> tuple[bool, list[list[str]]]:
         """Each group's texts that :meth:`_embed` will find missing, in flush order: what the
@@ -406,14 +392,14 @@ class Indexer:
         caching = self.config.store.cache_enabled
         seen: set[str] = set()
         if caching:
-            seen = set(store.cache_get(p.id, p.model, key, [e[0] for e in everything.values()]))
+            seen = set(store.cache_get(p.id, p.model, key, list(everything)))
         plan: list[list[str]] = []
         for group in _groups(to_do):
-            missing = [e for e in self._to_embed(group)[2].values() if e[0] not in seen]
+            missing = {h: t for h, t in self._to_embed(group)[2].items() if h not in seen}
             if missing:
-                plan.append([text for _, text in missing])
+                plan.append(list(missing.values()))
             if caching:
-                seen.update(h for h, _ in missing)
+                seen.update(missing)
         return whole, plan
 
     def _write(self, store: Store, pending: list[_Pending], vectors: dict[str, np.ndarray],
@@ -442,13 +428,8 @@ class Indexer:
         if not pending:
             return
         vectors = self._embed(store, pending, report, progress_state[0], total_chunks)
-        store.begin()
-        try:
+        with store.transaction():
             self._write(store, pending, vectors, report)
-            store.commit()
-        except BaseException:
-            store.rollback()
-            raise
         progress_state[0] += sum(len(p.chunks) for p in pending)
         self.progress("write", progress_state[0], total_chunks)
         pending.clear()
@@ -485,9 +466,7 @@ class Indexer:
             if i % 256 == 0 or i + 1 == n:
                 self.progress("scan", i + 1, n)
             row = known.get(f.path) if known else None
-            if row is not None and ((f.mtime_ms == row[0] and f.size == row[1] and f.size >= 0)
-                                    or not _changed(f, row[0], row[1])):
-                # the common case inline (the stat the listing made matches): no call per file
+            if row is not None and not _changed(f, row[0], row[1]):
                 unchanged += 1
                 continue
             old_skip = skipped.get(f.path) if skipped else None
@@ -530,14 +509,9 @@ class Indexer:
         ``to_do``'s groups, each embedded (ahead of the writes when there are several) and
         committed. ``state``: chunks written, chunks read and texts planned so far, updated."""
         if touched or failed:
-            store.begin()
-            try:
+            with store.transaction():
                 store.touch_files(touched)
                 store.set_skipped(failed)  # a file indexed before and unreadable now loses its rows
-                store.commit()
-            except BaseException:
-                store.rollback()
-                raise
         window_chunks = sum(len(p.chunks) for p in to_do)
         state[1] += window_chunks
         # more than one group: embedded one group ahead of the writes (the same calls)
@@ -692,23 +666,17 @@ class Indexer:
         gone = [p for p in known if p not in present]
         gone_skipped = [p for p in skipped if p not in present]
         if gone or gone_skipped:
-            store.begin()
-            try:
+            with store.transaction():
                 store.delete_files(gone + gone_skipped)
-                store.commit()
-            except BaseException:
-                store.rollback()
-                raise
             report.files_deleted = len(gone)
         previous = store.get_meta() or {}
         stale = previous.get(SUPERSESSION_KEY) != DETECTOR_VERSION  # an older index or detector
         if report.wrote_anything or stale:
-            store.begin()
             meta = {**previous, **self.meta(store, previous)} if report.wrote_anything else dict(
                 previous)
-            refresh_supersessions(store, meta)
-            store.set_meta(meta)
-            store.commit()
+            with store.transaction():
+                refresh_supersessions(store, meta)
+                store.set_meta(meta)
 
     def _rebuild(self, target: Path, previous: dict[str, Any] | None, files: list[SourceFile],
                  report: SyncReport) -> None:
@@ -782,17 +750,9 @@ def mostly_changed(files: Sequence[SourceFile], known: dict[str, tuple[int, int,
     total = max(len(files), len(known))
     if total < REBUILD_MIN_FILES:
         return None
-    present = 0
-    changed = 0
-    for f in files:
-        row = known.get(f.path)
-        if row is None:
-            changed += 1
-            continue
-        present += 1
-        if f.mtime_ms != row[0] or f.size != row[1]:
-            changed += 1
-    changed += len(known) - present
+    present = [(f, known[f.path]) for f in files if f.path in known]
+    new, deleted = len(files) - len(present), len(known) - len(present)
+    changed = new + deleted + sum(1 for f, row in present if (f.mtime_ms, f.size) != row[:2])
     if changed >= REBUILD_MIN_FILES and changed >= REBUILD_SHARE * total:
         return Rebuild.of(RebuildCause.MOSTLY_CHANGED, f"{changed} of {total} files changed")
     return None
