@@ -62,6 +62,7 @@ def test_hand_computed_metrics_of_the_fixture() -> None:
     assert mb["mrr@10"] == pytest.approx(0.75) and mb["success@1"] == pytest.approx(2 / 3)
 
 
+@pytest.mark.longeval  # ranx compiles its numba kernels at first use: ~25 CPU-s in a fresh venv
 def test_fixture_metrics_equal_ranx() -> None:
     ranx = pytest.importorskip("ranx")
     qrels = read_qrels(FIX / "qrels.txt")
