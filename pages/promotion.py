@@ -81,8 +81,7 @@ with st.expander("The agent's real recalls, and the Light/REM phases", expanded=
     from memory_core import openclaw as oc
 
     oc_home = state.current_home(key)
-    files = (oc.transcripts_of_home(oc_home.sessions_dir, oc_home.agent) if oc_home
-             else oc.transcripts_of_workspace(idx.workspace))
+    files = state.transcripts(key)
     real = state.mined_queries(key, files)
     st.caption(f"{len(real)} memory_search calls in {len(files)} transcripts: their results "
                "are recorded at their own times, as the reference's tool records them. The "

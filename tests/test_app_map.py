@@ -146,7 +146,7 @@ def test_umap_worker_compiles_in_the_background_then_projects(
         assert status.coords is not None and status.coords.shape == (50, 2)
         assert projection.umap_path(fp, 2, 10).is_file()  # cached on disk for next time
     finally:
-        projection.worker().stop()
+        projection.WORKER.stop()
 
 
 def test_points_align_each_embedding_with_its_chunk(indexed_demo: Path) -> None:

@@ -64,7 +64,7 @@ class MapPoints:
         lines = 6 if len(self.ids) <= WEBGL_ABOVE else 3  # 20k hovers are sent at each rerun
         self.custom = np.empty((len(self.ids), 3), dtype=object)
         for i, r in enumerate(self.info.itertuples(index=False)):
-            self.custom[i] = (r.id, f"{r.path}#{r.lines}", charts.hover_wrap(r.snippet, 60, lines))
+            self.custom[i] = (r.id, f"{r.path}#{r.lines}", charts.wrap(r.snippet, 60, lines))
 
     @property
     def sampled(self) -> bool:
