@@ -236,7 +236,7 @@ label_a, label_b = "A: tuned", f"B: {state.B_LABELS[b_choice]}"
 run_target: Any = idx if target == "open" else None
 run_id = (name, target, key, int(limit), legs, qmd_too, repr(a_settings), repr(b_settings))
 
-ro = run_target is not None and state.open_index(key).readonly  # the evaluator would sync it
+ro = run_target is not None and idx.readonly  # the evaluator would sync it
 if st.button("Run evaluation", type="primary", key="eval_run", disabled=ro,
              help="Disabled: the index is open read-only." if ro else None):
     bar, progress = state.progress_bar("Evaluating")

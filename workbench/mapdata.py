@@ -82,11 +82,6 @@ class MapPoints:
     def __len__(self) -> int:
         return len(self.ids)
 
-    @property
-    def dims(self) -> int:
-        """The embeddings' width."""
-        return int(self.matrix.shape[1]) if self.matrix.ndim == 2 else 0
-
 
 def load_points(idx: MemoryIndex, max_points: int = MAX_POINTS,
                 progress: Callable[[int, int], None] | None = None) -> MapPoints:
@@ -137,14 +132,9 @@ def selected_ids(event: Any, known: Iterable[str]) -> list[str]:
     Every trace of the map carries the chunk id as ``customdata[0]``; ids not in ``known`` (the
     query marker) are ignored.
     """
-    if not event:
-        return []
-    sel = (event.get("selection") if isinstance(event, dict)
-           else getattr(event, "selection", None))
-    points = (sel or {}).get("points", []) if sel is not None else []
     allowed = set(known)
     out: list[str] = []
-    for p in points:
+    for p in ((event or {}).get("selection") or {}).get("points", []):
         cd = p.get("customdata")
         cid = cd[0] if isinstance(cd, list | tuple) and cd else None
         if cid in allowed and cid not in out:
