@@ -120,9 +120,7 @@ def nearest(matrix: np.ndarray, vec: np.ndarray, k: int = 8, skip: int | None = 
     first, leaving out row ``skip`` (the clicked point itself)."""
     if matrix.size == 0:
         return []
-    v = np.asarray(vec, dtype=np.float32).reshape(-1)
-    norm = float(np.linalg.norm(v)) or 1.0
-    sims = matrix @ (v / norm)
+    sims = similarity(matrix, vec)
     if skip is not None:
         sims[skip] = -np.inf
     k = min(k, len(sims) - (skip is not None))

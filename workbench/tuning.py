@@ -119,10 +119,6 @@ def removed_counts(result: FusionResult) -> dict[str, int]:
     return counts
 
 
-def _fmt_rank(r: int | None) -> str:
-    return "–" if r is None else str(r)
-
-
 def hits_frame(result: FusionResult, *, cut_limit: int) -> pd.DataFrame:
     """One row per hit: the returned ones, then up to ``cut_limit`` of the removed ones.
 
@@ -137,8 +133,8 @@ def hits_frame(result: FusionResult, *, cut_limit: int) -> pd.DataFrame:
             "score": round(h.score, 4),
             "vectorScore": round(h.vector_score, 4),
             "textScore": round(h.text_score, 4),
-            "vector rank": _fmt_rank(h.vector_rank),
-            "text rank": _fmt_rank(h.text_rank),
+            "vector rank": h.vector_rank,
+            "text rank": h.text_rank,
             "via": h.via,
             "decay": round(h.decay, 3),
             "citation": h.citation,
@@ -147,9 +143,8 @@ def hits_frame(result: FusionResult, *, cut_limit: int) -> pd.DataFrame:
         })
     cols = ["rank", "status", "citation", "score", "vectorScore", "textScore", "vector rank",
             "text rank", "via", "decay", "snippet", "id"]
-    df = pd.DataFrame(rows, columns=cols)
-    df["rank"] = df["rank"].astype("Int64")
-    return df
+    return pd.DataFrame(rows, columns=cols).astype(
+        {"rank": "Int64", "vector rank": "Int64", "text rank": "Int64"})
 
 
 def tail(text: str, width: int = 22) -> str:
@@ -166,7 +161,7 @@ def grey_removed(df: pd.DataFrame) -> Any:
             return [""] * len(row)
         return ["color: #9aa0a6; background-color: #f4f4f5; font-style: italic"] * len(row)
 
-    shown = blank_ranks(df, ["rank"])
+    shown = blank_ranks(df, ["rank", "vector rank", "text rank"])
     return shown.style.apply(style, axis=1).format(
         {"score": "{:.3f}", "vectorScore": "{:.3f}", "textScore": "{:.3f}", "decay": "{:.3f}"})
 
