@@ -18,9 +18,10 @@ import pandas as pd
 
 from memory_core import MemoryIndex
 from memory_core import evaluation as ev
+from memory_core.base.lru import Lru
 from memory_core.evaluation import EvalQuery
 
-from . import Lru, charts
+from . import charts
 from .maplayers import chunk_kind, supersession_groups
 from .projection import chunk_date, fingerprint
 

@@ -37,10 +37,10 @@ from memory_core import Candidates, MemoryIndex, SearchSettings, WorkspaceError
 from memory_core.base.config import ProfileName
 from memory_core.base.indexfiles import IndexFiles
 from memory_core.base.locations import REPO_ROOT, cache_root, datasets_dir
+from memory_core.base.lru import Lru
 from memory_core.openclaw import OpenClawHome, open_home
 from memory_core.write.sync import SyncReport
 
-from . import Lru
 from .tuning import TUNABLE, apply_values
 
 if TYPE_CHECKING:

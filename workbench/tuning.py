@@ -190,8 +190,8 @@ def query_terms(query: str) -> list[str]:
     return out
 
 
-#: The weight sliders and the leg each one weighs.
-WEIGHTS = {"vector_weight": ("vectorWeight", "vector"), "text_weight": ("textWeight", "keyword")}
+#: The weight sliders and their labels.
+WEIGHTS = {"vector_weight": "vectorWeight", "text_weight": "textWeight"}
 
 
 def _ranking(r: FusionResult) -> list[tuple[str, float, bool]]:
@@ -207,7 +207,7 @@ def weight_notes(cands: Candidates, settings: SearchSettings) -> dict[str, str]:
     and the reason is the leg that is missing (a keyword-only index, an empty leg, Hybrid off).
     """
     notes: dict[str, str] = {}
-    for field, (label, _) in WEIGHTS.items():
+    for field, label in WEIGHTS.items():
         weighted: list[dict[str, Any]] = [{field: w} for w in (0.1, 0.9)]
         lo, hi = (fuse(cands, replace(settings, **w)) for w in weighted)
         if _ranking(lo) != _ranking(hi):
