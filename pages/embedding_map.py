@@ -119,7 +119,6 @@ if query.strip():
     qvec = idx.embed_query(query)
     if qvec is not None:
         qpoint = _place(qvec)
-marks = [maplayers.HitMark(h.id, r, h.via) for r, h in enumerate(hits, 1)]
 gold: set[str] = set()
 if gold_query is not None and gold_query.query == query:
     evidence = [(e.path, e.line) for e in gold_query.relevant]
@@ -205,7 +204,7 @@ elif colour == "date":  # continuous: older → newer on one scale, undated in g
                                                              "ticktext": ticktext}},
             [str(info["date"].iloc[i]) for i in dated], " · %{customdata[3]}")
 elif colour == "rank" and hits:
-    info["rank"] = maplayers.ranks(list(info["id"]), marks)
+    info["rank"] = maplayers.ranks(list(info["id"]), hits)
     ranked = info["rank"].notna().to_numpy()
     _points(np.flatnonzero(~ranked), "not a hit", {"color": "#DDDDDD", "opacity": 0.7})
     top = np.flatnonzero(ranked)
@@ -225,10 +224,10 @@ elif colour == "kind":
 elif colour == "supersession":
     _groups("supersession", maplayers.SUPERSESSION_COLOURS)
 elif colour in ("leg", "rank", "similarity to query"):  # rank without hits: the legs
-    info["leg"] = maplayers.leg_groups(list(info["id"]), marks)
+    info["leg"] = maplayers.leg_groups(list(info["id"]), hits)
     _groups("leg", maplayers.LEG_COLOURS)
 elif colour == "gold":
-    info["gold"] = maplayers.gold_groups(list(info["id"]), gold, [m.id for m in marks])
+    info["gold"] = maplayers.gold_groups(list(info["id"]), gold, [h.id for h in hits])
     _groups("gold", maplayers.GOLD_COLOURS)
 else:  # source: few groups, each its own colour
     _groups(colour, _palette(sorted(info[colour].unique())))

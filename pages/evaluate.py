@@ -252,10 +252,10 @@ if st.button("Run evaluation", type="primary", key="eval_run", disabled=ro,
             report.runs.extend(run_qmd_eval(qs, progress=progress,
                                             limit=int(limit) or None).runs)
     except Exception as e:
-        bar.empty()
         st.error(f"Evaluation failed: {e}")
         st.stop()
-    bar.empty()
+    finally:
+        bar.empty()
     st.session_state["eval_report"] = (run_id, report)
 
 stored = st.session_state.get("eval_report")
@@ -378,10 +378,10 @@ if st.button("Run sweep", key="eval_sweep"):
         rows = ev.sweep(run_target, qs, a_settings, None, progress, profile=key.profile,
                         provider=key.provider or None, limit=int(limit) or None)
     except Exception as e:
-        bar.empty()
         st.error(f"Sweep failed: {e}")
         st.stop()
-    bar.empty()
+    finally:
+        bar.empty()
     st.session_state["eval_sweep_rows"] = (run_id, rows)
 sweep_state = st.session_state.get("eval_sweep_rows")
 if sweep_state:
