@@ -182,23 +182,20 @@ def _sources_table(status: Status) -> None:
 def _search_legs(key: state.IndexKey, status: Status) -> None:
     """Which search legs answer (keyword, vector) and why not, and how much of the chunks the
     model truncates."""
-    provider = status.provider or "—"
     st.subheader("Search legs")
     fts, vec = status.fts, status.vector
-    fts_error = fts.error if fts else None
-    vec_on = bool(vec and vec.enabled)
     if fts is None:  # not read yet: nothing is known of the legs but what is asked for
         st.markdown(f"Known once indexed (provider requested: "
                     f"`{status.requested_provider}`).")
     else:
         st.markdown(
             f"- Keyword (FTS5): {_yes(fts.available)}"
-            + (f" — {fts_error}" if fts_error else "") + "\n"
-            f"- Vector: {_yes(vec_on)} "
+            + (f" — {fts.error}" if fts.error else "") + "\n"
+            f"- Vector: {_yes(vec and vec.enabled)} "
             + (f"({vec.dims} dims, search via {vec.search})"
-               if vec and vec_on else "(no embedding provider: keyword only)")
+               if vec and vec.enabled else "(no embedding provider: keyword only)")
             + (f" — sqlite-vec: {vec.load_error}" if vec and vec.load_error else ""))
-    if status.indexed and provider not in ("none", "—"):
+    if status.indexed and status.provider not in (None, "", "none"):
         tr = _truncation(key)
         if tr.available:
             st.metric("Chunks the model truncates", f"{tr.share:.0%}",

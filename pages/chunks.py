@@ -7,14 +7,13 @@ import pandas as pd
 import streamlit as st
 
 from memory_core import PathRefused
-from workbench import chunkview, live, state
+from workbench import chunkview, state
 
 FILES_PER_PAGE = 200
 
 key = state.current_key()
 st.title("Chunks")
 idx = state.ensure_indexed(key)
-live.refresh(key)  # a sync or rebuild by another process since the last run: read the new index
 st.caption(key.label())
 
 known = idx.file_page(limit=0).sources  # files per source: one GROUP BY, never every file

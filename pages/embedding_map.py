@@ -100,20 +100,25 @@ st.session_state["map_labelled_was"] = pick
 query = qc1.text_input("Query to project", value=state.shared_query(), key="map_query",
                        placeholder="e.g. who is on call?")  # answers in both profiles
 state.set_shared_query(query)
+
+
+def _place(vec: Any) -> np.ndarray:
+    """Where an embedding that is not a point of the map (the query, a hit a sample left out)
+    lands: PCA's own projection, or UMAP's approximation (projection.place_query)."""
+    if used == "PCA":
+        return pca_model.transform(np.asarray(vec))[0]
+    return projection.place_query(vec, matrix, coords)
+
+
 hits: list[Any] = []
 qpoint = None
 qvec = None
 if query.strip():
     settings = state.tuned_settings(key)
-    cands = state.get_candidates(key, query, settings)
-    hits = [h for h in MemoryIndex.fuse(cands, settings).hits if h.passed]
+    hits = MemoryIndex.fuse(state.get_candidates(key, query, settings), settings).hits
     qvec = idx.embed_query(query)
     if qvec is not None:
-        if used == "PCA":
-            qpoint = pca_model.transform(np.asarray(qvec))[0]
-        else:
-            qpoint = projection.place_query(qvec, matrix, coords)
-marks = [maplayers.HitMark(h.id, r, h.via) for r, h in enumerate(hits, 1)]
+        qpoint = _place(qvec)
 gold: set[str] = set()
 if gold_query is not None and gold_query.query == query:
     evidence = [(e.path, e.line) for e in gold_query.relevant]
@@ -140,11 +145,9 @@ Scatter: Any = go.Scatter3d if dims == 3 else (go.Scattergl if big else go.Scatt
 fig = go.Figure()
 
 
-def _xyz(sel: np.ndarray) -> dict[str, Any]:
-    out = {"x": coords[sel, 0], "y": coords[sel, 1]}
-    if dims == 3:
-        out["z"] = coords[sel, 2]
-    return out
+def _xyz(pts: np.ndarray) -> dict[str, Any]:
+    """Plotly's x, y (and z) of ``pts``, one row of ``dims`` coordinates a point."""
+    return dict(zip("xyz"[:dims], np.atleast_2d(pts).T, strict=True))
 
 
 def _custom(sel: np.ndarray, extra: list[str] | None = None) -> np.ndarray:
@@ -154,98 +157,80 @@ def _custom(sel: np.ndarray, extra: list[str] | None = None) -> np.ndarray:
 
 
 size = 6 if dims == 3 else (5 if big else 9)
+
+
+def _points(sel: np.ndarray, name: str, marker: dict[str, Any], extra: list[str] | None = None,
+            hover: str = "") -> None:
+    """A trace of the map's points ``sel``; ``hover`` follows the citation in each hover box
+    (``%{customdata[3]}`` is the point's ``extra``)."""
+    fig.add_trace(Scatter(**_xyz(coords[sel]), mode="markers", name=name,
+                          marker={"size": size, **marker}, customdata=_custom(sel, extra),
+                          hovertemplate=f"<b>%{{customdata[1]}}</b>{hover}<br>%{{customdata[2]}}"
+                                        "<extra></extra>"))
+
+
+def _groups(column: str, colours: dict[str, str]) -> None:
+    """One trace per value of ``info[column]``, in the legend order of the map's groups."""
+    order = {g: i for i, g in enumerate([*maplayers.KINDS, *maplayers.LEG_GROUPS,
+                                         *maplayers.GOLD_GROUPS, *maplayers.SUPERSESSION_GROUPS])}
+    for g in sorted(info[column].unique(),
+                    key=lambda g: (order.get(g, 99), g == "other files", str(g))):
+        sel = info.index[info[column] == g].to_numpy()
+        # a superseded point's hover names the newer line (its supersededBy)
+        newer = column == "supersession" and g == "superseded"
+        _points(sel, str(g)[:40], {"color": colours.get(g, maplayers.OTHER), "opacity": 0.85},
+                list(info["superseded_by"].to_numpy()[sel]) if newer else None,
+                " · superseded by %{customdata[3]}" if newer else "")
+
+
+def _palette(groups: list[str]) -> dict[str, str]:
+    return {g: maplayers.PALETTE[i % len(maplayers.PALETTE)] for i, g in enumerate(groups)}
+
+
 if colour == "similarity to query" and qvec is not None:
     sims = maplayers.similarity(matrix, np.asarray(qvec))
-    allpts = np.arange(len(ids))
-    fig.add_trace(Scatter(
-        **_xyz(allpts), mode="markers", name="cosine to the query",
-        marker={"size": size, "color": sims, "colorscale": "Viridis", "opacity": 0.85,
-                "colorbar": {"title": "cosine"}, "showscale": True},
-        customdata=_custom(allpts, [f"{v:.3f}" for v in sims]),
-        hovertemplate="<b>%{customdata[1]}</b> · cosine %{customdata[3]}<br>"
-                      "%{customdata[2]}<extra></extra>"))
+    _points(np.arange(len(ids)), "cosine to the query",
+            {"color": sims, "colorscale": "Viridis", "opacity": 0.85,
+             "colorbar": {"title": "cosine"}, "showscale": True},
+            [f"{v:.3f}" for v in sims], " · cosine %{customdata[3]}")
 elif colour == "date":  # continuous: older → newer on one scale, undated in grey
     days, tickvals, ticktext = maplayers.date_scale(list(info["date"]))
     dated = np.flatnonzero(~np.isnan(days))
     undated = np.flatnonzero(np.isnan(days))
     if len(undated):
-        fig.add_trace(Scatter(**_xyz(undated), mode="markers", name="undated",
-                              marker={"size": size, "color": "#BBBBBB", "opacity": 0.7},
-                              customdata=_custom(undated),
-                              hovertemplate="<b>%{customdata[1]}</b> · undated<br>"
-                                            "%{customdata[2]}<extra></extra>"))
-    fig.add_trace(Scatter(
-        **_xyz(dated), mode="markers", name="dated",
-        marker={"size": size, "color": days[dated], "colorscale": "Viridis", "opacity": 0.85,
-                "showscale": True, "colorbar": {"title": "date", "tickvals": tickvals,
-                                                "ticktext": ticktext}},
-        customdata=_custom(dated, [str(info["date"].iloc[i]) for i in dated]),
-        hovertemplate="<b>%{customdata[1]}</b> · %{customdata[3]}<br>"
-                      "%{customdata[2]}<extra></extra>"))
-else:
-    if colour == "cluster":
-        labels = projection.kmeans_labels(matrix, n_clusters)
-        names = maplayers.cluster_names(labels, list(info["snippet"]))
-        info["cluster"] = [names[int(c)] for c in labels]
-        colours = {n: maplayers.PALETTE[i % len(maplayers.PALETTE)]
-                   for i, n in enumerate(sorted(names.values()))}
-        column = "cluster"
-    elif colour == "file":
-        info["file"], colours = maplayers.group_colours(list(info["path"]))
-        column = "file"
-    elif colour == "kind":
-        column, colours = "kind", maplayers.KIND_COLOURS
-    elif colour == "supersession":
-        column, colours = "supersession", maplayers.SUPERSESSION_COLOURS
-    elif colour == "leg" or (colour == "rank" and not hits):
-        info["leg"] = maplayers.leg_groups(list(info["id"]), marks)
-        column, colours = "leg", maplayers.LEG_COLOURS
-    elif colour == "rank":
-        info["rank"] = maplayers.ranks(list(info["id"]), marks)
-        column, colours = "rank", {}
-    elif colour == "gold":
-        info["gold"] = maplayers.gold_groups(list(info["id"]), gold, [m.id for m in marks])
-        column, colours = "gold", maplayers.GOLD_COLOURS
-    else:  # source: few groups, each its own colour
-        groups0 = sorted(info[colour].unique())
-        colours = {g: maplayers.PALETTE[i % len(maplayers.PALETTE)]
-                   for i, g in enumerate(groups0)}
-        column = colour
-    if column == "rank":
-        ranked = info["rank"].notna().to_numpy()
-        rest = np.flatnonzero(~ranked)
-        fig.add_trace(Scatter(**_xyz(rest), mode="markers", name="not a hit",
-                              marker={"size": size, "color": "#DDDDDD", "opacity": 0.7},
-                              customdata=_custom(rest),
-                              hovertemplate="<b>%{customdata[1]}</b><br>%{customdata[2]}"
-                                            "<extra></extra>"))
-        top = np.flatnonzero(ranked)
-        fig.add_trace(Scatter(
-            **_xyz(top), mode="markers", name="hits by rank",
-            marker={"size": size + 4, "color": info["rank"].to_numpy()[top],
-                    "colorscale": "Plasma_r", "showscale": True,
-                    "colorbar": {"title": "rank"}},
-            customdata=_custom(top),
-            hovertemplate="<b>%{customdata[1]}</b><br>%{customdata[2]}<extra></extra>"))
-    else:
-        order = {g: i for i, g in enumerate([*maplayers.KINDS, *maplayers.LEG_GROUPS,
-                                             *maplayers.GOLD_GROUPS,
-                                             *maplayers.SUPERSESSION_GROUPS])}
-        groups = sorted(info[column].unique(),
-                        key=lambda g: (order.get(g, 99), g == "other files", str(g)))
-        for g in groups:
-            sel = info.index[info[column] == g].to_numpy()
-            # a superseded point's hover names the newer line (its supersededBy)
-            newer = column == "supersession" and g == "superseded"
-            fig.add_trace(Scatter(
-                **_xyz(sel), mode="markers", name=str(g)[:40],
-                marker={"size": size, "color": colours.get(g, maplayers.OTHER),
-                        "opacity": 0.85},
-                customdata=_custom(sel, list(info["superseded_by"].to_numpy()[sel])
-                                   if newer else None),
-                hovertemplate="<b>%{customdata[1]}</b>"
-                              + (" · superseded by %{customdata[3]}" if newer else "")
-                              + "<br>%{customdata[2]}<extra></extra>"))
+        _points(undated, "undated", {"color": "#BBBBBB", "opacity": 0.7}, hover=" · undated")
+    _points(dated, "dated", {"color": days[dated], "colorscale": "Viridis", "opacity": 0.85,
+                             "showscale": True, "colorbar": {"title": "date", "tickvals": tickvals,
+                                                             "ticktext": ticktext}},
+            [str(info["date"].iloc[i]) for i in dated], " · %{customdata[3]}")
+elif colour == "rank" and hits:
+    info["rank"] = maplayers.ranks(list(info["id"]), hits)
+    ranked = info["rank"].notna().to_numpy()
+    _points(np.flatnonzero(~ranked), "not a hit", {"color": "#DDDDDD", "opacity": 0.7})
+    top = np.flatnonzero(ranked)
+    _points(top, "hits by rank", {"size": size + 4, "color": info["rank"].to_numpy()[top],
+                                  "colorscale": "Plasma_r", "showscale": True,
+                                  "colorbar": {"title": "rank"}})
+elif colour == "cluster":
+    labels = projection.kmeans_labels(matrix, n_clusters)
+    names = maplayers.cluster_names(labels, list(info["snippet"]))
+    info["cluster"] = [names[int(c)] for c in labels]
+    _groups("cluster", _palette(sorted(names.values())))
+elif colour == "file":
+    info["file"], file_colours = maplayers.group_colours(list(info["path"]))
+    _groups("file", file_colours)
+elif colour == "kind":
+    _groups("kind", maplayers.KIND_COLOURS)
+elif colour == "supersession":
+    _groups("supersession", maplayers.SUPERSESSION_COLOURS)
+elif colour in ("leg", "rank", "similarity to query"):  # rank without hits: the legs
+    info["leg"] = maplayers.leg_groups(list(info["id"]), hits)
+    _groups("leg", maplayers.LEG_COLOURS)
+elif colour == "gold":
+    info["gold"] = maplayers.gold_groups(list(info["id"]), gold, [h.id for h in hits])
+    _groups("gold", maplayers.GOLD_COLOURS)
+else:  # source: few groups, each its own colour
+    _groups(colour, _palette(sorted(info[colour].unique())))
 LEG_SYMBOL = {"both": "star", "vector": "diamond", "keyword": "square"}
 #: Scatter3d has no star: one open symbol per leg there too (all legs were one diamond)
 LEG_SYMBOL_3D = {"both": "circle-open", "vector": "diamond-open", "keyword": "square-open"}
@@ -257,11 +242,7 @@ def _hit_xy(cid: str) -> np.ndarray | None:
     if cid in pos:
         return coords[pos[cid]]
     vec = points.vector_of(cid)
-    if vec is None:
-        return None
-    if used == "PCA":
-        return pca_model.transform(np.asarray(vec))[0]
-    return projection.place_query(vec, matrix, coords)
+    return None if vec is None else _place(vec)
 
 
 hit_xy = {h.id: xy for h in hits if (xy := _hit_xy(h.id)) is not None}
@@ -269,33 +250,24 @@ for via in ("both", "vector", "keyword"):
     hs = [(r, h) for r, h in enumerate(hits, 1) if h.via == via and h.id in hit_xy]
     if not hs:
         continue
-    pts_xy = np.array([hit_xy[h.id] for _, h in hs])
-    xyz = {"x": pts_xy[:, 0], "y": pts_xy[:, 1]}
-    if dims == 3:
-        xyz["z"] = pts_xy[:, 2]
     fig.add_trace(Scatter(
-        **xyz, mode="markers+text", name=LEG_LABEL[via], text=[f"{r}" for r, _ in hs],
-        textposition="top center",
+        **_xyz(np.array([hit_xy[h.id] for _, h in hs])), mode="markers+text",
+        name=LEG_LABEL[via], text=[f"{r}" for r, _ in hs], textposition="top center",
         marker={"symbol": (LEG_SYMBOL if dims == 2 else LEG_SYMBOL_3D)[via],
                 "size": 18 if dims == 2
                 else 8, "color": "rgba(0,0,0,0)", "line": {"color": "#111", "width": 2}},
         customdata=[[h.id, h.citation, charts.wrap(h.snippet, 60, 6)] for _, h in hs],
         hovertemplate="<b>hit %{text}: %{customdata[1]}</b><br>%{customdata[2]}<extra></extra>"))
 if term_near:
-    near = np.array([i for i, _ in term_near])
-    fig.add_trace(Scatter(
-        **_xyz(near), mode="markers", name=f"near “{term.strip()[:20]}”",
-        marker={"size": size + 8, "color": "rgba(0,0,0,0)", "symbol": "circle-open"
-                if dims == 3 else "circle", "line": {"color": "#FB0D0D", "width": 2}},
-        customdata=_custom(near, [f"{c:.3f}" for _, c in term_near]),
-        hovertemplate="<b>%{customdata[1]}</b> · cosine %{customdata[3]}<br>%{customdata[2]}"
-                      "<extra></extra>"))
+    _points(np.array([i for i, _ in term_near]), f"near “{term.strip()[:20]}”",
+            {"size": size + 8, "color": "rgba(0,0,0,0)",
+             "symbol": "circle-open" if dims == 3 else "circle",
+             "line": {"color": "#FB0D0D", "width": 2}},
+            [f"{c:.3f}" for _, c in term_near], " · cosine %{customdata[3]}")
 if qpoint is not None:
-    xyz = {"x": [qpoint[0]], "y": [qpoint[1]]}
-    if dims == 3:
-        xyz["z"] = [qpoint[2]]
     fig.add_trace(Scatter(
-        **xyz, mode="markers+text", name="query", text=["query"], textposition="bottom center",
+        **_xyz(qpoint), mode="markers+text", name="query", text=["query"],
+        textposition="bottom center",
         marker={"symbol": "x" if dims == 2 else "cross", "size": 16 if dims == 2 else 10,
                 "color": "#d62728"},
         hovertemplate=f"<b>query</b><br>{charts.wrap(query, 60, 3)}<extra></extra>"))

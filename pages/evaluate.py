@@ -23,7 +23,7 @@ state.index_caption(key)
 
 oc_home = state.current_home(key)
 if oc_home is not None:  # an agent's real queries: label-free metrics (memory_core.openclaw)
-    real = state.mined_queries(key, oc.transcripts_of_home(oc_home.sessions_dir, oc_home.agent))
+    real = state.mined_queries(key, state.transcripts(key))
     with st.expander(f"Real queries of agent {oc_home.agent}: {len(real)}, no labels needed",
                      expanded=True):
         if real:
@@ -65,13 +65,16 @@ with st.expander("Your own labels: upload a query set"):
                 st.error(f"Cannot import: {e}")
 
 
-def _many_runs_section(by_id: dict[str, Any], a_id: str) -> None:
+#: The metrics a per-query comparison (wins and losses, several runs against A) is read on.
+PER_QUERY_METRICS = ["ndcg@10", "mrr@10", "success@5", "recall@5"]
+
+
+def _many_runs_section(by_id: dict[str, Any], a_id: str, run_name: Any) -> None:
     """Several runs against run A at once, their p-values adjusted for the family (Holm)."""
     with st.expander("Several runs against A (multiple-testing correction)"):
         picked = st.multiselect("Runs", [i for i in by_id if i != a_id], key="eval_many",
-                                format_func=lambda i: f"{by_id[i].name} · {i}")
-        metric = st.selectbox("Metric", ["ndcg@10", "mrr@10", "success@5", "recall@5"],
-                              key="eval_many_metric")
+                                format_func=run_name)
+        metric = st.selectbox("Metric", PER_QUERY_METRICS, key="eval_many_metric")
         if picked and st.button("Compare with A", key="eval_many_run"):
             try:
                 frame = evalruns.compare_many(by_id[a_id], [by_id[i] for i in picked], metric)
@@ -94,24 +97,28 @@ def _saved_runs_section() -> None:
         st.caption(f"No saved run yet in `{saved_runs.runs_dir()}`: run an evaluation and "
                    "press **Save run** (or `memory-core eval … --save-run`).")
         return
-    st.dataframe(evalruns.runs_frame(runs), hide_index=True, width="stretch",
+    st.dataframe(pd.DataFrame([r.summary() for r in runs]), hide_index=True, width="stretch",
                  key="eval_runs_table")
     by_id = {r.id: r for r in runs}
     ids = list(by_id)
+
+    def run_name(i: str) -> str:
+        return f"{by_id[i].name} · {i}"
+
     # new pickers when a run is saved (the browser keeps a picker's value): B the newest again
     tag = f"{len(ids)}-{ids[0]}"
     c1, c2 = st.columns(2)
     a_id = c1.selectbox("Run A (baseline)", ids, index=min(1, len(ids) - 1),
-                        key=f"eval_run_a-{tag}", format_func=lambda i: f"{by_id[i].name} · {i}")
+                        key=f"eval_run_a-{tag}", format_func=run_name)
     b_id = c2.selectbox("Run B (change)", ids, index=0, key=f"eval_run_b-{tag}",
-                        format_func=lambda i: f"{by_id[i].name} · {i}")
+                        format_func=run_name)
     if st.button("Compare runs", key="eval_cmp_runs"):
         try:
             st.session_state["eval_run_cmp"] = ((a_id, b_id), saved_runs.compare_saved(
                 by_id[a_id], by_id[b_id]))
         except ValueError as e:
             st.error(f"Cannot compare: {e}")
-    _many_runs_section(by_id, a_id)
+    _many_runs_section(by_id, a_id, run_name)
     stored_cmp = st.session_state.get("eval_run_cmp")
     if not stored_cmp or stored_cmp[0] != (a_id, b_id):
         return
@@ -212,19 +219,11 @@ limit = top[2].number_input("Queries per workspace (0 = all)", 0, max(per_ws, 1)
                             key="eval_limit")
 
 a_settings = state.tuned_settings(key)
-pinned = st.session_state.get("wb_pinned_b")
-# B starts on the other profile: A (the open profile, tuned) against B = the same profile
-# would compare the reference with itself on a home, which opens with the reference profile
-others = ["default", "reference"] if key.profile == "reference" else ["reference", "default"]
-b_options = (["pinned"] if pinned else []) + others
-b_labels = {"pinned": "pinned settings", "reference": "reference profile",
-            "default": "default profile"}
 c1, c2 = st.columns([1.6, 2.4])
 b_choice = c1.radio(f"Compare A (the {key.profile} profile as tuned on Search & tune) with B =",
-                    b_options,
-                    key="eval_b", format_func=b_labels.__getitem__, horizontal=True)
-b_settings = (tuning.apply_values(idx.settings(), pinned) if b_choice == "pinned"
-              else state.profile_defaults(key, b_choice))
+                    state.b_choices(key), key="eval_b", format_func=state.B_LABELS.__getitem__,
+                    horizontal=True)
+b_settings = state.b_settings(key, b_choice)
 legs = c2.toggle("Also each leg alone", value=True, key="eval_legs",
                  help="The vector leg and the keyword leg of A, each ranked alone (no gate).")
 can_qmd = bool(workspaces) and len(workspaces) == len(qs.workspaces)
@@ -233,11 +232,11 @@ qmd_too = c2.toggle("Also qmd (BM25)", value=False, key="eval_qmd", disabled=not
                          "reference's limits (4 results) and at 10 (docs/qmd.md)." if can_qmd
                     else "qmd needs the query set's own workspace(s).")
 
-label_a, label_b = "A: tuned", f"B: {b_labels[b_choice]}"
+label_a, label_b = "A: tuned", f"B: {state.B_LABELS[b_choice]}"
 run_target: Any = idx if target == "open" else None
 run_id = (name, target, key, int(limit), legs, qmd_too, repr(a_settings), repr(b_settings))
 
-ro = run_target is not None and state.open_index(key).readonly  # the evaluator would sync it
+ro = run_target is not None and idx.readonly  # the evaluator would sync it
 if st.button("Run evaluation", type="primary", key="eval_run", disabled=ro,
              help="Disabled: the index is open read-only." if ro else None):
     bar, progress = state.progress_bar("Evaluating")
@@ -253,10 +252,10 @@ if st.button("Run evaluation", type="primary", key="eval_run", disabled=ro,
             report.runs.extend(run_qmd_eval(qs, progress=progress,
                                             limit=int(limit) or None).runs)
     except Exception as e:
-        bar.empty()
         st.error(f"Evaluation failed: {e}")
         st.stop()
-    bar.empty()
+    finally:
+        bar.empty()
     st.session_state["eval_report"] = (run_id, report)
 
 stored = st.session_state.get("eval_report")
@@ -329,8 +328,7 @@ def _diffs_frame(run_a: Any, run_b: Any, metric: str) -> tuple[int, int, Any]:
 def _wins_losses(report: Any) -> None:
     """The queries A wins and B wins on the metric picked here (a fragment, as above)."""
     st.subheader("Wins and losses (A vs B)")
-    metric = st.selectbox("Per-query metric", ["ndcg@10", "mrr@10", "success@5", "recall@5"],
-                          key="eval_cmp_metric")
+    metric = st.selectbox("Per-query metric", PER_QUERY_METRICS, key="eval_cmp_metric")
     try:
         run_a, run_b = report.run(label_a), report.run(label_b)
     except KeyError:
@@ -380,10 +378,10 @@ if st.button("Run sweep", key="eval_sweep"):
         rows = ev.sweep(run_target, qs, a_settings, None, progress, profile=key.profile,
                         provider=key.provider or None, limit=int(limit) or None)
     except Exception as e:
-        bar.empty()
         st.error(f"Sweep failed: {e}")
         st.stop()
-    bar.empty()
+    finally:
+        bar.empty()
     st.session_state["eval_sweep_rows"] = (run_id, rows)
 sweep_state = st.session_state.get("eval_sweep_rows")
 if sweep_state:

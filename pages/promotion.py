@@ -45,11 +45,11 @@ with st.expander("Seed recall signals (replay a query log)", expanded=False):
                "recalls, spread over simulated days ending today, with the nightly daily-note "
                "ingestion after each day. Writes only to the index database.")
     sources = _query_sources()
-    default_src = next((n for n in sources if n == "demo"
-                        and idx.workspace.name == "demo-workspace"), None)
     options = [*sources, "typed queries"]
     if st.session_state.get("promo_src") not in options:
-        st.session_state["promo_src"] = default_src or "typed queries"
+        st.session_state["promo_src"] = ("demo" if "demo" in sources
+                                         and idx.workspace.name == "demo-workspace"
+                                         else "typed queries")
     src = st.selectbox("Queries", options, key="promo_src")
     typed = ""
     if src == "typed queries":
@@ -81,8 +81,7 @@ with st.expander("The agent's real recalls, and the Light/REM phases", expanded=
     from memory_core import openclaw as oc
 
     oc_home = state.current_home(key)
-    files = (oc.transcripts_of_home(oc_home.sessions_dir, oc_home.agent) if oc_home
-             else oc.transcripts_of_workspace(idx.workspace))
+    files = state.transcripts(key)
     real = state.mined_queries(key, files)
     st.caption(f"{len(real)} memory_search calls in {len(files)} transcripts: their results "
                "are recorded at their own times, as the reference's tool records them. The "
@@ -191,11 +190,11 @@ no_state = idx.readonly and not pr.state_path(idx.workspace).is_file()
 # once per gate values and state of the signals and MEMORY.md: a click elsewhere (a row, the
 # selection, a toggle) reruns the page without scoring every tracked entry again
 stamp = state.file_stamp(pr.state_path(idx.workspace), idx.workspace / "MEMORY.md")
-gates = (now, float(min_score), int(min_recalls), int(min_unique), float(max_age), int(limit))
-cands = [] if no_state else state.memo("promo-candidates", key, (stamp, gates),
-                                       lambda: pr.list_candidates(
-    idx, now=now, min_score=float(min_score), min_recall_count=int(min_recalls),
-    min_unique_queries=int(min_unique), max_age_days=float(max_age), limit=int(limit)))
+gates = {"now": now, "min_score": float(min_score), "min_recall_count": int(min_recalls),
+         "min_unique_queries": int(min_unique), "max_age_days": float(max_age),
+         "limit": int(limit)}
+cands = [] if no_state else state.memo("promo-candidates", key, (stamp, *gates.items()),
+                                       lambda: pr.list_candidates(idx, **gates))
 passed = [c for c in cands if c.passed]
 m = st.columns(3)
 m[0].metric("Tracked entries", len(cands))

@@ -15,12 +15,11 @@ st.title("Real queries")
 state.index_caption(key)
 home = state.current_home(key)
 idx = state.ensure_indexed(key)
+files = state.transcripts(key)
 if home is not None:
-    files = oc.transcripts_of_home(home.sessions_dir, home.agent)
     st.caption(f"Agent `{home.agent}` of `{home.root}` · {len(files)} transcripts in "
                f"`{home.sessions_dir}`")
 else:
-    files = oc.transcripts_of_workspace(idx.workspace)
     st.caption(f"Transcripts of `{idx.workspace / 'sessions'}` · {len(files)} files "
                "(open an OpenClaw home in the sidebar for an agent's own)")
 queries = state.mined_queries(key, files)

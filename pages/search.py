@@ -58,8 +58,13 @@ backend_kind = st.radio(
 off = backend_kind == "qmd"  # qmd ranks with its own scores: the fusion controls do not apply
 OFF_WHY = "Does not apply to qmd, which ranks with its own scores (builtin fusion setting)."
 query = st.text_input("Query", value=state.shared_query(), key="search_query",
-                      placeholder=tuning.example_placeholder())
+                      placeholder="e.g. " + "  ·  ".join(tuning.example_queries()))
 state.set_shared_query(query)
+
+
+def _fusion(field: str, help: str | None = None) -> dict[str, Any]:
+    """A builtin fusion control's widget key, help and state: under qmd, disabled, saying why."""
+    return {"key": W + field, "disabled": off, "help": OFF_WHY if off else help}
 
 
 def _weight_controls() -> Any:
@@ -71,13 +76,9 @@ def _weight_controls() -> Any:
                    "mode): only minScore, maxResults (at most `[qmd] max_results`, 4) and "
                    "the sources apply; the other controls tune the builtin fusion and are "
                    "disabled.")
-    st.slider("vectorWeight", **tuning.slider_range("vector_weight"),
-              key=W + "vector_weight", disabled=off,
-              help=OFF_WHY if off else "Clamped to 0..1, then divided by the sum of both "
-                                       "weights.")
-    st.slider("textWeight", **tuning.slider_range("text_weight"), key=W + "text_weight",
-              disabled=off,
-              help=OFF_WHY if off else None)
+    st.slider("vectorWeight", **tuning.slider_range("vector_weight"), **_fusion(
+        "vector_weight", "Clamped to 0..1, then divided by the sum of both weights."))
+    st.slider("textWeight", **tuning.slider_range("text_weight"), **_fusion("text_weight"))
     weight_note = st.empty()  # why a weight does nothing for this query (search_view)
     st.slider("minScore", **tuning.slider_range("min_score"), key=W + "min_score",
               help="Hits scoring below stay visible, greyed.")
@@ -88,18 +89,15 @@ def _weight_controls() -> Any:
             st.session_state[W + "max_results"] = q_max
     st.slider("maxResults", **mr_range, key=W + "max_results",
               help=f"qmd returns at most `[qmd] max_results` = {q_max}." if off else None)
-    st.slider("candidateMultiplier", **tuning.slider_range("candidate_multiplier"),
-              key=W + "candidate_multiplier",
-              disabled=off, help=OFF_WHY if off else "Each leg contributes its top "
-              "maxResults × candidateMultiplier (≤ 200).")
-    st.selectbox("Fusion", FUSIONS, key=W + "fusion", disabled=off,
-                 help=OFF_WHY if off else "reference: OpenClaw's weighted sum of leg "
-                 "scores; rrf: weighted reciprocal rank; normalized: BM25 divided by the "
-                 "query's best.")
+    st.slider("candidateMultiplier", **tuning.slider_range("candidate_multiplier"), **_fusion(
+        "candidate_multiplier", "Each leg contributes its top maxResults × "
+        "candidateMultiplier (≤ 200)."))
+    st.selectbox("Fusion", FUSIONS, **_fusion(
+        "fusion", "reference: OpenClaw's weighted sum of leg scores; rrf: weighted reciprocal "
+        "rank; normalized: BM25 divided by the query's best."))
     if st.session_state[W + "fusion"] == "rrf":
         st.slider("RRF k", **tuning.slider_range("rrf_k"), key=W + "rrf_k", disabled=off)
-    st.toggle("Hybrid (both legs)", key=W + "hybrid", disabled=off,
-              help=OFF_WHY if off else None)
+    st.toggle("Hybrid (both legs)", **_fusion("hybrid"))
     return weight_note
 
 
@@ -107,38 +105,30 @@ def _diversity_controls() -> None:
     """MMR, temporal decay and the date hint: the steps after fusion, each with its own
     setting shown only when it is on."""
     st.markdown("**Diversity and recency**")
-    st.toggle("MMR", key=W + "mmr_enabled", disabled=off, help=OFF_WHY if off else None)
+    st.toggle("MMR", **_fusion("mmr_enabled"))
     if st.session_state[W + "mmr_enabled"]:
         st.slider("MMR λ", **tuning.slider_range("mmr_lambda"), key=W + "mmr_lambda",
-                  disabled=off,
-                  help="1 = relevance only, 0 = diversity only.")
-    st.toggle("Temporal decay", key=W + "decay_enabled", disabled=off,
-              help=OFF_WHY if off else None)
+                  disabled=off, help="1 = relevance only, 0 = diversity only.")
+    st.toggle("Temporal decay", **_fusion("decay_enabled"))
     if st.session_state[W + "decay_enabled"]:
         st.slider("Half-life (days)", **tuning.slider_range("half_life_days"),
-                  key=W + "half_life_days",
-                  disabled=off)
+                  key=W + "half_life_days", disabled=off)
         st.date_input("'Now' for decay", key=W + "now_ms", disabled=off,
                       help="Empty: the clock. Pin a date to replay a past moment.")
-    st.slider("Date hint", **tuning.slider_range("date_hint"), key=W + "date_hint",
-              disabled=off,
-              help=OFF_WHY if off else "Bonus for diaries of a date the query names (“on 7 "
-              "May 2023”), fading with distance; 0 = off, as in the reference.")
+    st.slider("Date hint", **tuning.slider_range("date_hint"), **_fusion(
+        "date_hint", "Bonus for diaries of a date the query names (“on 7 May 2023”), fading "
+        "with distance; 0 = off, as in the reference."))
 
 
 def _keyword_query_controls() -> None:
     """The keyword query's settings, apart: changing them re-fetches the candidates rather
     than re-fusing the cached ones."""
     with st.expander("Keyword query (refetches)"):
-        st.radio("Terms", list(get_args(KeywordQueryMode)), key=W + "keyword_query",
-                 horizontal=True, disabled=off,
-                 help=OFF_WHY if off else "and: OpenClaw's query (every term); or: any "
-                 "term, BM25-ranked.")
-        st.toggle("CJK bigrams", key=W + "cjk_bigrams", disabled=off,
-                  help=OFF_WHY if off else "Search Chinese/Japanese/Korean text by "
-                  "character pairs.")
-        st.toggle("Keyword-only hits fill free slots", key=W + "keyword_only_fill",
-                  disabled=off, help=OFF_WHY if off else None)
+        st.radio("Terms", list(get_args(KeywordQueryMode)), horizontal=True, **_fusion(
+            "keyword_query", "and: OpenClaw's query (every term); or: any term, BM25-ranked."))
+        st.toggle("CJK bigrams", **_fusion(
+            "cjk_bigrams", "Search Chinese/Japanese/Korean text by character pairs."))
+        st.toggle("Keyword-only hits fill free slots", **_fusion("keyword_only_fill"))
 
 
 @st.fragment
@@ -168,9 +158,8 @@ def tune() -> None:
               help="Compare later settings against these.")
     with main:
         if not query.strip():
-            st.info("Type a query. Try " + ", ".join(
-                f"`{q}`" + ("" if len(p) > 1 else f" ({p[0]} profile)")
-                for q, p in tuning.EXAMPLE_QUERIES.items()) + " on the demo.")
+            st.info("Type a query. Try " + ", ".join(tuning.example_queries("`"))
+                    + " on the demo.")
         elif off:
             search_view.qmd_results(key, query, current, sources)
         else:

@@ -146,7 +146,7 @@ def test_umap_worker_compiles_in_the_background_then_projects(
         assert status.coords is not None and status.coords.shape == (50, 2)
         assert projection.umap_path(fp, 2, 10).is_file()  # cached on disk for next time
     finally:
-        projection.worker().stop()
+        projection.WORKER.stop()
 
 
 def test_points_align_each_embedding_with_its_chunk(indexed_demo: Path) -> None:
@@ -154,7 +154,7 @@ def test_points_align_each_embedding_with_its_chunk(indexed_demo: Path) -> None:
         pts = mapdata.load_points(idx)
         ids, matrix = idx.embeddings()
         rows = {c.id: c for c in idx.chunks()}
-    assert len(pts) == len(rows) == 40 and pts.dims == matrix.shape[1]
+    assert len(pts) == len(rows) == 40 and pts.matrix.shape[1] == matrix.shape[1]
     assert list(pts.info.columns) == mapdata.INFO_COLUMNS
     for i, cid in enumerate(pts.ids):
         assert pts.position[cid] == i

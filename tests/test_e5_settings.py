@@ -68,7 +68,7 @@ def test_config_index_and_workbench_agree(tmp_path: Path, provider: str) -> None
     for key_provider in ("", provider):  # the sidebar's "config" and the explicit choice
         key = state.IndexKey(str(ws.resolve()), "default", key_provider)
         assert state.tuned_settings(key) == cfg_settings
-        assert state.profile_defaults(key, "default") == cfg_settings
+        assert state.b_settings(key, "default") == cfg_settings
     # the per-call flags (CLI, tool arguments) still win
     assert idx.settings(vector_weight=0.3).vector_weight == 0.3
     assert not idx.store_path.exists()  # nothing was indexed (or embedded) to answer

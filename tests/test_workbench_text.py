@@ -40,8 +40,8 @@ def test_map_dates_are_one_continuous_scale() -> None:
 
 
 def test_hovers_carry_no_quote_entities() -> None:
-    from workbench.charts import hover_wrap, wrap
+    from workbench.charts import wrap
 
     assert "&quot;" not in wrap('he said "retry" <b>', 60, 3)
     assert "&lt;b&gt;" in wrap('he said "retry" <b>', 60, 3)
-    assert "&quot;" not in hover_wrap('the "pool" size', 60, 3)
+    assert "&quot;" not in wrap('the "pool" size', 60, 3)

@@ -1,5 +1,2 @@
-"""Shared Streamlit helpers for the workbench pages (state, caching). No SQL, no ranking."""
-
-from __future__ import annotations
-
-from memory_core.base.lru import Lru as Lru  # the pages' server-wide memo: the product's one LRU
+"""The Streamlit workbench's logic, beside its views in ``pages/``: state, caching, tables,
+figures. No SQL, no ranking: memory_core decides, this package lays its answers out."""

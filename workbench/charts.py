@@ -4,7 +4,6 @@ system's Noto CJK fonts)."""
 from __future__ import annotations
 
 import html
-import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,18 +22,9 @@ FONT = "Noto Sans CJK SC, Noto Sans, sans-serif"
 
 
 def wrap(text: str, width: int = 60, lines: int = 6) -> str:
-    """Escape ``text`` and break it into ``<br>``-joined lines for a hover label."""
-    # only the head can show: wrapping a whole 1 kB chunk cost ~1 ms, 20 s for a 20k-point map
-    # (what is kept still needs more than ``lines`` lines, so the placeholder is the same)
-    head = " ".join(text.split())[: width * (lines + 2)]
-    parts = textwrap.wrap(head, width, max_lines=lines, placeholder=" …",
-                          break_long_words=True)
-    return "<br>".join(html.escape(x, quote=False) for x in parts)  # no &quot; in hovers
-
-
-def hover_wrap(text: str, width: int = 60, lines: int = 3) -> str:
-    """:func:`wrap` for thousands of map points: greedy line filling (a word longer than a line
-    is cut) without :mod:`textwrap`, ~4x cheaper (20k hovers: 2.6 s → 0.6 s here)."""
+    """Escape ``text`` and break it into ``<br>``-joined lines for a hover label: greedy line
+    filling (a word longer than a line is cut) without :mod:`textwrap`, ~4x cheaper, since a map
+    wraps thousands (20k hovers: 2.6 s → 0.6 s here)."""
     words = text.split()
     out: list[str] = []
     cur = ""
@@ -65,27 +55,28 @@ def hover_wrap(text: str, width: int = 60, lines: int = 3) -> str:
     return "<br>".join(html.escape(x, quote=False) for x in out)  # no &quot; in hovers
 
 
+def lost_to_decay(h: Hit) -> float:
+    """What temporal decay took from the hit (its score before decay minus after)."""
+    return h.score / h.decay - h.score if 0 < h.decay < 1 else 0.0
+
+
 def hit_label(i: int, h: Hit, status: str) -> str:
     """A hit's label on a composition chart: its rank (or gated / cut) and its citation."""
     tag = f"#{i}" if status == RETURNED else ("gated" if status == GATED else "cut")
     return f"{tag} {h.citation}"
 
 
-def composition_figure(result: FusionResult, *, cut_limit: int = 10,
-                       height: int | None = None) -> go.Figure:
+def composition_figure(result: FusionResult, *, cut_limit: int) -> go.Figure:
     """Stacked horizontal bars: each hit's score split into its components.
 
     Removed hits (gated or cut) are drawn faded below the returned ones; a dashed line marks
     minScore, and the part temporal decay took away is shown hatched.
     """
-    s = result.settings
-    shown = list(result.hits) + list(result.below_gate[:cut_limit])
-    labels, statuses = [], []
-    for i, h in enumerate(shown):
-        st_ = hit_status(h, s)
-        statuses.append(st_)
-        # Unique labels keep plotly from merging bars of two chunks with one citation.
-        labels.append(hit_label(i + 1, h, st_) + ("\u200b" * (i if st_ != RETURNED else 0)))
+    shown = [*result.hits, *result.below_gate[:cut_limit]]
+    statuses = [hit_status(h) for h in shown]
+    # unique labels keep plotly from merging bars of two chunks with one citation
+    labels = [hit_label(i + 1, h, st_) + ("\u200b" * (i if st_ != RETURNED else 0))
+              for i, (h, st_) in enumerate(zip(shown, statuses, strict=True))]
     opacity = [1.0 if x == RETURNED else 0.35 for x in statuses]
     keys: list[str] = []
     for h in shown:
@@ -100,33 +91,34 @@ def composition_figure(result: FusionResult, *, cut_limit: int = 10,
                         zip(statuses, shown, hover, strict=True)],
             hovertemplate=(f"<b>%{{y}}</b><br>{k}: %{{x:.3f}} · score %{{customdata[1]}}"
                            "<br>%{customdata[0]}<br><br>%{customdata[2]}<extra></extra>")))
-    lost = [(h.score / h.decay - h.score) if 0 < h.decay < 1 else 0.0 for h in shown]
+    lost = [lost_to_decay(h) for h in shown]
     if any(v > 0 for v in lost):
         fig.add_trace(go.Bar(
             y=labels, x=lost, name="lost to decay", orientation="h",
             marker={"color": "rgba(0,0,0,0)", "line": {"color": DECAY_COLOUR, "width": 1},
                     "pattern": {"shape": "/", "fgcolor": DECAY_COLOUR}},
             hovertemplate="<b>%{y}</b><br>lost to decay: %{x:.3f}<extra></extra>"))
+    return _stacked_layout(fig, len(shown), result.settings.min_score or None)
+
+
+def _stacked_layout(fig: go.Figure, bars: int, gate: float | None, **layout: Any) -> go.Figure:
+    """The layout of a stacked bar chart of ``bars`` bars, with a dashed line at the gate
+    (named in the legend) when there is one."""
     fig.update_layout(
-        barmode="stack", height=height or max(220, 30 * len(shown) + 110),
-        margin={"l": 10, "r": 10, "t": 50, "b": 10}, font={"family": FONT},
+        barmode="stack", height=max(220, 30 * bars + 110), font={"family": FONT},
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
         yaxis={"autorange": "reversed", "automargin": True, "tickfont": {"size": 11}},
-        xaxis={"title": "score", "rangemode": "tozero"})
-    if s.min_score > 0:
-        _gate_line(fig, s.min_score)
+        xaxis={"title": "score", "rangemode": "tozero"}, **layout)
+    if gate is not None:
+        fig.add_vline(x=gate, line_dash="dash", line_color="#d62728")
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=f"minScore {gate:.2f}",
+                                 line={"color": "#d62728", "dash": "dash"}, hoverinfo="skip"))
     return fig
 
 
-def _gate_line(fig: go.Figure, x: float) -> None:
-    """A dashed vertical line at the gate, named in the legend."""
-    fig.add_vline(x=x, line_dash="dash", line_color="#d62728")
-    fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=f"minScore {x:.2f}",
-                             line={"color": "#d62728", "dash": "dash"}, hoverinfo="skip"))
-
-
-def heatmap_figure(rows: Sequence[Mapping[str, Any]], x: str, y: str, metric: str,
-                   title: str | None = None) -> go.Figure:
+def heatmap_figure(rows: Sequence[Mapping[str, Any]], x: str, y: str, metric: str
+                   ) -> go.Figure:
     """A heatmap of ``metric`` over two swept settings (best value where others vary too)."""
     df = pd.DataFrame(list(rows))
     pivot = df.pivot_table(index=y, columns=x, values=metric, aggfunc="max").sort_index()
@@ -135,7 +127,7 @@ def heatmap_figure(rows: Sequence[Mapping[str, Any]], x: str, y: str, metric: st
         colorscale="Viridis", colorbar={"title": metric},
         text=[[f"{v:.3f}" for v in row] for row in pivot.values], texttemplate="%{text}",
         hovertemplate=f"{x} %{{x}}<br>{y} %{{y}}<br>{metric} %{{z:.3f}}<extra></extra>"))
-    fig.update_layout(title=title or f"{metric} by {x} × {y}", height=460,
+    fig.update_layout(title=f"{metric} by {x} × {y}", height=460,
                       xaxis_title=x, yaxis_title=y, font={"family": FONT},
                       margin={"l": 10, "r": 10, "t": 50, "b": 10})
     return fig
@@ -180,12 +172,4 @@ def stacked_components_figure(labels: Sequence[str], components: Sequence[Mappin
             customdata=list(hover) if with_text and hover is not None else None,
             hovertemplate=f"{k}: %{{x:.3f}}" + ("<br>%{customdata}" if with_text else "")
                           + "<extra></extra>"))
-    fig.update_layout(
-        barmode="stack", height=max(220, 30 * len(labels) + 110), font={"family": FONT},
-        margin={"l": 10, "r": 10, "t": 50, "b": 10}, hovermode="y unified",
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
-        yaxis={"autorange": "reversed", "automargin": True, "tickfont": {"size": 11}},
-        xaxis={"title": "score", "rangemode": "tozero"})
-    if threshold is not None:
-        _gate_line(fig, threshold)
-    return fig
+    return _stacked_layout(fig, len(labels), threshold, hovermode="y unified")

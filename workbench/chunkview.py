@@ -10,10 +10,9 @@ from dataclasses import dataclass
 import pandas as pd
 
 from memory_core import MemoryIndex
+from memory_core.base.lru import Lru
 from memory_core.base.text import estimate_tokens
 from memory_core.storage.store import ChunkRow
-
-from . import Lru
 
 
 @dataclass

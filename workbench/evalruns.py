@@ -11,8 +11,7 @@ import streamlit as st
 
 from memory_core.evaluation.labels import LabelStore, labels_dir
 from memory_core.evaluation.run_compare import Comparison
-from memory_core.evaluation.runs import SavedRun, side_by_side
-from memory_core.evaluation.trec import chunk_docid
+from memory_core.evaluation.runs import SavedRun, compare_saved, side_by_side
 
 from . import state
 
@@ -25,11 +24,6 @@ _SEARCH_SCOPE_KEY = "t__profile"
 def label_store(key: state.IndexKey) -> LabelStore:
     """The labels of the open workspace: ``labels/`` beside its index file."""
     return LabelStore(labels_dir(state.open_index(key).store_path))
-
-
-def hit_docid(path: str, start: int, end: int) -> str:
-    """The qrels id of a hit (its chunk)."""
-    return chunk_docid(path, start, end)
 
 
 def label_key(query: str, docid: str) -> str:
@@ -63,17 +57,18 @@ def apply_cell(key: state.IndexKey, values: dict[str, Any]) -> None:
     st.session_state.pop(_SEARCH_SCOPE_KEY, None)
 
 
-def runs_frame(runs: list[SavedRun]) -> pd.DataFrame:
-    """One row per saved run."""
-    return pd.DataFrame([r.summary() for r in runs])
+def _metric_row(v: dict[str, Any], b: str, who: str) -> dict[str, Any]:
+    """One metric of a comparison: A, B (its column named ``b``), delta, the 95 % interval, the
+    p-value, and B's wins and losses (their columns prefixed with ``who``)."""
+    return {"A": v["a"], b: v["b"], "delta": v["delta"], "ci low": v["ci"][0],
+            "ci high": v["ci"][1], "p-value": v["p_value"], f"{who}wins": v["wins"],
+            f"{who}losses": v["losses"]}
 
 
 def comparison_frame(cmp: Comparison) -> pd.DataFrame:
     """Per metric: A, B, delta, the 95 % interval, the p-value, wins and losses of B."""
-    rows = [{"metric": m, "A": v["a"], "B": v["b"], "delta": v["delta"], "ci low": v["ci"][0],
-             "ci high": v["ci"][1], "p-value": v["p_value"], "B wins": v["wins"],
-             "B losses": v["losses"]} for m, v in cmp.metrics.items()]
-    return pd.DataFrame(rows)
+    return pd.DataFrame([{"metric": m, **_metric_row(v, "B", "B ")}
+                         for m, v in cmp.metrics.items()])
 
 
 def outcome_options(cmp: Comparison, limit: int = 50) -> dict[str, str]:
@@ -176,14 +171,9 @@ def compare_many(baseline: SavedRun, others: list[SavedRun], metric: str = "ndcg
                  rounds: int = 2000) -> pd.DataFrame:
     """Each of ``others`` against ``baseline`` on ``metric``: delta, the 95 % interval, the raw
     p-value and the Holm-adjusted one over the family (one row per run)."""
-    from memory_core.evaluation.runs import compare_saved
-
-    rows = []
-    for run in others:
-        v = compare_saved(baseline, run, rounds=rounds).metrics[metric]
-        rows.append({"run": run.name, "id": run.id, "A": v["a"], "run's": v["b"],
-                     "delta": v["delta"], "ci low": v["ci"][0], "ci high": v["ci"][1],
-                     "p-value": v["p_value"], "wins": v["wins"], "losses": v["losses"]})
+    rows = [{"run": run.name, "id": run.id, **_metric_row(
+        compare_saved(baseline, run, rounds=rounds).metrics[metric], "run's", "")}
+        for run in others]
     adjusted = holm([r["p-value"] for r in rows])
     for r, adj in zip(rows, adjusted, strict=True):
         r["p (Holm)"] = adj

@@ -93,12 +93,6 @@ class YieldingHeartbeat(HeartbeatWriter):
         super().beat()
 
 
-@st.cache_resource(show_spinner=False)
-def _own_keys() -> set[IndexKey]:
-    """Process-wide: the indexes this workbench follows itself right now."""
-    return set()
-
-
 @st.cache_resource(show_spinner=False, on_release=lambda live: live.close())
 def _own_watcher(workspace: str, profile: str, provider: str, home: str, agent: str
                  ) -> LiveIndex:
@@ -112,22 +106,11 @@ def _own_watcher(workspace: str, profile: str, provider: str, home: str, agent: 
 
 
 def _own(key: IndexKey) -> LiveIndex:
-    _own_keys().add(key)
     return _own_watcher(key.workspace, key.profile, key.provider, key.home, key.agent)
-
-
-def _yield(key: IndexKey) -> None:
-    """Stop the workbench's own watcher of ``key``'s index, if it runs (another process
-    follows the files now: two watchers would sync one index twice)."""
-    keys = _own_keys()
-    if key in keys:
-        keys.discard(key)
-        _own_watcher.clear(key.workspace, key.profile, key.provider, key.home, key.agent)
 
 
 def stop_watchers() -> None:
     """Stop every watcher this process started (tests; a server stops them at exit)."""
-    _own_keys().clear()
     _own_watcher.clear()
 
 
@@ -137,7 +120,8 @@ def ensure_follower(key: IndexKey) -> Follower:
     idx = state.open_index(key)
     hb = live_watcher(idx.store_path)
     if hb is not None and hb.pid != os.getpid():
-        _yield(key)
+        # stop the workbench's own watcher, if it runs: two would sync one index twice
+        _own_watcher.clear(key.workspace, key.profile, key.provider, key.home, key.agent)
         return Follower("external", hb)
     why = watch_disabled(key, idx)
     if why:
@@ -276,8 +260,6 @@ def follower_text(key: IndexKey, follower: Follower) -> str:
 def home_note(key: IndexKey) -> None:
     """Home: the follower line (green when live)."""
     follower = ensure_follower(key)
-    text = follower_text(key, follower)
-    if follower.live:
-        st.caption(f":green[:material/radio_button_checked:] {text}")
-    else:
-        st.caption(f":gray[:material/radio_button_unchecked:] {text}")
+    icon = (":green[:material/radio_button_checked:]" if follower.live
+            else ":gray[:material/radio_button_unchecked:]")
+    st.caption(f"{icon} {follower_text(key, follower)}")

@@ -18,9 +18,10 @@ import pandas as pd
 
 from memory_core import MemoryIndex
 from memory_core import evaluation as ev
+from memory_core.base.lru import Lru
 from memory_core.evaluation import EvalQuery
 
-from . import Lru, charts
+from . import charts
 from .maplayers import chunk_kind, supersession_groups
 from .projection import chunk_date, fingerprint
 
@@ -64,7 +65,7 @@ class MapPoints:
         lines = 6 if len(self.ids) <= WEBGL_ABOVE else 3  # 20k hovers are sent at each rerun
         self.custom = np.empty((len(self.ids), 3), dtype=object)
         for i, r in enumerate(self.info.itertuples(index=False)):
-            self.custom[i] = (r.id, f"{r.path}#{r.lines}", charts.hover_wrap(r.snippet, 60, lines))
+            self.custom[i] = (r.id, f"{r.path}#{r.lines}", charts.wrap(r.snippet, 60, lines))
 
     @property
     def sampled(self) -> bool:
@@ -81,11 +82,6 @@ class MapPoints:
 
     def __len__(self) -> int:
         return len(self.ids)
-
-    @property
-    def dims(self) -> int:
-        """The embeddings' width."""
-        return int(self.matrix.shape[1]) if self.matrix.ndim == 2 else 0
 
 
 def load_points(idx: MemoryIndex, max_points: int = MAX_POINTS,
@@ -137,14 +133,9 @@ def selected_ids(event: Any, known: Iterable[str]) -> list[str]:
     Every trace of the map carries the chunk id as ``customdata[0]``; ids not in ``known`` (the
     query marker) are ignored.
     """
-    if not event:
-        return []
-    sel = (event.get("selection") if isinstance(event, dict)
-           else getattr(event, "selection", None))
-    points = (sel or {}).get("points", []) if sel is not None else []
     allowed = set(known)
     out: list[str] = []
-    for p in points:
+    for p in ((event or {}).get("selection") or {}).get("points", []):
         cd = p.get("customdata")
         cid = cd[0] if isinstance(cd, list | tuple) and cd else None
         if cid in allowed and cid not in out:

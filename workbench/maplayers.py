@@ -20,11 +20,11 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from memory_core import Hit
 from memory_core.base.dates import path_date
 from memory_core.base.supersession import Supersession, chunk_marks
 
@@ -120,9 +120,7 @@ def nearest(matrix: np.ndarray, vec: np.ndarray, k: int = 8, skip: int | None = 
     first, leaving out row ``skip`` (the clicked point itself)."""
     if matrix.size == 0:
         return []
-    v = np.asarray(vec, dtype=np.float32).reshape(-1)
-    norm = float(np.linalg.norm(v)) or 1.0
-    sims = matrix @ (v / norm)
+    sims = similarity(matrix, vec)
     if skip is not None:
         sims[skip] = -np.inf
     k = min(k, len(sims) - (skip is not None))
@@ -136,24 +134,15 @@ def similarity(matrix: np.ndarray, vec: np.ndarray) -> np.ndarray:
     return matrix @ (v / (float(np.linalg.norm(v)) or 1.0))
 
 
-@dataclass(frozen=True)
-class HitMark:
-    """What the map needs of one hit: its chunk id, rank (1-based) and leg."""
-
-    id: str
-    rank: int
-    via: str
-
-
-def leg_groups(ids: Sequence[str], hits: Iterable[HitMark]) -> list[str]:
+def leg_groups(ids: Sequence[str], hits: Iterable[Hit]) -> list[str]:
     """Each point's leg group: which leg found it among the current hits, or "not a hit"."""
     via = {h.id: _VIA.get(h.via, "both legs") for h in hits}
     return [via.get(cid, "not a hit") for cid in ids]
 
 
-def ranks(ids: Sequence[str], hits: Iterable[HitMark]) -> list[float]:
-    """Each point's rank among the current hits (NaN when it is not one)."""
-    rank = {h.id: float(h.rank) for h in hits}
+def ranks(ids: Sequence[str], hits: Iterable[Hit]) -> list[float]:
+    """Each point's rank among the current hits, in their order (NaN when it is not one)."""
+    rank = {h.id: float(r) for r, h in enumerate(hits, 1)}
     return [rank.get(cid, math.nan) for cid in ids]
 
 

@@ -53,19 +53,14 @@ def principal_axes(centred: np.ndarray, k: int) -> np.ndarray:
     """The top ``k`` principal axes (``k × d``) of an already centred matrix, signs fixed."""
     from threadpoolctl import threadpool_limits  # imported here: only the map needs it
 
-    with threadpool_limits(limits=1, user_api="blas"):
-        return _principal_axes(centred, k)
-
-
-def _principal_axes(centred: np.ndarray, k: int) -> np.ndarray:
     n, d = centred.shape
     k = min(k, d, n)
     if k <= 0:
         return np.zeros((0, d))
-    if d <= EIGH_MAX_DIMS:
-        cov = centred.T @ centred
-        _, vecs = np.linalg.eigh(cov)  # ascending
-        comps = vecs[:, ::-1][:, :k].T
-    else:
-        comps = randomized_components(centred, k)
+    with threadpool_limits(limits=1, user_api="blas"):
+        if d <= EIGH_MAX_DIMS:
+            _, vecs = np.linalg.eigh(centred.T @ centred)  # ascending
+            comps = vecs[:, ::-1][:, :k].T
+        else:
+            comps = randomized_components(centred, k)
     return _flip(np.asarray(comps, dtype=np.float64))

@@ -165,17 +165,13 @@ class UmapWorker:
             elif ev.get("event") == "error":
                 self.errors[str(ev.get("out"))] = str(ev.get("error"))
 
-    @property
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
     def state(self) -> str:
         """``cold`` (not started), ``warming``, ``ready``, ``failed`` or ``dead``."""
         if self.proc is None:
             return "cold"
         if self.warm_error:
             return "failed"
-        if not self.alive:
+        if self.proc.poll() is not None:
             return "dead"
         return "ready" if self.ready_after is not None else "warming"
 
@@ -214,19 +210,15 @@ class UmapWorker:
             self.proc = None
 
 
-_WORKER = UmapWorker()
-atexit.register(_WORKER.stop)
-
-
-def worker() -> UmapWorker:
-    """The process-wide UMAP worker."""
-    return _WORKER
+#: The process-wide UMAP worker.
+WORKER = UmapWorker()
+atexit.register(WORKER.stop)
 
 
 def warm_up() -> None:
     """Start compiling UMAP in the background unless disabled (``MEMORY_WORKBENCH_NO_UMAP``)."""
     if not os.environ.get("MEMORY_WORKBENCH_NO_UMAP"):
-        _WORKER.start()
+        WORKER.start()
 
 
 @dataclass
@@ -251,7 +243,7 @@ def umap_coords(matrix: np.ndarray, fp: str, dims: int, n_neighbors: int) -> Uma
     if os.environ.get("MEMORY_WORKBENCH_NO_UMAP"):
         return UmapStatus(None, "disabled", error="UMAP is disabled "
                           "(MEMORY_WORKBENCH_NO_UMAP is set)")
-    w = worker()
+    w = WORKER
     err = w.errors.get(str(out)) or w.warm_error
     if err:
         return UmapStatus(None, "failed", error=err)

@@ -12,19 +12,14 @@ from __future__ import annotations
 
 import html
 
-from memory_core import FusionResult, Hit
+from memory_core import FusionResult
 
-from .charts import COMPONENT_COLOURS, DECAY_COLOUR, FONT, hit_label
+from .charts import COMPONENT_COLOURS, DECAY_COLOUR, FONT, hit_label, lost_to_decay
 from .tuning import RETURNED, hit_status
 
 GATE_COLOUR = "#d62728"
 OTHER_COLOUR = "#72B7B2"
 HATCH = f"repeating-linear-gradient(135deg,{DECAY_COLOUR} 0 1.5px,transparent 1.5px 5px)"
-
-
-def _lost(h: Hit) -> float:
-    """What temporal decay took from the hit (its score before decay minus after)."""
-    return h.score / h.decay - h.score if 0 < h.decay < 1 else 0.0
 
 
 def _pct(x: float, top: float) -> str:
@@ -46,10 +41,10 @@ def composition_html(result: FusionResult, *, cut_limit: int = 10) -> str:
     for h in shown:
         keys.extend(k for k in h.components if k not in keys)
     # the axis: the longest bar (components plus the part decay took) or the gate
-    top = max([s.min_score, *(sum(max(v, 0.0) for v in h.components.values()) + _lost(h)
+    top = max([s.min_score, *(sum(max(v, 0.0) for v in h.components.values()) + lost_to_decay(h)
                               for h in shown)], default=1.0) * 1.05 or 1.0
     legend = [_swatch(COMPONENT_COLOURS.get(k, OTHER_COLOUR), k) for k in keys]
-    if any(_lost(h) > 0 for h in shown):
+    if any(lost_to_decay(h) > 0 for h in shown):
         legend.append(_swatch(DECAY_COLOUR, "lost to decay", background=HATCH,
                               border=f"1px solid {DECAY_COLOUR}"))
     gate = ""
@@ -60,12 +55,12 @@ def composition_html(result: FusionResult, *, cut_limit: int = 10) -> str:
                 f'{_pct(s.min_score, top)};border-left:1.5px dashed {GATE_COLOUR}"></span>')
     rows = []
     for i, h in enumerate(shown, 1):
-        status = hit_status(h, s)
+        status = hit_status(h)
         parts = "".join(
             f'<span title="{html.escape(k)} {v:.3f}" style="width:{_pct(v, top)};'
             f'background:{COMPONENT_COLOURS.get(k, OTHER_COLOUR)}"></span>'
             for k, v in h.components.items() if v > 0)
-        lost = _lost(h)
+        lost = lost_to_decay(h)
         if lost > 0:
             parts += (f'<span title="lost to decay {lost:.3f}" style="width:{_pct(lost, top)};'
                       f'background:{HATCH};box-shadow:inset 0 0 0 1px {DECAY_COLOUR}"></span>')

@@ -21,9 +21,10 @@ from typing import Any
 
 import streamlit as st
 
-from memory_core import Candidates, FusionResult, MemoryIndex, SearchSettings
+from memory_core import Candidates, FusionResult, Hit, MemoryIndex, SearchSettings
 from memory_core import openclaw as oc
 from memory_core import promotion as pr
+from memory_core.evaluation.trec import chunk_docid
 
 from . import charts, chunkview, evalruns, scorebars, state, tuning
 from .state import IndexKey
@@ -160,10 +161,7 @@ def _results_tab(key: IndexKey, idx: MemoryIndex, query: str, cands: Candidates,
     if shown:
         i = rows[0] if rows and rows[0] < len(shown) else 0
         h = shown[i]
-        st.markdown(f"**{df['rank'].iloc[i] if h.passed else tuning.hit_status(h, current)}"
-                    f" · `{h.citation}`** · {h.source} · score {h.score:.3f} (vector "
-                    f"{h.vector_score:.3f} #{h.vector_rank or '–'}, text {h.text_score:.3f} "
-                    f"#{h.text_rank or '–'})"
+        st.markdown(_hit_line(f"{df['rank'].iloc[i] if h.passed else tuning.hit_status(h)} ·", h)
                     + ("" if rows else " — select a row to read another hit"))
         st.html(chunkview.snippet_html(h.snippet, terms))
     # HTML bars, not the Plotly figure: a slider step redraws them at once (scorebars)
@@ -185,10 +183,15 @@ def _results_tab(key: IndexKey, idx: MemoryIndex, query: str, cands: Candidates,
     if snippets.open:
         with snippets:
             for i, h in enumerate(result.hits, 1):
-                st.markdown(f"**{i}. `{h.citation}`** · {h.source} · score {h.score:.3f} "
-                            f"(vector {h.vector_score:.3f} #{h.vector_rank or '–'}, "
-                            f"text {h.text_score:.3f} #{h.text_rank or '–'})")
+                st.markdown(_hit_line(f"{i}.", h))
                 st.html(chunkview.snippet_html(h.snippet, terms))
+
+
+def _hit_line(tag: str, h: Hit) -> str:
+    """A hit's heading over its snippet: ``tag``, citation, source, score and each leg's."""
+    return (f"**{tag} `{h.citation}`** · {h.source} · score {h.score:.3f} (vector "
+            f"{h.vector_score:.3f} #{h.vector_rank or '–'}, text {h.text_score:.3f} "
+            f"#{h.text_rank or '–'})")
 
 
 def _labels(key: IndexKey, query: str, result: FusionResult) -> None:
@@ -202,7 +205,7 @@ def _labels(key: IndexKey, query: str, result: FusionResult) -> None:
         judged = evalruns.label_store(key).judgements(query)
         marks: dict[str, str] = {}
         for i, h in enumerate(result.hits, 1):
-            docid = evalruns.hit_docid(h.path, h.start_line, h.end_line)
+            docid = chunk_docid(h.path, h.start_line, h.end_line)
             marks[docid] = st.radio(
                 f"{i}. `{h.citation}`", evalruns.LABEL_CHOICES, horizontal=True,
                 index=evalruns.LABEL_CHOICES.index(evalruns.label_of(judged, docid)),
@@ -217,16 +220,10 @@ def _labels(key: IndexKey, query: str, result: FusionResult) -> None:
 def _ab_tab(key: IndexKey, idx: MemoryIndex, query: str, sources: Sequence[str],
             cands: Candidates, result: FusionResult) -> None:
     current = result.settings
-    pinned = st.session_state.get("wb_pinned_b")
-    # B starts on the profile A is not (a home opens on the reference: A = B compared nothing)
-    others = ["default", "reference"] if key.profile == "reference" else ["reference", "default"]
-    options = (["pinned"] if pinned else []) + others
-    labels = {"pinned": "B = pinned settings", "reference": "B = reference profile",
-              "default": "B = default profile"}
-    choice = st.radio("Compare the current settings (A) with", options, key="ab_choice",
-                      format_func=labels.__getitem__, horizontal=True)
-    b_settings = (tuning.apply_values(idx.settings(), pinned) if choice == "pinned" and pinned
-                  else state.profile_defaults(key, choice))
+    choice = st.radio("Compare the current settings (A) with", state.b_choices(key),
+                      key="ab_choice", format_func=lambda c: f"B = {state.B_LABELS[c]}",
+                      horizontal=True)
+    b_settings = state.b_settings(key, choice)
     b_cands = state.get_candidates(key, query, b_settings, sources)  # cached after the first
     result_b = MemoryIndex.fuse(b_cands, b_settings)
     mv = tuning.rank_movement(result, result_b)
@@ -242,7 +239,7 @@ def _ab_tab(key: IndexKey, idx: MemoryIndex, query: str, sources: Sequence[str],
         st.dataframe(frame_a[["rank", "citation", "score", "via"]], hide_index=True,
                      width="stretch", key="ab_table_a", column_config=RESULT_COLUMNS)
     with cb:
-        st.markdown(f"**B — {labels[choice][4:]}**")
+        st.markdown(f"**B — {state.B_LABELS[choice]}**")
         if not result_b.hits:
             st.info(f"B returns nothing: {tuning.empty_reason(b_cands, result_b)}.")
         st.dataframe(tuning.blank_ranks(mv.rows, ["rank B", "rank A"]).assign(

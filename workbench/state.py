@@ -18,8 +18,6 @@ Environment variables (used by the tests and the browser test):
   index another process owns, e.g. ``benchmarks/bench_pages.py`` on the 1M benchmark index);
 * ``MEMORY_WORKBENCH_OVERRIDES``: config overrides as JSON, over the workspace's own config
   (e.g. the benchmark's embedding server: ``{"provider": {"base_url": …}}``).
-
-The last two are read by :mod:`memory_core.base.locations`, shared with the evaluator.
 """
 
 from __future__ import annotations
@@ -29,7 +27,7 @@ import json
 import os
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,10 +37,10 @@ from memory_core import Candidates, MemoryIndex, SearchSettings, WorkspaceError
 from memory_core.base.config import ProfileName
 from memory_core.base.indexfiles import IndexFiles
 from memory_core.base.locations import REPO_ROOT, cache_root, datasets_dir
+from memory_core.base.lru import Lru
 from memory_core.openclaw import OpenClawHome, open_home
 from memory_core.write.sync import SyncReport
 
-from . import Lru
 from .tuning import TUNABLE, apply_values
 
 if TYPE_CHECKING:
@@ -109,14 +107,6 @@ def _looks_like_workspace(d: Path) -> bool:
             or (ses.is_dir() and next(ses.glob("*.jsonl"), None) is not None))
 
 
-def _is_under(path: Path, root: Path) -> bool:
-    try:
-        path.resolve().relative_to(root.resolve())
-        return True
-    except ValueError:
-        return False
-
-
 def read_only() -> bool:
     """``$MEMORY_WORKBENCH_READONLY``: indexes are opened read-only and never synced."""
     return os.environ.get("MEMORY_WORKBENCH_READONLY", "") not in ("", "0")
@@ -147,7 +137,7 @@ def store_overrides(workspace: str | os.PathLike[str]) -> dict[str, Any] | None:
     process could write there (it often runs as root), so their indexes live in the cache.
     """
     ws = Path(os.path.expanduser(str(workspace))).resolve()
-    if not _is_under(ws, datasets_dir()) and os.access(ws, os.W_OK):
+    if not ws.is_relative_to(datasets_dir().resolve()) and os.access(ws, os.W_OK):
         return None
     slug = hashlib.sha256(str(ws).encode()).hexdigest()[:10]
     folder = cache_root() / "stores" / f"{ws.name}-{slug}"
@@ -172,13 +162,13 @@ class IndexKey:
         return f"{Path(self.workspace).name} · {self.profile} · {prov}"
 
 
+@dataclass
 class _IndexState:
     """Process-wide facts about an open index: synced once, and a generation per sync."""
 
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.synced = False
-        self.generation = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    synced: bool = False
+    generation: int = 0
 
 
 @st.cache_resource(show_spinner=False)
@@ -230,9 +220,8 @@ def qmd_backend(key: IndexKey) -> MemoryBackend:
         return backend
 
 
-def current_home(key: IndexKey | None = None) -> OpenClawHome | None:
+def current_home(key: IndexKey) -> OpenClawHome | None:
     """The OpenClaw home (and agent) ``key`` was opened from, or ``None`` for a folder."""
-    key = key or current_key()
     if not key.home:
         return None
     # parsed once per state of openclaw.json (JSON5, ~40 ms a parse: every rerun of every page
@@ -363,12 +352,12 @@ def sync_index(key: IndexKey, *, force: bool = False, progress: ProgressFn | Non
 
 def bump_generation(key: IndexKey) -> None:
     """Mark the index changed by someone else (e.g. a promotion re-synced it)."""
-    st_ = _state(key)
-    with st_.lock:
-        st_.generation += 1
+    state = _state(key)
+    with state.lock:
+        state.generation += 1
 
 
-def progress_bar(label: str = "Indexing") -> tuple[Any, ProgressFn]:
+def progress_bar(label: str) -> tuple[Any, ProgressFn]:
     """A Streamlit progress bar and a ``progress(stage, done, total)`` callback that fills it."""
     import time
 
@@ -394,9 +383,8 @@ def index_caption(key: IndexKey) -> None:
                f"generation {generation(key)}")
 
 
-def ensure_indexed(key: IndexKey | None = None) -> MemoryIndex:
+def ensure_indexed(key: IndexKey) -> MemoryIndex:
     """Sync once per server process (cheap when nothing changed), with a progress bar."""
-    key = key or current_key()
     idx = open_index(key)
     if not _state(key).synced and not idx.readonly:
         bar, progress = progress_bar("Indexing")
@@ -467,6 +455,17 @@ def file_stamp(*paths: Path) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
+def transcripts(key: IndexKey) -> list[Any]:
+    """The transcripts (``SourceFile`` listings) of an OpenClaw home's agent, else of the
+    workspace's ``sessions/``."""
+    from memory_core import openclaw as oc
+
+    home = current_home(key)
+    if home is not None:
+        return oc.transcripts_of_home(home.sessions_dir, home.agent)
+    return oc.transcripts_of_workspace(open_index(key).workspace)
+
+
 def mined_queries(key: IndexKey, files: Sequence[Any]) -> list[Any]:
     """The agent's ``memory_search`` calls in ``files`` (``SourceFile`` listings of the
     transcripts, ``memory_core.openclaw``), parsed once per state of the transcripts (each
@@ -510,10 +509,27 @@ def tuned_settings(key: IndexKey) -> SearchSettings:
     return apply_values(base, tuned_values(key))
 
 
-def profile_defaults(key: IndexKey, profile: str) -> SearchSettings:
-    """``profile``'s own settings for the model ``key``'s index uses (an A/B "profile" side):
-    with e5, the default profile's e5 weights, as the CLI, the library and MCP apply them."""
-    return open_index(key).profile_defaults(profile)
+#: What side B of an A/B comparison can be (Search & tune's A/B tab and Evaluate).
+B_LABELS = {"pinned": "pinned settings", "reference": "reference profile",
+            "default": "default profile"}
+
+
+def b_choices(key: IndexKey) -> list[str]:
+    """Side B's choices: the pinned settings (once pinned), then the profiles, the one A is
+    not first (a home opens on the reference: A = B would compare nothing)."""
+    others = ["default", "reference"] if key.profile == "reference" else ["reference", "default"]
+    return (["pinned"] if st.session_state.get("wb_pinned_b") else []) + others
+
+
+def b_settings(key: IndexKey, choice: str) -> SearchSettings:
+    """Side B's settings: the pinned ones, or a profile's own for the model ``key``'s index
+    uses (with e5, the default profile's e5 weights, as the CLI, the library and MCP apply
+    them)."""
+    pinned = st.session_state.get("wb_pinned_b")
+    idx = open_index(key)
+    if choice == "pinned" and pinned:
+        return apply_values(idx.settings(), pinned)
+    return idx.profile_defaults(choice)
 
 
 def shared_query() -> str:

@@ -101,10 +101,9 @@ ABSTAINED = "abstained"
 REMOVED_LABELS = {"gate": GATED, "maxResults": CUT, "abstention": ABSTAINED}
 
 
-def hit_status(hit: Hit, settings: SearchSettings | None = None) -> str:
+def hit_status(hit: Hit) -> str:
     """Why a hit is (not) in the results, as fusion recorded it (:attr:`Hit.removed_by`):
-    returned, gated by minScore, cut by maxResults, or the whole search abstained.
-    ``settings`` is not read (kept for callers that pass it)."""
+    returned, gated by minScore, cut by maxResults, or the whole search abstained."""
     if hit.passed:
         return RETURNED
     return REMOVED_LABELS.get(hit.removed_by, hit.removed_by or CUT)
@@ -120,29 +119,22 @@ def removed_counts(result: FusionResult) -> dict[str, int]:
     return counts
 
 
-def _fmt_rank(r: int | None) -> str:
-    return "–" if r is None else str(r)
-
-
-def hits_frame(result: FusionResult, *, cut_limit: int | None = 20) -> pd.DataFrame:
+def hits_frame(result: FusionResult, *, cut_limit: int) -> pd.DataFrame:
     """One row per hit: the returned ones, then up to ``cut_limit`` of the removed ones.
 
     Columns: rank (blank for removed hits), status, score, vectorScore, textScore, the rank in
     each leg, which leg(s) found it, the decay multiplier, citation, snippet, id.
     """
-    s = result.settings
     rows: list[dict[str, Any]] = []
-    shown = list(result.hits) + list(result.below_gate[: cut_limit if cut_limit is not None
-                                                        else None])
-    for i, h in enumerate(shown):
+    for i, h in enumerate([*result.hits, *result.below_gate[:cut_limit]]):
         rows.append({
             "rank": i + 1 if h.passed else None,
-            "status": hit_status(h, s),
+            "status": hit_status(h),
             "score": round(h.score, 4),
             "vectorScore": round(h.vector_score, 4),
             "textScore": round(h.text_score, 4),
-            "vector rank": _fmt_rank(h.vector_rank),
-            "text rank": _fmt_rank(h.text_rank),
+            "vector rank": h.vector_rank,
+            "text rank": h.text_rank,
             "via": h.via,
             "decay": round(h.decay, 3),
             "citation": h.citation,
@@ -151,9 +143,8 @@ def hits_frame(result: FusionResult, *, cut_limit: int | None = 20) -> pd.DataFr
         })
     cols = ["rank", "status", "citation", "score", "vectorScore", "textScore", "vector rank",
             "text rank", "via", "decay", "snippet", "id"]
-    df = pd.DataFrame(rows, columns=cols)
-    df["rank"] = df["rank"].astype("Int64")
-    return df
+    return pd.DataFrame(rows, columns=cols).astype(
+        {"rank": "Int64", "vector rank": "Int64", "text rank": "Int64"})
 
 
 def tail(text: str, width: int = 22) -> str:
@@ -170,7 +161,7 @@ def grey_removed(df: pd.DataFrame) -> Any:
             return [""] * len(row)
         return ["color: #9aa0a6; background-color: #f4f4f5; font-style: italic"] * len(row)
 
-    shown = blank_ranks(df, ["rank"])
+    shown = blank_ranks(df, ["rank", "vector rank", "text rank"])
     return shown.style.apply(style, axis=1).format(
         {"score": "{:.3f}", "vectorScore": "{:.3f}", "textScore": "{:.3f}", "decay": "{:.3f}"})
 
@@ -199,8 +190,8 @@ def query_terms(query: str) -> list[str]:
     return out
 
 
-#: The weight sliders and the leg each one weighs.
-WEIGHTS = {"vector_weight": ("vectorWeight", "vector"), "text_weight": ("textWeight", "keyword")}
+#: The weight sliders and their labels.
+WEIGHTS = {"vector_weight": "vectorWeight", "text_weight": "textWeight"}
 
 
 def _ranking(r: FusionResult) -> list[tuple[str, float, bool]]:
@@ -216,7 +207,7 @@ def weight_notes(cands: Candidates, settings: SearchSettings) -> dict[str, str]:
     and the reason is the leg that is missing (a keyword-only index, an empty leg, Hybrid off).
     """
     notes: dict[str, str] = {}
-    for field, (label, _) in WEIGHTS.items():
+    for field, label in WEIGHTS.items():
         weighted: list[dict[str, Any]] = [{field: w} for w in (0.1, 0.9)]
         lo, hi = (fuse(cands, replace(settings, **w)) for w in weighted)
         if _ranking(lo) != _ranking(hi):
@@ -306,8 +297,6 @@ class Movement:
 
 def movement_label(rank_a: int | None, rank_b: int | None) -> str:
     """``↑2`` (B ranks it two places higher), ``↓1``, ``=``, ``new`` or ``dropped``."""
-    if rank_a is None and rank_b is None:
-        return ""
     if rank_a is None:
         return "new"
     if rank_b is None:
@@ -323,20 +312,14 @@ def rank_movement(a: FusionResult, b: FusionResult) -> Movement:
     rb = {h.id: i + 1 for i, h in enumerate(b.hits)}
     by_id = {h.id: h for h in [*a.hits, *b.hits]}
     order = [h.id for h in b.hits] + [h.id for h in a.hits if h.id not in rb]
-    rows = []
-    counts = {"moved": 0, "new": 0, "dropped": 0, "same": 0}
-    for cid in order:
-        h = by_id[cid]
-        label = movement_label(ra.get(cid), rb.get(cid))
-        kind = ("same" if label == "=" else "new" if label == "new" else
-                "dropped" if label == "dropped" else "moved")
-        counts[kind] += 1
-        rows.append({"rank B": rb.get(cid), "rank A": ra.get(cid), "movement": label,
-                     "citation": h.citation, "snippet": " ".join(h.snippet.split())[:120]})
-    df = pd.DataFrame(rows, columns=["rank B", "rank A", "movement", "citation", "snippet"])
-    df["rank A"] = df["rank A"].astype("Int64")
-    df["rank B"] = df["rank B"].astype("Int64")
-    return Movement(df, counts["moved"], counts["new"], counts["dropped"], counts["same"])
+    labels = [movement_label(ra.get(cid), rb.get(cid)) for cid in order]
+    df = pd.DataFrame({"rank B": pd.array([rb.get(c) for c in order], dtype="Int64"),
+                       "rank A": pd.array([ra.get(c) for c in order], dtype="Int64"),
+                       "movement": labels,
+                       "citation": [by_id[c].citation for c in order],
+                       "snippet": [" ".join(by_id[c].snippet.split())[:120] for c in order]})
+    return Movement(df, sum(x[0] in "↑↓" for x in labels), labels.count("new"),
+                    labels.count("dropped"), labels.count("="))
 
 
 # --------------------------------------------------------------------------- export
@@ -354,13 +337,10 @@ def openclaw_query_block(s: SearchSettings) -> dict[str, Any]:
     return block
 
 
-def openclaw_export(s: SearchSettings) -> dict[str, Any]:
-    """``{"memorySearch": {"query": ...}}``: paste under ``agents.defaults`` (or one agent)."""
-    return {"memorySearch": {"query": openclaw_query_block(s)}}
-
-
 def openclaw_export_json(s: SearchSettings) -> str:
-    return json.dumps(openclaw_export(s), indent=2) + "\n"
+    """``{"memorySearch": {"query": ...}}`` as JSON: paste under ``agents.defaults`` (or one
+    agent)."""
+    return json.dumps({"memorySearch": {"query": openclaw_query_block(s)}}, indent=2) + "\n"
 
 
 def not_carried(s: SearchSettings) -> list[str]:
@@ -396,8 +376,7 @@ EXAMPLE_QUERIES: dict[str, tuple[str, ...]] = {
 }
 
 
-def example_placeholder(queries: dict[str, tuple[str, ...]] | None = None) -> str:
-    """The query box's hint: the examples, those one profile answers marked with it."""
-    got = queries or EXAMPLE_QUERIES
-    return "e.g. " + "  ·  ".join(
-        q + ("" if len(p) > 1 else f" ({p[0]} profile)") for q, p in got.items())
+def example_queries(quote: str = "") -> list[str]:
+    """The example queries (each in ``quote``), those one profile answers marked with it."""
+    return [f"{quote}{q}{quote}" + ("" if len(p) > 1 else f" ({p[0]} profile)")
+            for q, p in EXAMPLE_QUERIES.items()]

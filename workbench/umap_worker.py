@@ -84,8 +84,6 @@ def main() -> int:
     else:
         _say(event="ready", seconds=round(seconds, 1))
     for line in sys.stdin:
-        if not line.strip():
-            continue
         try:
             job = json.loads(line)
         except json.JSONDecodeError:
