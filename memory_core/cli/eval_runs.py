@@ -156,10 +156,7 @@ def _compare(args: argparse.Namespace, a: str, b: str) -> int:
         raise CliError(f"--metric {primary}: not a run metric ({', '.join(cm.RUN_METRICS)})")
 
     def as_saved(ref: str) -> Any:
-        p = Path(ref).expanduser()
-        if p.is_file():
-            return None
-        return rs.load_run(ref, args.runs_dir)
+        return None if Path(ref).expanduser().is_file() else rs.load_run(ref, args.runs_dir)
 
     sa, sb = as_saved(a), as_saved(b)
     if args.qrels or sa is None or sb is None:
