@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..base.fileio import JsonlLine, jsonl_line
-from .common import CliError
 
 if TYPE_CHECKING:  # fusion is loaded by the first search, not by a no-op ``index``
     from ..backends import MemoryBackend
@@ -126,11 +125,7 @@ def search_batch(backend: MemoryBackend, batch: str, explain: bool, search: dict
     waited for, so an interactive writer gets each answer as soon as its line is in.
     """
     path = Path(batch)
-    try:
-        f = path.open("rb")
-    except OSError as e:
-        raise CliError(f"{path}: {e.strerror or e}") from e
-    with f:
+    with path.open("rb") as f:  # a missing file: one line from main, as any OSError
         lines = ReadAhead(f.fileno(), MAX_LINE_BYTES)
         n = 0
         while (first := lines.next(wait=True)) is not None:

@@ -149,7 +149,7 @@ def _compare(args: argparse.Namespace, a: str, b: str) -> int:
 
     opts: dict[str, Any] = {k: v for k, v in (("rounds", args.rounds), ("seed", args.seed),
                                               ("threshold", args.threshold)) if v is not None}
-    if opts.get("rounds") is not None and opts["rounds"] < 1:
+    if args.rounds is not None and args.rounds < 1:
         raise CliError("--rounds must be at least 1")
     primary = args.metric or "ndcg@10"  # an unknown one is refused, not read as ndcg@10
     if primary not in cm.RUN_METRICS:

@@ -343,7 +343,7 @@ def _eval_sweep(args: argparse.Namespace, qs: Any, target: str | None, profile: 
 
     extra = _pairs(args.grid, many=True)
     # without --grid, the default axes (vector weight × minScore), each replaced by its flag
-    grid = {} if extra else {k: DEFAULT_GRID[k] for k in ("vector_weight", "min_score")}
+    grid = {} if extra else dict(DEFAULT_GRID)
     grid.update(_flag_axes(args))
     if args.fusions:
         grid["fusion"] = [f.strip() for f in args.fusions.split(",") if f.strip()]

@@ -270,10 +270,7 @@ def _print_counts(st: BackendStatus) -> None:
 
 def cmd_chunk(args: argparse.Namespace) -> int:
     path = Path(args.file)
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise CliError(f"{path}: {e.strerror or e}") from e
+    data = path.read_bytes()  # a missing file: one line from main, as any OSError
     check_values(ChunkingConfig, {"tokens": args.tokens, "overlap": args.overlap}, "chunk",
                  {"tokens": "--tokens", "overlap": "--overlap"})  # 0 or -1: one line
     text = data.decode("utf-8", "replace")
