@@ -17,16 +17,13 @@ import select
 import stat
 import sys
 from collections import deque
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..base.fileio import JsonlLine, jsonl_line
-from .common import CliError
 
 if TYPE_CHECKING:  # fusion is loaded by the first search, not by a no-op ``index``
     from ..backends import MemoryBackend
-    from ..read.fusion import Hit
 
 #: A batch line longer than this is answered with an error (a query is a sentence, not a book).
 MAX_LINE_BYTES = 64 * 1024
@@ -113,11 +110,10 @@ class ReadAhead:
             self._buf.clear()
 
 
-def search_batch(backend: MemoryBackend, batch: str, *, max_results: int | None,
-                 min_score: float | None, sources: list[str] | None, explain: bool,
-                 on_hits: Callable[[str, Sequence[Hit]], None] | None,
-                 overrides: dict[str, Any]) -> int:
-    """Answer every ``{qid, query}`` line of ``batch``; the model and index load once.
+def search_batch(backend: MemoryBackend, batch: str, explain: bool, search: dict[str, Any]
+                 ) -> int:
+    """Answer every ``{qid, query}`` line of ``batch`` (``search``: the keywords of every
+    :meth:`MemoryBackend.search`); the model and index load once.
 
     Each non-blank input line gives exactly one output line: ``{qid, results}`` (plus ``note``
     when the query was capped) or ``{qid, line, error, results: []}``; errors are also
@@ -129,11 +125,7 @@ def search_batch(backend: MemoryBackend, batch: str, *, max_results: int | None,
     waited for, so an interactive writer gets each answer as soon as its line is in.
     """
     path = Path(batch)
-    try:
-        f = path.open("rb")
-    except OSError as e:
-        raise CliError(f"{path}: {e.strerror or e}") from e
-    with f:
+    with path.open("rb") as f:  # a missing file: one line from main, as any OSError
         lines = ReadAhead(f.fileno(), MAX_LINE_BYTES)
         n = 0
         while (first := lines.next(wait=True)) is not None:
@@ -146,9 +138,7 @@ def search_batch(backend: MemoryBackend, batch: str, *, max_results: int | None,
                 item = jsonl_line(n, raw, too_long, MAX_LINE_BYTES)
                 if item is not None:
                     items.append(item)
-            _answer(backend, path, items, dict(max_results=max_results, min_score=min_score,
-                                           sources=sources, on_hits=on_hits, **overrides),
-                    explain)
+            _answer(backend, path, items, search, explain)
     return 0
 
 

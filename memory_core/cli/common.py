@@ -206,10 +206,7 @@ def progress_bar(enabled: bool) -> Progress | None:
         return None
     if not sys.stderr.isatty():
         return _summary_progress()
-    try:
-        from tqdm import tqdm
-    except ImportError:  # pragma: no cover - tqdm comes with sentence-transformers
-        return _summary_progress()
+    from tqdm import tqdm  # a dependency, imported only for a bar on a terminal
     bars: dict[str, Any] = {}
 
     def progress(stage: str, done: int, total: int) -> None:

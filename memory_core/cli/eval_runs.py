@@ -149,17 +149,14 @@ def _compare(args: argparse.Namespace, a: str, b: str) -> int:
 
     opts: dict[str, Any] = {k: v for k, v in (("rounds", args.rounds), ("seed", args.seed),
                                               ("threshold", args.threshold)) if v is not None}
-    if opts.get("rounds") is not None and opts["rounds"] < 1:
+    if args.rounds is not None and args.rounds < 1:
         raise CliError("--rounds must be at least 1")
     primary = args.metric or "ndcg@10"  # an unknown one is refused, not read as ndcg@10
     if primary not in cm.RUN_METRICS:
         raise CliError(f"--metric {primary}: not a run metric ({', '.join(cm.RUN_METRICS)})")
 
     def as_saved(ref: str) -> Any:
-        p = Path(ref).expanduser()
-        if p.is_file():
-            return None
-        return rs.load_run(ref, args.runs_dir)
+        return None if Path(ref).expanduser().is_file() else rs.load_run(ref, args.runs_dir)
 
     sa, sb = as_saved(a), as_saved(b)
     if args.qrels or sa is None or sb is None:

@@ -167,16 +167,15 @@ def _emit(args: argparse.Namespace, out: dict[str, Any], text: str) -> None:
 
 def _eval_dreaming(args: argparse.Namespace) -> int:
     """``eval --dreaming``: both profiles' replay of LoCoMo dev, as a table or JSON."""
-    from ..evaluation.dreaming import dreaming_table, locomo_root, run_dreaming_eval
+    from ..evaluation.dreaming import conversations, dreaming_table, run_dreaming_eval
 
-    root = locomo_root()
-    if root is None:
+    known = conversations()
+    if not known:
         raise CliError("the dreaming evaluation needs LoCoMo dev (../shared/datasets/locomo-dev)")
     convs = [c.strip() for c in (args.conversations or "").split(",") if c.strip()] or None
-    known = {p.name for p in (root / "markdown").iterdir()}
-    unknown = sorted(set(convs or []) - known)
+    unknown = sorted(set(convs or []) - set(known))
     if unknown:
-        raise CliError(f"unknown conversation {unknown[0]!r} (known: {', '.join(sorted(known))})")
+        raise CliError(f"unknown conversation {unknown[0]!r} (known: {', '.join(known)})")
 
     def progress(what: str) -> None:
         if not args.no_progress:
@@ -229,14 +228,15 @@ def _runner(args: argparse.Namespace) -> Any:
     return partial(run_eval_ray, address=args.address)
 
 
-def _eval_cv(args: argparse.Namespace, qs: Any, base: SearchSettings, target: str | None,
-             profile: str, progress: Any) -> int:
+def _eval_cv(args: argparse.Namespace, qs: Any, target: str | None, profile: str,
+             progress: Any) -> tuple[dict[str, Any], list[str]]:
     """``eval --cv``: constants chosen on training folds, figures from the held-out ones.
 
     ``--queries A,B,C`` (``qs`` a list of names): one set of constants for all the sets.
     """
     from ..evaluation.cv import DEFAULT_CV_GRID, run_cv, run_cv_sets
 
+    base = _settings(args, profile, _pairs(args.set, many=False))
     grid = {**_pairs(args.grid, many=True), **_flag_axes(args)} or DEFAULT_CV_GRID
     # a bad --objective is a ValueError: main prints it as one line, exit 2
     how: dict[str, Any] = dict(objective=args.objective, k=args.folds, profile=profile,
@@ -244,8 +244,7 @@ def _eval_cv(args: argparse.Namespace, qs: Any, base: SearchSettings, target: st
                                chunk_tokens=args.chunk_tokens, cache=not args.no_cache)
     res = (run_cv_sets(qs, base, grid, progress, **how) if isinstance(qs, list)
            else run_cv(target, qs, base, grid, progress, **how))
-    _emit(args, {"cv": res.to_dict()}, res.to_markdown())
-    return 0
+    return {"cv": res.to_dict()}, [res.to_markdown()]
 
 
 def _settings(args: argparse.Namespace, profile: str,
@@ -271,22 +270,22 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return _eval_dreaming(args)
     _check_eval_flags(args)
     profile = args.profile or "default"
-    if args.cv and "," in args.queries:  # one profile cross-validated over several sets
-        names = [n.strip() for n in args.queries.split(",") if n.strip()]
-        try:
-            for n in names:
-                load_query_set(n)
-        except DatasetMissing as e:
-            print(f"memory-core eval: {e}", file=sys.stderr)
-            return EXIT_USAGE
-        return _eval_cv(args, names, _settings(args, profile, _pairs(args.set, many=False)),
-                        None, profile, progress_bar(not args.no_progress))
+    qs: Any
     try:
-        qs = (load_with_qrels(args) if args.qrels
-              else load_query_set(args.queries, args.workspace))
+        if args.cv and "," in args.queries:  # one profile cross-validated over several sets
+            qs = [n.strip() for n in args.queries.split(",") if n.strip()]
+            for n in qs:
+                load_query_set(n)
+        else:
+            qs = (load_with_qrels(args) if args.qrels
+                  else load_query_set(args.queries, args.workspace))
     except DatasetMissing as e:
         print(f"memory-core eval: {e}", file=sys.stderr)
         return EXIT_USAGE
+    if isinstance(qs, list):
+        out, md = _eval_cv(args, qs, None, profile, progress_bar(not args.no_progress))
+        _emit(args, out, "\n".join(md))
+        return 0
     if "" in qs.workspaces and qs.workspaces[""] is None and not args.workspace:
         raise CliError(f"{args.queries}: a query file needs --workspace")
     if not qs.queries:  # a table of zeros would read as a measured 0
@@ -301,12 +300,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return _eval_qmd(args, qs)
     target = (args.workspace if args.workspace and (Path(args.queries).suffix == ".jsonl"
                                                     or args.qrels) else None)
-    progress = progress_bar(not args.no_progress)
-    if args.cv:
-        return _eval_cv(args, qs, _settings(args, profile, _pairs(args.set, many=False)),
-                        target, profile, progress)
-    run = _eval_sweep if args.sweep else _eval_plain
-    out, md = run(args, qs, target, profile, progress)
+    run = _eval_cv if args.cv else _eval_sweep if args.sweep else _eval_plain
+    out, md = run(args, qs, target, profile, progress_bar(not args.no_progress))
     _emit(args, out, "\n".join(md))
     return 0
 
@@ -334,7 +329,7 @@ def _check_eval_flags(args: argparse.Namespace) -> None:
         if args.cv or args.sweep or args.backend != "builtin":
             raise CliError("--executor ray runs the plain evaluation (with --legs, --set, "
                            "--compare-profile), not --cv, --sweep or --backend qmd")
-        from ..evaluation.ray_executor import INSTALL_HINT, ray_available
+        from ..base.ray_session import INSTALL_HINT, ray_available
 
         if not ray_available():
             raise CliError(INSTALL_HINT)
@@ -348,7 +343,7 @@ def _eval_sweep(args: argparse.Namespace, qs: Any, target: str | None, profile: 
 
     extra = _pairs(args.grid, many=True)
     # without --grid, the default axes (vector weight × minScore), each replaced by its flag
-    grid = {} if extra else {k: DEFAULT_GRID[k] for k in ("vector_weight", "min_score")}
+    grid = {} if extra else dict(DEFAULT_GRID)
     grid.update(_flag_axes(args))
     if args.fusions:
         grid["fusion"] = [f.strip() for f in args.fusions.split(",") if f.strip()]
@@ -367,26 +362,23 @@ def _eval_plain(args: argparse.Namespace, qs: Any, target: str | None, profile: 
     the comparison when there are two, and the run files written."""
     from ..evaluation import EvalConfig, leg_configs
 
+    def measure(name: str, overrides: dict[str, Any], label: str, prefix: str = ""
+                ) -> EvalReport:
+        first = EvalConfig(label, _settings(args, name, overrides))
+        configs = [first, *(leg_configs(first.settings, prefix) if args.legs else [])]
+        return _runner(args)(target, qs, configs, progress, profile=name,
+                             provider=args.provider, limit=args.limit,
+                             chunk_tokens=args.chunk_tokens)
+
     overrides = _pairs(args.set, many=False)
-    label = profile + (" (" + ", ".join(f"{k}={v}" for k, v in overrides.items()) + ")"
-                       if overrides else "")
-    configs = [EvalConfig(label, _settings(args, profile, overrides))]
-    if args.legs:
-        configs += leg_configs(configs[0].settings)
-    run = _runner(args)
-    rep = run(target, qs, configs, progress, profile=profile, provider=args.provider,
-              limit=args.limit, chunk_tokens=args.chunk_tokens)
+    rep = measure(profile, overrides, profile + (
+        " (" + ", ".join(f"{k}={v}" for k, v in overrides.items()) + ")" if overrides else ""))
     out: dict[str, Any] = {}
     md = [rep.to_markdown()]
     reports: list[EvalReport] = [rep]
     if args.compare_profile and args.compare_profile != profile:
         other = args.compare_profile
-        oconfigs = [EvalConfig(other, _settings(args, other, {}))]
-        if args.legs:
-            oconfigs += leg_configs(oconfigs[0].settings, prefix=f"{other}: ")
-        reports.append(run(target, qs, oconfigs, progress, profile=other,
-                           provider=args.provider, limit=args.limit,
-                           chunk_tokens=args.chunk_tokens))
+        reports.append(measure(other, {}, other, prefix=f"{other}: "))
     out["reports"] = [r.to_dict() for r in reports]
     if len(reports) > 1:
         md += _compared(reports[1], rep, args.metric or "success@5", qs, out)

@@ -70,13 +70,6 @@ def cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
-def settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """The search-setting flags of ``search`` (but ``--max-results`` and ``--min-score``,
-    passed on their own) as :meth:`MemoryIndex.search` keywords, checked."""
-    flags = setting_flags(args, SEARCH_FLAGS, "search")
-    return {k: v for k, v in flags.items() if k not in ("max_results", "min_score")}
-
-
 class LazyRecallRecorder:
     """``on_hits`` for :meth:`MemoryIndex.search` that records recalls for promotion.
 
@@ -176,17 +169,13 @@ def _sources(given: str | None) -> list[str] | None:
 
 def cmd_search(args: argparse.Namespace) -> int:
     sources = _sources(args.sources)
-    overrides = settings_overrides(args)  # a flag out of range: one line, exit 2, no work
+    flags = setting_flags(args, SEARCH_FLAGS, "search")  # out of range: one line, exit 2, no work
     with open_index(args) as idx, closing(LazyRecallRecorder(idx)) as recorder, \
             backend_for(idx, args) as backend:
-        on_hits = None if args.no_record else recorder
+        search = dict(sources=sources, on_hits=None if args.no_record else recorder, **flags)
         if args.batch:
-            return search_batch(backend, args.batch, max_results=args.max_results,
-                                min_score=args.min_score, sources=sources,
-                                explain=args.explain, on_hits=on_hits, overrides=overrides)
-        res = backend.search(_query(args), max_results=args.max_results,
-                             min_score=args.min_score, sources=sources, on_hits=on_hits,
-                             **overrides)
+            return search_batch(backend, args.batch, args.explain, search)
+        res = backend.search(_query(args), **search)
         if idx.sync_skipped:  # the files changed may not be in these results: said
             print(f"note: {idx.sync_skipped}", file=sys.stderr)
         if args.json:
@@ -281,10 +270,7 @@ def _print_counts(st: BackendStatus) -> None:
 
 def cmd_chunk(args: argparse.Namespace) -> int:
     path = Path(args.file)
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise CliError(f"{path}: {e.strerror or e}") from e
+    data = path.read_bytes()  # a missing file: one line from main, as any OSError
     check_values(ChunkingConfig, {"tokens": args.tokens, "overlap": args.overlap}, "chunk",
                  {"tokens": "--tokens", "overlap": "--overlap"})  # 0 or -1: one line
     text = data.decode("utf-8", "replace")

@@ -36,6 +36,8 @@ GATES: tuple[float, ...] = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.
 #: minority of what they ask; at 1.0 the model learns a prior of two off-topic questions in
 #: three and underestimates every answerable hit (held-out ECE 0.079 against 0.051 at 0.3).
 PROBE_WEIGHT = 0.3
+#: The most S@5 the gate may cost any labelled set on the training folds (against no gate).
+MAX_DROP = 0.01
 
 
 @dataclass
@@ -122,16 +124,15 @@ def fit_isotonic(p: np.ndarray, y: np.ndarray, weight: np.ndarray | None = None,
     return tuple(round(m[0], 6) for m in merged), tuple(round(m[1], 6) for m in merged)
 
 
-def fit_calibration(rows: Sequence[QueryRows], name: str, l2: float = 1.0,
-                    isotonic: bool = True, note: str = "",
-                    probe_weight: float = PROBE_WEIGHT) -> Calibration:
+def fit_calibration(rows: Sequence[QueryRows], name: str, isotonic: bool = True,
+                    note: str = "") -> Calibration:
     """The calibration fitted on every row of ``rows`` (a probe's rows weigh
-    ``probe_weight``)."""
+    :data:`PROBE_WEIGHT`)."""
     used = [r for r in rows if len(r.y)]
     x = np.vstack([r.x for r in used])
     y = np.concatenate([r.y for r in used])
-    w = np.concatenate([np.full(len(r.y), probe_weight if r.probe else 1.0) for r in used])
-    mean, scale, coef, b = fit_logistic(x, y, l2, weight=w)
+    w = np.concatenate([np.full(len(r.y), PROBE_WEIGHT if r.probe else 1.0) for r in used])
+    mean, scale, coef, b = fit_logistic(x, y, weight=w)
     model = Calibration(name, FEATURES, tuple(round(float(v), 6) for v in mean),
                         tuple(round(float(v), 6) for v in scale),
                         tuple(round(float(v), 6) for v in coef), round(b, 6), note=note)
@@ -181,14 +182,12 @@ class Scored:
     empty: bool
 
 
-def score_query(r: QueryRows, model: Calibration, gate: float, min_score: float = 0.0,
-                max_results: int = 6) -> Scored:
+def score_query(r: QueryRows, model: Calibration, gate: float, max_results: int = 6) -> Scored:
     """What the calibrated fusion returns for ``r``: nothing when the best hit's probability
-    is below ``gate`` (``abstain_below``), else the hits in the fused order at or above
-    ``min_score``, at most ``max_results``."""
+    is below ``gate`` (``abstain_below``), else the hits in the fused order, at most
+    ``max_results`` (no minScore: the fit's settings have none)."""
     p = predict(model, r.x) if len(r.y) else np.zeros(0)
-    keep = [] if not len(p) or float(p[0]) < gate else [
-        i for i in range(len(p)) if p[i] >= min_score][:max_results]
+    keep = [] if not len(p) or float(p[0]) < gate else list(range(len(p)))[:max_results]
     ranked = [r.cites[i] for i in keep]
     c = r.collected
     m = score_ranking(ranked, c.query.relevant, c.ideal_chunks, c.ideal_files)
@@ -229,24 +228,22 @@ def summarise(scored: Sequence[Scored], probes: Sequence[Scored]) -> dict[str, A
 
 def _share(flags: Sequence[bool]) -> float:
     return sum(flags) / len(flags) if flags else math.nan
-#: The most S@5 the gate may cost any labelled set on the training folds (against no gate).
-MAX_DROP = 0.01
 
 
 def choose_gate(labelled: Mapping[str, Sequence[QueryRows]], probes: Sequence[QueryRows],
-                model: Calibration, gates: Sequence[float] = GATES, max_drop: float = MAX_DROP
-                ) -> tuple[float, dict[str, Any]]:
-    """The highest gate that costs no set of ``labelled`` more than ``max_drop`` of S@5 (the
-    answerable questions it would leave unanswered), against the same model without a gate;
-    with its figures on the first set and ``probes``. More probes answered empty is all a
-    higher gate buys, so the highest one within the budget is the choice."""
+                model: Calibration) -> tuple[float, dict[str, Any]]:
+    """The highest gate of :data:`GATES` that costs no set of ``labelled`` more than
+    :data:`MAX_DROP` of S@5 (the answerable questions it would leave unanswered), against the
+    same model without a gate; with its figures on the first set and ``probes``. More probes
+    answered empty is all a higher gate buys, so the highest one within the budget is the
+    choice."""
     def s5(rows: Sequence[QueryRows], g: float) -> float:
         return float(summarise([score_query(r, model, g) for r in rows], [])["success@5"])
 
     free = {n: s5(rows, 0.0) for n, rows in labelled.items() if rows}
-    chosen = gates[0]
-    for g in sorted(gates):
-        if all(free[n] - s5(rows, g) <= max_drop + 1e-12 for n, rows in labelled.items()
+    chosen = GATES[0]
+    for g in sorted(GATES):
+        if all(free[n] - s5(rows, g) <= MAX_DROP + 1e-12 for n, rows in labelled.items()
                if rows):
             chosen = g
     first = next(iter(labelled.values()))

@@ -445,15 +445,15 @@ def run_cv(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
            grid: Mapping[str, Sequence[Any]] | None = None, progress: Progress | None = None,
            *, objective: str = "success@5+recall@5", k: int = 5, profile: str | None = None,
            provider: str | None = None, limit: int | None = None,
-           chunk_tokens: int | None = None, cache: bool = True, legs: bool = True,
-           ablate: bool = True) -> CVResult:
+           chunk_tokens: int | None = None, cache: bool = True, ablate: bool = True
+           ) -> CVResult:
     """Fetch the candidates once (cached on disk), then :func:`cross_validate`.
 
-    Baselines: ``base`` as configured (fixed) and, with ``legs``, each leg alone.
+    Baselines: ``base`` as configured (fixed) and each leg alone.
     """
-    grid, sets, baselines = _fetch_sets([query_set], base, grid, legs, index_or_workspace,
-                                        progress, profile=profile, provider=provider,
-                                        limit=limit, chunk_tokens=chunk_tokens, cache=cache)
+    sets, baselines = _fetch_sets([query_set], base, grid, index_or_workspace, progress,
+                                  profile=profile, provider=provider, limit=limit,
+                                  chunk_tokens=chunk_tokens, cache=cache)
     name, collected = next(iter(sets.items()))
     return cross_validate(collected, base, grid, objective=objective, k=k, baselines=baselines,
                           ablate=ablate, query_set=name)
@@ -463,29 +463,26 @@ def run_cv_sets(query_sets: Sequence[QuerySet | str], base: SearchSettings,
                 grid: Mapping[str, Sequence[Any]] | None = None,
                 progress: Progress | None = None, *, objective: str = "success@5+recall@5",
                 k: int = 5, profile: str | None = None, provider: str | None = None,
-                limit: int | None = None, chunk_tokens: int | None = None, cache: bool = True,
-                legs: bool = True, ablate: bool = True) -> JointCVResult:
+                limit: int | None = None, chunk_tokens: int | None = None, cache: bool = True
+                ) -> JointCVResult:
     """Fetch each set's candidates once (cached), then :func:`cross_validate_sets`."""
-    grid, sets, baselines = _fetch_sets(query_sets, base, grid, legs, None, progress,
-                                        profile=profile, provider=provider, limit=limit,
-                                        chunk_tokens=chunk_tokens, cache=cache)
-    return cross_validate_sets(sets, base, grid, objective=objective, k=k, baselines=baselines,
-                               ablate=ablate)
+    sets, baselines = _fetch_sets(query_sets, base, grid, None, progress, profile=profile,
+                                  provider=provider, limit=limit, chunk_tokens=chunk_tokens,
+                                  cache=cache)
+    return cross_validate_sets(sets, base, grid, objective=objective, k=k, baselines=baselines)
 
 
 def _fetch_sets(query_sets: Sequence[QuerySet | str], base: SearchSettings,
-                grid: Mapping[str, Sequence[Any]] | None, legs: bool,
+                grid: Mapping[str, Sequence[Any]] | None,
                 index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
                 progress: Progress | None, *, limit: int | None, **kw: Any
-                ) -> tuple[Mapping[str, Sequence[Any]], dict[str, list[CollectedQuery]],
-                           dict[str, EvalConfig | SearchSettings]]:
-    """The grid (default :data:`DEFAULT_CV_GRID`), each set's candidates fetched once for
-    every configuration the run scores (``base`` as configured, each leg alone with ``legs``,
-    the grid's combinations), and the fixed baselines among them."""
-    grid = {k2: list(v) for k2, v in (grid or DEFAULT_CV_GRID).items()}
-    leg_cfgs = leg_configs(base) if legs else []
+                ) -> tuple[dict[str, list[CollectedQuery]], dict[str, EvalConfig | SearchSettings]]:
+    """Each set's candidates fetched once for every configuration the run scores (``base`` as
+    configured, each leg alone, the combinations of the grid, default
+    :data:`DEFAULT_CV_GRID`), and the fixed baselines among them."""
+    leg_cfgs = leg_configs(base)
     configs = [EvalConfig("as configured", base), *leg_cfgs,
-               *(cfg for _, cfg in grid_configs(base, grid))]
+               *(cfg for _, cfg in grid_configs(base, grid or DEFAULT_CV_GRID))]
     baselines: dict[str, EvalConfig | SearchSettings] = {"as configured": base}
     baselines.update({c.label: c for c in leg_cfgs})
     sets: dict[str, list[CollectedQuery]] = {}
@@ -493,4 +490,4 @@ def _fetch_sets(query_sets: Sequence[QuerySet | str], base: SearchSettings,
         q = (load_query_set(qs) if isinstance(qs, str) else qs).limited(limit)
         sets[q.name], _ = collect(q, configs, index_or_workspace=index_or_workspace,
                                   progress=progress, **kw)
-    return grid, sets, baselines
+    return sets, baselines

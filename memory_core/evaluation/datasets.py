@@ -28,10 +28,12 @@ from ..base.fileio import atomic_write, iter_jsonl
 from ..base.locations import REPO_ROOT, cache_root, datasets_dir
 
 DEMO_WORKSPACE = REPO_ROOT / "examples" / "demo-workspace"
-DEMO_QUERIES = REPO_ROOT / "examples" / "demo-queries.jsonl"
-#: The rich demo (``scripts/make_demo_home.py``): an OpenClaw home's workspace and its labels.
-DEMO_HOME_WORKSPACE = REPO_ROOT / "examples" / "demo-home" / "workspace"
-DEMO_HOME_QUERIES = REPO_ROOT / "examples" / "demo-home-queries.jsonl"
+#: The demos' query sets: name → (labels, workspace). ``demo-home`` is the rich demo
+#: (``scripts/make_demo_home.py``): an OpenClaw home's workspace.
+DEMOS: dict[str, tuple[Path, Path]] = {
+    "demo": (REPO_ROOT / "examples" / "demo-queries.jsonl", DEMO_WORKSPACE),
+    "demo-home": (REPO_ROOT / "examples" / "demo-home-queries.jsonl",
+                  REPO_ROOT / "examples" / "demo-home" / "workspace")}
 LOCOMO_CONVS: tuple[str, ...] = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43")
 BEIR_SETS: dict[str, str] = {"xquad-en": "xquad/beir-en", "xquad-zh": "xquad/beir-zh",
                              "scifact": "scifact"}
@@ -112,9 +114,7 @@ class QuerySet:
 
 def available_query_sets() -> list[str]:
     """Names :func:`load_query_set` accepts whose data exists on this machine."""
-    out = ["demo"] if DEMO_QUERIES.is_file() and DEMO_WORKSPACE.is_dir() else []
-    if DEMO_HOME_QUERIES.is_file() and DEMO_HOME_WORKSPACE.is_dir():
-        out.append("demo-home")
+    out = [name for name, (queries, ws) in DEMOS.items() if queries.is_file() and ws.is_dir()]
     ds = datasets_dir()
     loc = ds / "locomo-dev"
     for shape in ("markdown", "sessions"):
@@ -145,11 +145,8 @@ def load_query_set(name_or_path: str | os.PathLike[str], workspace: str | os.Pat
     absent.
     """
     raw = str(name_or_path)
-    if raw == "demo":
-        return _load_jsonl(DEMO_QUERIES, "demo", {"": DEMO_WORKSPACE}, {"": None})
-    if raw == "demo-home":
-        return _load_jsonl(DEMO_HOME_QUERIES, "demo-home", {"": DEMO_HOME_WORKSPACE},
-                           {"": None})
+    if raw in DEMOS:
+        return _load_jsonl(DEMOS[raw][0], raw, DEMOS[raw][1])
     m = re.fullmatch(r"locomo-(markdown|sessions)(?::([\w-]+))?", raw)
     if m:
         return _load_locomo(m.group(1), m.group(2) or "all")
@@ -162,8 +159,7 @@ def load_query_set(name_or_path: str | os.PathLike[str], workspace: str | os.Pat
     if p.is_dir() and (p / "corpus.jsonl").is_file():
         return _load_beir(p, p.name)
     if p.is_file():
-        ws = Path(os.path.expanduser(str(workspace))) if workspace else None
-        return _load_jsonl(p, p.stem, {"": ws}, {"": None})
+        return _load_jsonl(p, p.stem, Path(workspace).expanduser() if workspace else None)
     raise DatasetMissing(
         f"no query set {raw!r}: not a known name ({', '.join(available_query_sets()) or 'none'}"
         " available), a .jsonl file or a BEIR folder")
@@ -227,13 +223,13 @@ def _parse_queries(records: Iterable[Mapping[str, Any]], workspace_of: Callable[
     return out
 
 
-def _load_jsonl(path: Path, name: str, workspaces: dict[str, Path | None],
-                store_dirs: dict[str, Path | None]) -> QuerySet:
+def _load_jsonl(path: Path, name: str, workspace: Path | None) -> QuerySet:
+    """A query file judged against one workspace (``None``: the index the caller gives)."""
     if not path.is_file():
         raise DatasetMissing(f"{path} does not exist")
     skipped: dict[str, int] = {}
     queries = _parse_queries(_read_jsonl(path), lambda rec: "", skipped)
-    return QuerySet(name, queries, workspaces, store_dirs, "lines", skipped, str(path))
+    return QuerySet(name, queries, {"": workspace}, {"": None}, "lines", skipped, str(path))
 
 
 def _load_locomo(shape: str, conv: str) -> QuerySet:

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..base.fileio import atomic_write
+from ..base.fileio import atomic_write, iter_jsonl
 from ..base.locations import REPO_ROOT
 from .datasets import APART_CATEGORIES, EvalQuery, QuerySet
 from .trec import (
@@ -79,19 +79,14 @@ def _categories(path: Path) -> dict[str, str]:
     """``category`` (or ``category_name``) of our JSONL's queries, where it names one."""
     out: dict[str, str] = {}
     try:
-        lines = path.read_text(encoding="utf-8").split("\n")  # U+2028 ends no JSONL line
-    except (OSError, UnicodeDecodeError):
+        recs = [line.value for line in iter_jsonl(path) if isinstance(line.value, dict)]
+    except OSError:
         return out
-    for line in lines:
-        if line.lstrip().startswith("{"):
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            cat = rec.get("category_name") or rec.get("category")
-            qid = rec.get("qid", rec.get("_id"))
-            if qid is not None and cat is not None:
-                out[str(qid)] = str(cat)
+    for rec in recs:
+        cat = rec.get("category_name") or rec.get("category")
+        qid = rec.get("qid", rec.get("_id"))
+        if qid is not None and cat is not None:
+            out[str(qid)] = str(cat)
     return out
 
 
@@ -116,14 +111,8 @@ class LabelStore:
 
     def __init__(self, folder: str | os.PathLike[str]) -> None:
         self.folder = Path(folder)
-
-    @property
-    def queries_file(self) -> Path:
-        return self.folder / QUERIES_FILE
-
-    @property
-    def qrels_file(self) -> Path:
-        return self.folder / QRELS_FILE
+        self.queries_file = self.folder / QUERIES_FILE
+        self.qrels_file = self.folder / QRELS_FILE
 
     def exists(self) -> bool:
         return self.queries_file.is_file() and self.qrels_file.is_file()

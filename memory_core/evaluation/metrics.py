@@ -90,12 +90,7 @@ def score_ranking(ranked: Sequence[tuple[str, int, int]], relevant: Sequence[Evi
     (the index's chunk count and how many cover evidence) also ``"session"``: LongMemEval's
     metrics (:func:`session_metrics`).
     """
-    seen: set[tuple[str, int, int]] = set()
-    unique = []
-    for item in ranked:
-        if item not in seen:
-            seen.add(item)
-            unique.append(item)
+    unique = list(dict.fromkeys(ranked))
     units = list(dict.fromkeys(relevant))
     covered: set[int] = set()
     gains: list[int] = []

@@ -24,14 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..base.config import SearchSettings
-from ..base.ray_session import (  # noqa: F401 (re-exported: the CLI and tests import them here)
-    INSTALL_HINT,
-    LOCAL_CPUS,
-    RayUnavailable,
-    import_ray,
-    ray_available,
-    ray_session,
-)
+from ..base.ray_session import import_ray, ray_session
 from .datasets import EvalQuery, QuerySet, load_query_set
 from .report import EvalReport
 from .runner import (
@@ -49,7 +42,7 @@ from .runner import (
 def evaluate_workspace(query_set: QuerySet, ws_key: str, queries: Sequence[EvalQuery],
                        configs: Sequence[EvalConfig], workspace: str | None, *,
                        profile: str | None, provider: str | None, chunk_tokens: int | None,
-                       cache: bool, audit: bool) -> tuple[dict[str, Any], ScoredQueries]:
+                       audit: bool) -> tuple[dict[str, Any], ScoredQueries]:
     """The body of one task: index one workspace, score its queries under every config.
 
     Returns the index's description and the per-query rows (no candidates, no index handle).
@@ -57,7 +50,7 @@ def evaluate_workspace(query_set: QuerySet, ws_key: str, queries: Sequence[EvalQ
     """
     collected, info = collect_workspace(
         query_set, ws_key, queries, configs, index_or_workspace=workspace, profile=profile,
-        provider=provider, chunk_tokens=chunk_tokens, cache=cache)
+        provider=provider, chunk_tokens=chunk_tokens)
     return info, score_collected(collected, configs, audit)
 
 
@@ -66,7 +59,7 @@ def run_eval_ray(workspace: str | os.PathLike[str] | None, query_set: QuerySet |
                  = None, progress: Progress | None = None, *, profile: str | None = None,
                  provider: str | None = None, legs: bool = False, audit: bool = True,
                  limit: int | None = None, chunk_tokens: int | None = None,
-                 cache: bool = False, address: str | None = None) -> EvalReport:
+                 address: str | None = None) -> EvalReport:
     """:func:`~memory_core.evaluation.runner.run_eval` with one Ray task per workspace.
 
     Same arguments, except that ``workspace`` is a folder (or None for the set's own
@@ -86,8 +79,8 @@ def run_eval_ray(workspace: str | os.PathLike[str] | None, query_set: QuerySet |
     with ray_session(address) as ray:
         task = ray.remote(num_cpus=1, max_retries=0)(evaluate_workspace)
         refs = {task.remote(qs, key, queries, configs, target, profile=profile,
-                            provider=provider, chunk_tokens=chunk_tokens, cache=cache,
-                            audit=audit): key for key, queries in by_ws.items()}
+                            provider=provider, chunk_tokens=chunk_tokens, audit=audit): key
+                for key, queries in by_ws.items()}
         results: dict[str, tuple[dict[str, Any], ScoredQueries]] = {}
         pending = list(refs)
         prog("workspaces", 0, len(refs))

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,21 +52,20 @@ class EvalReport:
                 return r
         raise KeyError(label)
 
-    def to_dict(self, per_query: bool = True) -> dict[str, Any]:
-        """A JSON-ready dict (per-query rows included unless ``per_query`` is False)."""
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict, per-query rows included."""
         return {
             "query_set": self.query_set, "level": self.level, "skipped": self.skipped,
             "info": self.info,
             "runs": [{"label": r.label, "leg": r.leg, "settings": r.settings,
-                      "metrics": r.metrics, **({"per_query": r.per_query} if per_query else {})}
-                     for r in self.runs],
+                      "metrics": r.metrics, "per_query": r.per_query} for r in self.runs],
             **({"audit": self.audit} if self.audit else {}),
         }
 
-    def to_json(self, per_query: bool = True) -> str:
-        return json.dumps(self.to_dict(per_query), ensure_ascii=False, indent=1)
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, indent=1)
 
-    def to_markdown(self, *, categories: bool = True) -> str:
+    def to_markdown(self) -> str:
         """Tables: the main metrics per run, then per category, then the leg audit."""
         lines = [f"### {self.query_set}", ""]
         n = self.runs[0].metrics["n_queries"] if self.runs else 0
@@ -74,18 +73,10 @@ class EvalReport:
         lines.append(f"{n} queries (skipped: {skipped}); chunk level unless marked *file*.")
         lines.append("")
         lines += markdown_table([(r.label, r.metrics) for r in self.runs])
-        if categories and self.runs and len(self.runs[0].metrics["by_category"]) > 1:
+        if self.runs and len(self.runs[0].metrics["by_category"]) > 1:
             lines += ["", "Success@5 / Recall@5 by category (chunk level):", ""]
-            cats = list(self.runs[0].metrics["by_category"])
-            lines.append("| run | " + " | ".join(
-                f"{c} ({self.runs[0].metrics['by_category'][c]['n_queries']})" for c in cats)
-                + " |")
-            lines.append("|---" * (len(cats) + 1) + "|")
-            for r in self.runs:
-                bc = r.metrics["by_category"]
-                lines.append(f"| {r.label} | " + " | ".join(
-                    f"{bc[c]['chunk']['success@5']:.3f} / {bc[c]['chunk']['recall@5']:.3f}"
-                    if c in bc else "–" for c in cats) + " |")
+            lines += _category_table(self.runs, lambda b: f"{b['chunk']['success@5']:.3f} / "
+                                    f"{b['chunk']['recall@5']:.3f}")
         if self.runs and "session" in self.runs[0].metrics:
             lines += ["", *session_markdown(self.runs)]
         apart = [(r.label, r.metrics["apart"]) for r in self.runs if "apart" in r.metrics]
@@ -130,17 +121,23 @@ def session_markdown(runs: Sequence[RunResult]) -> list[str]:
         out.append(f"| {r.label} | " + " | ".join(
             f"{s.get(f'recall_any@{k}', 0):.3f} / {s.get(f'recall_all@{k}', 0):.3f} / "
             f"{s.get(f'ndcg_any@{k}', 0):.3f}" for k in ks) + " |")
-    cats = list(runs[0].metrics["by_category"]) if runs else []
-    out += ["", "recall_any@5 / recall_all@5 / chunk Success@5 by question type:", "",
-            "| run | " + " | ".join(
-                f"{c} ({runs[0].metrics['by_category'][c]['n_queries']})" for c in cats) + " |",
-            "|---" * (len(cats) + 1) + "|"]
+    out += ["", "recall_any@5 / recall_all@5 / chunk Success@5 by question type:", ""]
+    return out + _category_table(runs, lambda b: (
+        f"{b['session']['recall_any@5']:.3f} / {b['session']['recall_all@5']:.3f} / "
+        f"{b['chunk']['success@5']:.3f}" if "session" in b else None))
+
+
+def _category_table(runs: Sequence[RunResult], cell: Callable[[Mapping[str, Any]], str | None]
+                   ) -> list[str]:
+    """A row per run, a column per category of the first run (with its query count): ``cell``
+    of the run's figures in that category, "–" where it has none."""
+    cats = runs[0].metrics["by_category"]
+    out = ["| run | " + " | ".join(f"{c} ({v['n_queries']})" for c, v in cats.items()) + " |",
+           "|---" * (len(cats) + 1) + "|"]
     for r in runs:
         bc = r.metrics["by_category"]
         out.append(f"| {r.label} | " + " | ".join(
-            f"{bc[c]['session']['recall_any@5']:.3f} / {bc[c]['session']['recall_all@5']:.3f}"
-            f" / {bc[c]['chunk']['success@5']:.3f}" if c in bc and "session" in bc[c] else "–"
-            for c in cats) + " |")
+            (cell(bc[c]) if c in bc else None) or "–" for c in cats) + " |")
     return out
 
 

@@ -24,7 +24,7 @@ from ..base.fileio import atomic_write
 from ..index import MemoryIndex
 from ..read.candidates import Candidates
 from ..read.fusion import fuse
-from .datasets import EvalQuery, Evidence, QuerySet, cache_dir, load_query_set
+from .datasets import EvalQuery, QuerySet, cache_dir, load_query_set
 from .metrics import (
     DEPTH,
     METRIC_KEYS,
@@ -113,8 +113,7 @@ class CollectedQuery:
 
 
 def open_eval_index(query_set: QuerySet, key: str, *, profile: str | None = None,
-                    provider: str | None = None, chunk_tokens: int | None = None,
-                    chunk_overlap: int | None = None) -> MemoryIndex:
+                    provider: str | None = None, chunk_tokens: int | None = None) -> MemoryIndex:
     """Open the index of one of ``query_set``'s workspaces (in the cache for shared data).
 
     The index file is named after the chunking mode, budget, provider and the workspace's path,
@@ -125,15 +124,8 @@ def open_eval_index(query_set: QuerySet, key: str, *, profile: str | None = None
     if ws is None:
         raise ValueError(f"query set {query_set.name!r} has no workspace: pass an index or one")
     overrides: dict[str, Any] = {}
-    if chunk_tokens or chunk_overlap is not None:
-        ch: dict[str, Any] = {}
-        if chunk_tokens:
-            ch["tokens"] = chunk_tokens
-        if chunk_overlap is not None:
-            ch["overlap"] = chunk_overlap
-        elif chunk_tokens:
-            ch["overlap"] = chunk_tokens // 5
-        overrides["chunking"] = ch
+    if chunk_tokens:
+        overrides["chunking"] = {"tokens": chunk_tokens, "overlap": chunk_tokens // 5}
     store_dir = query_set.store_dirs.get(key)
     if store_dir is not None:
         # One index serves one workspace: the same dataset read from another checkout (another
@@ -193,9 +185,8 @@ def _store_cached(path: Path, collected: list[CollectedQuery]) -> None:
 def collect(query_set: QuerySet | str, configs: Sequence[EvalConfig], *,
             index_or_workspace: MemoryIndex | str | os.PathLike[str] | None = None,
             profile: str | None = None, provider: str | None = None,
-            progress: Progress | None = None, limit: int | None = None,
-            chunk_tokens: int | None = None, cache: bool = False
-            ) -> tuple[list[CollectedQuery], dict[str, Any]]:
+            progress: Progress | None = None, chunk_tokens: int | None = None,
+            cache: bool = False) -> tuple[list[CollectedQuery], dict[str, Any]]:
     """Every query's candidates (once per keyword-leg option of ``configs``), ready to fuse;
     each workspace's index synced first.
 
@@ -204,8 +195,7 @@ def collect(query_set: QuerySet | str, configs: Sequence[EvalConfig], *,
     index file, its generation and chunk count, the provider and the queries, so a second run
     fetches nothing.
     """
-    query_set = (load_query_set(query_set) if isinstance(query_set, str)
-                 else query_set).limited(limit)
+    query_set = load_query_set(query_set) if isinstance(query_set, str) else query_set
     prog = progress or (lambda stage, done, total: None)
     by_ws = queries_by_workspace(query_set, index_or_workspace)
     out: list[CollectedQuery] = []
@@ -315,11 +305,9 @@ def _embed_queries(provider: Any, texts: Sequence[str]) -> tuple[list[Any], floa
         return [None] * len(texts), 0.0
     t0 = time.perf_counter()
     if getattr(provider, "id", "") in ("local", "openai"):
-        mat = provider.embed_documents(list(texts))
-        vectors = [mat[i] for i in range(len(texts))]
+        vectors = list(provider.embed_documents(list(texts)))
     elif hasattr(provider, "embed_queries"):  # asymmetric, but batched (e5)
-        mat = provider.embed_queries(list(texts))
-        vectors = [mat[i] for i in range(len(texts))]
+        vectors = list(provider.embed_queries(list(texts)))
     else:
         vectors = [provider.embed_query(t) for t in texts]
     return vectors, (time.perf_counter() - t0) * 1000 / len(texts)
@@ -373,20 +361,16 @@ def leg_audit(collected: Sequence[CollectedQuery], config: EvalConfig) -> dict[s
                "gold cut by maxResults (queries)": 0}
     for c in collected:
         cands = c.cands[_leg_key(s)]
-        rel = c.query.relevant
-
-        def is_rel(cid: str, cands: Candidates = cands, rel: tuple[Evidence, ...] = rel) -> bool:
-            ch = cands.chunks[cid]
-            return any(covers(ch.path, ch.start_line, ch.end_line, ev) for ev in rel)
-
-        vr = next((h.rank for h in cands.vector[:n] if is_rel(h.id)), None)
-        kr = next((h.rank for h in cands.keyword[:n] if is_rel(h.id)), None)
+        gold = {cid for cid, ch in cands.chunks.items()
+                if any(covers(ch.path, ch.start_line, ch.end_line, ev) for ev in c.query.relevant)}
+        vr = next((h.rank for h in cands.vector[:n] if h.id in gold), None)
+        kr = next((h.rank for h in cands.keyword[:n] if h.id in gold), None)
         found = ("both" if vr and kr else "vector only" if vr else "keyword only" if kr
                  else "neither")
         res = fuse(cands, s)
-        kept = [h for h in res.hits if is_rel(h.id)]
-        gated = [h for h in res.below_gate if is_rel(h.id) and h.removed_by != "maxResults"]
-        cut = [h for h in res.below_gate if is_rel(h.id) and h.removed_by == "maxResults"]
+        kept = [h for h in res.hits if h.id in gold]
+        gated = [h for h in res.below_gate if h.id in gold and h.removed_by != "maxResults"]
+        cut = [h for h in res.below_gate if h.id in gold and h.removed_by == "maxResults"]
         if not c.query.apart:  # the summary counts the main set, as the metrics do
             summary[found] += 1
             if gated:
@@ -401,7 +385,7 @@ def leg_audit(collected: Sequence[CollectedQuery], config: EvalConfig) -> dict[s
                      "vector_rank": vr, "keyword_rank": kr, "kept": len(kept),
                      "gated": len(gated), "cut": len(cut),
                      "first_rank": next((i + 1 for i, h in enumerate(res.hits)
-                                         if is_rel(h.id)), None)})
+                                         if h.id in gold), None)})
     return {"config": config.label, "pool": n, "summary": summary, "per_query": rows}
 
 
@@ -410,8 +394,7 @@ def run_eval(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
              settings: SearchSettings | Sequence[Any] | Mapping[str, SearchSettings] | None
              = None, progress: Progress | None = None, *, profile: str | None = None,
              provider: str | None = None, legs: bool = False, audit: bool = True,
-             limit: int | None = None, chunk_tokens: int | None = None,
-             cache: bool = False) -> EvalReport:
+             limit: int | None = None, chunk_tokens: int | None = None) -> EvalReport:
     """Measure one or more configurations on a query set; all share one index per workspace.
 
     ``index_or_workspace``: an open :class:`MemoryIndex` (used as is), a workspace folder (opened
@@ -428,7 +411,7 @@ def run_eval(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
     configs = eval_configs(settings, idx, profile=profile, provider=provider, legs=legs)
     collected, info = collect(qs, configs, index_or_workspace=index_or_workspace,
                               profile=profile, provider=provider, progress=progress,
-                              chunk_tokens=chunk_tokens, cache=cache)
+                              chunk_tokens=chunk_tokens)
     return build_report(qs, configs, [score_collected(collected, configs, audit)], info)
 
 
@@ -536,7 +519,7 @@ def sweep(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
           query_set: QuerySet | str, base: SearchSettings | None = None,
           grid: Mapping[str, Sequence[Any]] | None = None, progress: Progress | None = None, *,
           profile: str | None = None, provider: str | None = None, limit: int | None = None,
-          chunk_tokens: int | None = None, cache: bool = False) -> list[dict[str, Any]]:
+          chunk_tokens: int | None = None) -> list[dict[str, Any]]:
     """Fuse cached candidates under every combination of ``grid``; one tidy row per combination.
 
     ``grid`` maps :class:`SearchSettings` field names to values (default: vector weight 0..1 ×
@@ -553,8 +536,7 @@ def sweep(index_or_workspace: MemoryIndex | str | os.PathLike[str] | None,
     configs = grid_configs(base, grid or DEFAULT_GRID)
     collected, _ = collect(qs, [cfg for _, cfg in configs],
                            index_or_workspace=index_or_workspace, profile=profile,
-                           provider=provider, progress=progress, chunk_tokens=chunk_tokens,
-                           cache=cache)
+                           provider=provider, progress=progress, chunk_tokens=chunk_tokens)
     rows = []
     for i, (combo, cfg) in enumerate(configs):
         m = aggregate(evaluate_rows(collected, cfg))

@@ -52,6 +52,7 @@ def runs_dir(root: str | os.PathLike[str] | None = None) -> Path:
 
 
 def _key(row: Mapping[str, Any], qualified: bool) -> str:
+    """A row's query id: ``workspace/qid`` when ``qualified`` (and it has a workspace)."""
     return f"{row['workspace']}/{row['qid']}" if qualified and row.get("workspace") else \
         str(row["qid"])
 
@@ -75,16 +76,13 @@ def trec_run(run: RunResult, level: str = "file", doc_ids: Mapping[str, str] | N
     out: Run = {}
     for row in run.per_query:
         scores = row.get("scores") or [0.0] * len(row["results"])
-        ranked: list[tuple[str, float]] = []
-        seen: set[str] = set()
+        best: dict[str, float] = {}  # a file's first (best) chunk ranks it
         for res, score in zip(row["results"], scores, strict=False):
             path, lines = res.rsplit("#L", 1)
             doc = (f"{path_id(path)}#L{lines}" if level == "chunk"
                    else ids.get(path, path_id(path)))
-            if doc not in seen:
-                seen.add(doc)
-                ranked.append((doc, float(score)))
-        out[_key(row, qualified)] = ranked
+            best.setdefault(doc, float(score))
+        out[_key(row, qualified)] = list(best.items())
     return out
 
 
@@ -173,11 +171,10 @@ class SavedRun:
 
 
 def save_run(report: EvalReport, query_set: QuerySet, name: str | None = None, *,
-             run_index: int = 0, level: str | None = None,
+             run_index: int = 0, level: str = "file",
              root: str | os.PathLike[str] | None = None) -> SavedRun:
     """Save ``report.runs[run_index]`` as a run folder (see the module's docstring)."""
     run = report.runs[run_index]
-    level = level or "file"
     # microseconds: runs saved within one second still list in the order they were saved
     created = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     name = name or f"{query_set.name} {run.label}"
@@ -280,10 +277,6 @@ def compare_saved(a: SavedRun, b: SavedRun, *, level: str | None = None,
                         seed=seed, threshold=threshold)
 
 
-def _row_key(r: Mapping[str, Any]) -> str:
-    return f"{r['workspace']}/{r['qid']}" if r.get("workspace") else str(r["qid"])
-
-
 def compare_rows(rows_a: Sequence[Mapping[str, Any]], rows_b: Sequence[Mapping[str, Any]],
                  level: str, *, label_a: str = "a", label_b: str = "b",
                  metrics: Sequence[str] = RUN_METRICS, primary: str = "ndcg@10",
@@ -292,11 +285,11 @@ def compare_rows(rows_a: Sequence[Mapping[str, Any]], rows_b: Sequence[Mapping[s
     """Two evaluations' per-query rows (a report's or a saved run's; the main set, not the
     queries reported apart) compared on their ``level`` metrics."""
     def table(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-        return {_row_key(r): r["metrics"].get(level, {}) for r in rows if not r.get("apart")}
+        return {_key(r, True): r["metrics"].get(level, {}) for r in rows if not r.get("apart")}
 
     cmp = compare_per_query(table(rows_a), table(rows_b), metrics, label_a=label_a,
                             label_b=label_b, primary=primary,
-                            queries={_row_key(r): r.get("query", "") for r in rows_a},
+                            queries={_key(r, True): r.get("query", "") for r in rows_a},
                             rounds=rounds, seed=seed, threshold=threshold)
     cmp.settings["level"] = level
     return cmp
@@ -306,7 +299,7 @@ def side_by_side(a: SavedRun, b: SavedRun, qid: str) -> list[dict[str, Any]]:
     """Both runs' hit lists for one query (``qid`` as :func:`compare_saved` names it), rank by
     rank, each hit with whether it holds gold evidence."""
     def row_of(run: SavedRun) -> dict[str, Any]:
-        return next((r for r in run.per_query if _row_key(r) == qid),
+        return next((r for r in run.per_query if _key(r, True) == qid),
                     {"results": [], "gold": [], "scores": []})
 
     ra, rb = row_of(a), row_of(b)
@@ -316,10 +309,9 @@ def side_by_side(a: SavedRun, b: SavedRun, qid: str) -> list[dict[str, Any]]:
         item: dict[str, Any] = {"rank": i + 1}
         for tag, r in (("A", ra), ("B", rb)):
             has = i < len(r["results"])
+            gold, scores = r.get("gold", []), r.get("scores", [])
             item[f"{tag} hit"] = r["results"][i] if has else ""
-            item[f"{tag} gold"] = bool(r.get("gold", [])[i]) if has and i < len(
-                r.get("gold", [])) else False
-            scores = r.get("scores", [])
+            item[f"{tag} gold"] = has and i < len(gold) and bool(gold[i])
             item[f"{tag} score"] = scores[i] if has and i < len(scores) else None
         out.append(item)
     return out

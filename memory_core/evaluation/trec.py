@@ -91,13 +91,10 @@ def read_run(path: str | os.PathLike[str]) -> Run:
         rows.setdefault(parts[0], []).append((score, n, parts[2]))
     out: Run = {}
     for qid, items in rows.items():
-        seen: set[str] = set()
-        ranked = []
+        best: dict[str, float] = {}
         for score, _, doc in sorted(items, key=lambda t: (-t[0], t[1])):
-            if doc not in seen:  # a document listed twice counts at its best place
-                seen.add(doc)
-                ranked.append((doc, score))
-        out[qid] = ranked
+            best.setdefault(doc, score)  # a document listed twice counts at its best place
+        out[qid] = list(best.items())
     return out
 
 
