@@ -19,7 +19,7 @@ from ..base.config import FusionMode, SearchSettings
 from ..base.dates import DAY_MS, day_start_ms, diary_date, now_ms, path_date
 from ..base.supersession import asks_about, time_focus
 from ..base.text import truncate_utf16
-from . import aspects, calibration
+from . import calibration
 from .calibration import CALIBRATIONS
 from .candidates import Candidates, ChunkInfo, LegHit
 from .expansion import boost_adjacent, diversify
@@ -499,8 +499,8 @@ def _calibrate(hits: list[Hit], cands: Candidates, s: SearchSettings
 # fusion's order of steps is data (:data:`TAILS`). A step reads the settings and does nothing
 # when they leave it off, so a tail lists every step its fusion may take.
 
-TailStep = Literal["date_hint", "adjacent", "current", "decay", "aspects", "sort", "diversify",
-                   "mmr", "calibrate", "gate", "relaxed", "floor", "fill"]
+TailStep = Literal["date_hint", "adjacent", "current", "decay", "sort", "diversify", "mmr",
+                   "calibrate", "gate", "relaxed", "floor", "fill"]
 
 #: Each fusion's tail, in order. The three ``reference`` tails are OpenClaw 2026.5.20's
 #: (spec §4.2, the search flow; §4.5, the merge: decay → sort → MMR; §4.6–4.7) and must not
@@ -514,8 +514,8 @@ TAILS: dict[str, tuple[TailStep, ...]] = {
     "reference:fts-only": ("decay", "sort", "gate", "floor"),
     # ours
     "rrf": ("date_hint", "decay", "sort", "mmr", "gate"),
-    "normalized": ("date_hint", "adjacent", "current", "decay", "aspects", "sort", "diversify",
-                   "mmr", "calibrate", "gate", "fill"),
+    "normalized": ("date_hint", "adjacent", "current", "decay", "sort", "diversify", "mmr",
+                   "calibrate", "gate", "fill"),
 }
 
 
@@ -612,14 +612,6 @@ def _step_decay(t: _Tail) -> bool:
     return False
 
 
-def _step_aspects(t: _Tail) -> bool:
-    """The best chunk of each event a multi-aspect question names gains a bonus
-    (:mod:`memory_core.read.aspects`)."""
-    texts = {h.id: t.cands.chunks[h.id].text for h in t.hits if h.id in t.cands.chunks}
-    aspects.aspect_bonus(t.cands.query, t.hits, texts, aspects.ASPECT_BONUS)
-    return False
-
-
 def _step_sort(t: _Tail) -> bool:
     t.hits = _sort(t.hits)
     return False
@@ -680,7 +672,7 @@ def _step_fill(t: _Tail) -> bool:
 #: A step changes the tail's state and says whether the tail ends there.
 STEPS: dict[TailStep, Callable[[_Tail], bool]] = {
     "date_hint": _step_date_hint, "adjacent": _step_adjacent, "current": _step_current,
-    "decay": _step_decay, "aspects": _step_aspects,
+    "decay": _step_decay,
     "sort": _step_sort, "diversify": _step_diversify, "mmr": _step_mmr,
     "calibrate": _step_calibrate, "gate": _step_gate, "relaxed": _step_relaxed,
     "floor": _step_floor, "fill": _step_fill}

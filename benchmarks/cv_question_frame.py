@@ -1,24 +1,21 @@
 """Choose issue #36's question-side levers by cross-validation on LongMemEval-S's dev half.
 
-Two levers of the default profile, both off until measured:
+``read.query.DROP_QUESTION_FRAME``: the OR keyword query leaves the question's frame out ("how
+many", "what was the name of", "any tips", "days ago": ``QUESTION_FRAME``), a fetch-time
+change: the candidates are fetched anew under each value, never read from the cache. (Session
+11 also measured a bonus for the best chunk of each event a multi-aspect question names, a
+fusion step, in this script's first version, commit beaaf9a: no question moved; removed.)
 
-* ``read.query.DROP_QUESTION_FRAME``: the OR keyword query leaves the question's frame out
-  ("how many", "what was the name of", "any tips", "days ago": :data:`QUESTION_FRAME`), a
-  fetch-time change (the candidates are fetched anew with it on, never read from the cache,
-  whose key does not hold it);
-* ``read.aspects.ASPECT_BONUS``: the best chunk of each event a multi-aspect question names
-  gains ``bonus × cover × the best score`` (:mod:`memory_core.read.aspects`), a fusion step.
-
-For each combination it prints the ranked list's (gate off, 50) session ``recall_any@5`` /
+For each value it prints the ranked list's (gate off, 50) session ``recall_any@5`` /
 ``recall_all@5`` and the agent's view (answerable chunk Success@5, abstention questions
-answered empty), then 5 seeded folds: the combination with the best score on four folds,
+answered empty), then 5 seeded folds: the value with the best score on four folds,
 ``recall_any@5 + recall_all@5 + agent Success@5 + abstention emptied`` summed over their
-questions (ties: the smaller step from both off), is scored on the fifth. Questions: those whose
+questions (ties: off), is scored on the fifth. Questions: those whose
 index is already built in the evaluation cache, of the stratified ``--n`` and of any further
 ``--set`` (another LongMemEval JSON, e.g. a dev-half subset written outside the project).
 
     MEMORY_WORKBENCH_DATASETS=../shared/datasets \\
-        .venv/bin/python benchmarks/cv_question_aspects.py --n 100
+        .venv/bin/python benchmarks/cv_question_frame.py --n 100
 """
 
 from __future__ import annotations
@@ -36,11 +33,10 @@ from memory_core.base.config import profile_settings
 from memory_core.evaluation.datasets import QuerySet, load_query_set
 from memory_core.evaluation.longmemeval import RANKED_OFF, lme_configs
 from memory_core.evaluation.runner import CollectedQuery, EvalConfig, collect, evaluate_rows
-from memory_core.read import aspects, query
+from memory_core.read import query
 
-BONUSES = (0.0, 0.1, 0.2, 0.3, 0.5)
-COMBOS: tuple[tuple[bool, float], ...] = tuple((f, b) for f in (False, True) for b in BONUSES)
-NONE = (False, 0.0)
+COMBOS: tuple[bool, ...] = (False, True)
+NONE = False
 #: per question: (abstention?, recall_any@5, recall_all@5, agent Success@5, agent empty)
 Row = tuple[bool, float, float, float, bool]
 
@@ -82,19 +78,17 @@ def main() -> int:
     a = ap.parse_args()
     sets = [built(n) for n in [f"longmemeval-s#{a.n}", *a.set]]
     cfgs = lme_configs("default", "local")
-    per: dict[tuple[bool, float], dict[str, Row]] = {c: {} for c in COMBOS}
-    for frame in (False, True):
+    per: dict[bool, dict[str, Row]] = {c: {} for c in COMBOS}
+    chosen = query.DROP_QUESTION_FRAME
+    for frame in COMBOS:
         query.DROP_QUESTION_FRAME = frame
-        cols = [collect(qs, cfgs, provider="local", cache=not frame)[0] for qs in sets]
-        for bonus in BONUSES:
-            aspects.ASPECT_BONUS = bonus
-            for col in cols:
-                per[(frame, bonus)].update(rows(col))
-    query.DROP_QUESTION_FRAME, aspects.ASPECT_BONUS = False, 0.0
+        for qs in sets:
+            per[frame].update(rows(collect(qs, cfgs, provider="local", cache=False)[0]))
+    query.DROP_QUESTION_FRAME = chosen
     for c in COMBOS:
         ans = [r for r in per[c].values() if not r[0]]
         ab = [r for r in per[c].values() if r[0]]
-        print(f"frame {'off' if not c[0] else 'on '} bonus {c[1]:.1f}: answerable {len(ans)} "
+        print(f"frame {'on ' if c else 'off'}: answerable {len(ans)} "
               f"recall_any@5 {_mean(ans, 1):.3f} recall_all@5 {_mean(ans, 2):.3f} agent "
               f"Success@5 {_mean(ans, 3):.3f} | abstention empty {sum(r[4] for r in ab)} of "
               f"{len(ab)}")
@@ -106,8 +100,8 @@ def _mean(rs: list[Row], i: int) -> float:
     return sum(float(r[i]) for r in rs) / max(1, len(rs))
 
 
-def held_out(per: dict[tuple[bool, float], dict[str, Row]], k: int) -> None:
-    """Each fold scored under the combination the other folds chose."""
+def held_out(per: dict[bool, dict[str, Row]], k: int) -> None:
+    """Each fold scored under the value the other folds chose."""
     qids = sorted(per[NONE])
     random.Random(36).shuffle(qids)
     folds = [qids[i::k] for i in range(k)]
@@ -115,8 +109,7 @@ def held_out(per: dict[tuple[bool, float], dict[str, Row]], k: int) -> None:
                            "base_any": 0.0, "base_agent": 0.0, "base_empty": 0}
     for i, fold in enumerate(folds):
         train = [q for j, fo in enumerate(folds) if j != i for q in fo]
-        best = max(COMBOS, key=lambda c: (sum(value(per[c][q]) for q in train),
-                                          -int(c[0]), -c[1]))
+        best = max(COMBOS, key=lambda c: (sum(value(per[c][q]) for q in train), -int(c)))
         for q in fold:
             r, b = per[best][q], per[NONE][q]
             if r[0]:
@@ -126,7 +119,7 @@ def held_out(per: dict[tuple[bool, float], dict[str, Row]], k: int) -> None:
                 for key, j in (("any", 1), ("all", 2), ("agent", 3)):
                     got[key] += r[j]
                     got[f"base_{key}"] += b[j]
-        print(f"fold {i + 1}: chose frame {'on' if best[0] else 'off'}, bonus {best[1]}")
+        print(f"fold {i + 1}: chose frame {'on' if best else 'off'}")
     n = sum(1 for q in qids if not per[NONE][q][0])
     print(f"held out, {n} answerable: recall_any@5 {got['base_any'] / n:.3f} -> "
           f"{got['any'] / n:.3f}, recall_all@5 {got['base_all'] / n:.3f} -> {got['all'] / n:.3f}"
