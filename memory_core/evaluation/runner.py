@@ -39,7 +39,7 @@ from .report import EvalReport, RunResult
 #: ``progress(stage, done, total)``: indexing and querying report through it.
 Progress = Callable[[str, int, int], None]
 #: Bumped when what a cached candidate file holds changes shape.
-_CACHE_VERSION = 3  # 3: Candidates carry a note and the supersession marks; new module paths
+_CACHE_VERSION = 4  # 4: the OR keyword query drops the question frame; 3: notes, marks
 
 @dataclass(frozen=True)
 class EvalConfig:

@@ -17,14 +17,14 @@ from ..storage import postings
 from ..storage.fts import BIGRAM_TABLE, REFERENCE_TABLE, rank_to_score
 from ..storage.store import OperationalError, Store
 from .candidates import LegHit
-from .query import compound_parts, or_fts_query, reference_fts_query
+from .query import compound_parts, keyword_text, or_fts_query, reference_fts_query
 
 
 def keyword_leg(store: Store, query: str, settings: SearchSettings, pool: int,
                 sources: Sequence[str] | None) -> tuple[list[LegHit], str | None, str]:
     """Run the keyword query the settings ask for; return hits, the MATCH string and table."""
     if settings.keyword_query == "or":
-        match = or_fts_query(query, bigrams=settings.cjk_bigrams)
+        match = or_fts_query(keyword_text(query), bigrams=settings.cjk_bigrams)
         table = BIGRAM_TABLE if settings.cjk_bigrams else REFERENCE_TABLE
         if match and store.fts_available:
             match = identifier_spellings(store, table, match)

@@ -68,6 +68,30 @@ def reference_fts_query(raw: str) -> str | None:
     return " AND ".join(_quote(t) for t in toks)
 
 
+#: The frame of a question rather than its topic ("how many", "what was the name of", "any
+#: tips", "days ago", "which … first"): words a note rarely shares with the answer but many
+#: unrelated notes hold, so in an OR query they lift sessions sharing only them (issue #36).
+QUESTION_FRAME = re.compile(
+    r"\b(?:how (?:many|much|long|often)|(?:what|which) (?:is|was|were|are) the "
+    r"(?:name|names|title|type|kind) of|(?:any|some) (?:tips|suggestions|ideas|advice|"
+    r"recommendations)|(?:can|could) you (?:suggest|recommend)|do you (?:think|have)|"
+    r"(?:days|weeks|months|years) (?:ago|had passed|passed)|the order of|happened first|"
+    r"lately|recently)\b",
+    re.IGNORECASE)
+#: Whether the default profile's OR query leaves :data:`QUESTION_FRAME` out: chosen on every
+#: fold of a 5-fold CV on 81 LongMemEval-S dev questions (docs/retrieval.md, issue #36).
+DROP_QUESTION_FRAME = True
+
+
+def keyword_text(query: str) -> str:
+    """``query`` without its question frame (:data:`QUESTION_FRAME`) when that is on and
+    something is left; the OR keyword query's text."""
+    if not DROP_QUESTION_FRAME:
+        return query
+    left = QUESTION_FRAME.sub(" ", query)
+    return left if tokens(left) else query
+
+
 def or_fts_query(raw: str, *, bigrams: bool = True, drop_stop_words: bool = True) -> str | None:
     """OR-joined, de-duplicated terms for BM25 ranking; CJK runs become their bigrams.
 
