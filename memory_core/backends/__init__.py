@@ -11,6 +11,8 @@ first use, so a builtin command does not load it; the face's classes (:mod:`.pro
 so a no-op ``index`` does not.
 """
 
+from __future__ import annotations
+
 from typing import TYPE_CHECKING, Any
 
 from ..base.lazy import lazy_exports
