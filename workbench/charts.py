@@ -117,8 +117,8 @@ def _stacked_layout(fig: go.Figure, bars: int, gate: float | None, **layout: Any
     return fig
 
 
-def heatmap_figure(rows: Sequence[Mapping[str, Any]], x: str, y: str, metric: str
-                   ) -> go.Figure:
+def heatmap_figure(rows: Sequence[Mapping[str, Any]], x: str, y: str, metric: str,
+                   title: str | None = None) -> go.Figure:
     """A heatmap of ``metric`` over two swept settings (best value where others vary too)."""
     df = pd.DataFrame(list(rows))
     pivot = df.pivot_table(index=y, columns=x, values=metric, aggfunc="max").sort_index()
@@ -127,7 +127,7 @@ def heatmap_figure(rows: Sequence[Mapping[str, Any]], x: str, y: str, metric: st
         colorscale="Viridis", colorbar={"title": metric},
         text=[[f"{v:.3f}" for v in row] for row in pivot.values], texttemplate="%{text}",
         hovertemplate=f"{x} %{{x}}<br>{y} %{{y}}<br>{metric} %{{z:.3f}}<extra></extra>"))
-    fig.update_layout(title=f"{metric} by {x} × {y}", height=460,
+    fig.update_layout(title=title or f"{metric} by {x} × {y}", height=460,
                       xaxis_title=x, yaxis_title=y, font={"family": FONT},
                       margin={"l": 10, "r": 10, "t": 50, "b": 10})
     return fig
