@@ -6,7 +6,7 @@
    questions (Markdown and, where present, the sessions shape) and of the off-topic probes
    (``examples/probes/`` and XQuAD questions read from ``../shared/datasets``) asked of every
    LoCoMo conversation and of the demo.
-2. Cross-validates (``memory_core.evaluation.calibrate``): per LoCoMo conversation, a model
+2. Cross-validates (``scripts/calibration_fit.py``): per LoCoMo conversation, a model
    and a gate fitted on the other four conversations and four fifths of the probes, scored on
    the held-out conversation and fifth; the demo is never fitted on.
 3. Fits the final model and gate on all of it and, with ``--write``, writes them to
@@ -30,11 +30,13 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))  # calibration_fit, the fitting code beside this script
+
+import calibration_fit as cal  # noqa: E402
+from calibration_fit import load_probes, probe_of, probe_set  # noqa: E402
 
 from memory_core.base.config import DEFAULT_CALIBRATION, profile_settings  # noqa: E402
-from memory_core.evaluation import calibrate as cal  # noqa: E402
 from memory_core.evaluation.datasets import available_query_sets, load_query_set  # noqa: E402
-from memory_core.evaluation.offtopic import load_probes, probe_of, probe_set  # noqa: E402
 from memory_core.evaluation.runner import EvalConfig, collect  # noqa: E402
 from memory_core.read.calibration import Calibration, save_fitted  # noqa: E402
 

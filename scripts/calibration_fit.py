@@ -1,21 +1,36 @@
 """Fitting the default profile's calibration and its abstention gate, by cross-validation.
 
-What ``scripts/fit_calibration.py`` runs. The candidates of every labelled query and of every
-off-topic probe (:mod:`.offtopic`) are fetched once (the evaluator's cache); each query's fused
-candidates (the ``normalized`` fusion, uncalibrated) become rows of
-:data:`memory_core.read.calibration.FEATURES` with a label (the chunk covers an evidence line; a
-probe's chunks never do). Then, per fold (one LoCoMo conversation and one fifth of the probes
-held out), a logistic model and an isotonic correction of its output are fitted on the
-training rows (each probe's rows weighing :data:`PROBE_WEIGHT`), the abstention gate
-(``abstain_below``: nothing unless the best hit's probability reaches it) is chosen on the
-training queries as the highest that costs no labelled set more than :data:`MAX_DROP` of S@5,
-and the held-out queries and probes are scored with that fold's model and gate. Nothing here
-opens an index; the fits are numpy.
+What ``scripts/fit_calibration.py`` runs; kept beside it, out of the shipped package (issue
+#32): the engine reads the fitted result (``memory_core/base/calibration_fitted.json`` through
+:mod:`memory_core.read.calibration`), never this code.
+
+**Off-topic probes**: questions whose right answer is "nothing stored". Four sets are written
+for this project and kept in ``examples/probes/`` (general-knowledge questions in English and
+in Chinese, nonsense strings, and questions a user might ask the demo team's memory that it
+does not answer). A fifth kind is another dataset's questions asked of a workspace they have
+nothing to do with: XQuAD's English and Chinese questions (Wikipedia paragraphs) asked of a
+LoCoMo conversation or of the demo, read from ``../shared/datasets`` at run time, never copied.
+A probe is an :class:`EvalQuery` with no evidence; :func:`probe_set` attaches probes to the
+workspaces of a labelled query set, so the evaluator's candidate fetch (and its cache) serves
+them like any other query.
+
+**The fit**: the candidates of every labelled query and of every off-topic probe are fetched
+once (the evaluator's cache); each query's fused candidates (the ``normalized`` fusion,
+uncalibrated) become rows of :data:`memory_core.read.calibration.FEATURES` with a label (the
+chunk covers an evidence line; a probe's chunks never do). Then, per fold (one LoCoMo
+conversation and one fifth of the probes held out), a logistic model and an isotonic
+correction of its output are fitted on the training rows (each probe's rows weighing
+:data:`PROBE_WEIGHT`), the abstention gate (``abstain_below``: nothing unless the best hit's
+probability reaches it) is chosen on the training queries as the highest that costs no
+labelled set more than :data:`MAX_DROP` of S@5, and the held-out queries and probes are scored
+with that fold's model and gate. Nothing here opens an index; the fits are numpy.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -23,11 +38,80 @@ from typing import Any
 
 import numpy as np
 
-from ..base.config import SearchSettings
-from ..read.calibration import FEATURES, Calibration
-from ..read.fusion import fuse, hit_evidence
-from .metrics import aggregate, covers, score_ranking
-from .runner import CollectedQuery
+from memory_core.base.config import SearchSettings
+from memory_core.base.locations import REPO_ROOT, datasets_dir
+from memory_core.evaluation.datasets import EvalQuery, QuerySet
+from memory_core.evaluation.metrics import aggregate, covers, score_ranking
+from memory_core.evaluation.runner import CollectedQuery
+from memory_core.read.calibration import FEATURES, Calibration
+from memory_core.read.fusion import fuse, hit_evidence
+
+# ------------------------------------------------------------------------------ the probes
+
+PROBE_DIR = REPO_ROOT / "examples" / "probes"
+#: The project's own probe files, by kind.
+OWN_KINDS: tuple[str, ...] = ("general-en", "general-zh", "nonsense", "demo-no-answer")
+#: Another dataset's questions: XQuAD (en, zh), every ``XQUAD_STEP``-th question.
+XQUAD_KINDS: dict[str, str] = {"xquad-en": "xquad/beir-en", "xquad-zh": "xquad/beir-zh"}
+XQUAD_STEP = 8
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One off-topic query: ``kind`` names its set."""
+
+    qid: str
+    query: str
+    kind: str
+
+    def part(self, k: int) -> int:
+        """Its fold among ``k`` (a stable hash of its id): probes are held out like queries."""
+        return int(hashlib.sha1(self.qid.encode("utf-8")).hexdigest()[:8], 16) % k
+
+
+def load_probes(kinds: Sequence[str] | None = None) -> list[Probe]:
+    """The probes of ``kinds`` (default: every kind whose data exists here)."""
+    out: list[Probe] = []
+    for kind in kinds or (*OWN_KINDS, *XQUAD_KINDS):
+        if kind in XQUAD_KINDS:
+            out.extend(_xquad(kind))
+            continue
+        path = PROBE_DIR / f"{kind}.jsonl"
+        if not path.is_file():
+            raise ValueError(f"no probe set {kind!r} ({path} not found)")
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                rec = json.loads(line)
+                out.append(Probe(str(rec["qid"]), str(rec["query"]), kind))
+    return out
+
+
+def _xquad(kind: str) -> list[Probe]:
+    path = datasets_dir() / XQUAD_KINDS[kind] / "queries.jsonl"
+    if not path.is_file():
+        return []  # the shared data is absent: that kind is left out
+    out = []
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
+        if line.strip() and i % XQUAD_STEP == 0:
+            rec = json.loads(line)
+            out.append(Probe(f"{kind}-{rec['_id']}", str(rec["text"]), kind))
+    return out
+
+
+def probe_set(base: QuerySet, probes: Sequence[Probe]) -> QuerySet:
+    """``probes`` asked of every workspace of ``base`` (ids ``<workspace>/<probe id>``)."""
+    queries = [EvalQuery(f"{ws}/{p.qid}" if ws else p.qid, p.query, p.kind, (), ws)
+               for ws in base.workspaces for p in probes]
+    return QuerySet(f"probes on {base.name}", queries, dict(base.workspaces),
+                    dict(base.store_dirs), base.level, {}, f"off-topic probes on {base.name}")
+
+
+def probe_of(query: EvalQuery) -> str:
+    """The probe id of a query made by :func:`probe_set`."""
+    return query.qid.split("/", 1)[-1]
+
+
+# ------------------------------------------------------------------------------ the rows
 
 #: The abstention gates tried (``abstain_below`` on the best hit's probability).
 GATES: tuple[float, ...] = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
