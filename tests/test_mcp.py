@@ -56,9 +56,10 @@ BAD_CALLS: list[tuple[str, Any]] = [
 ]
 
 
-@pytest.fixture()
-def ws(tmp_path: Path) -> Path:
-    w = tmp_path / "ws"
+def make_ws(root: Path) -> Path:
+    """A three-file workspace in ``root/ws`` (a diary holding COOKIE_EXPIRED_4711, MEMORY.md,
+    a transcript) and a file outside it, ``root/outside.md``."""
+    w = root / "ws"
     (w / "memory").mkdir(parents=True)
     (w / "sessions").mkdir()
     (w / "MEMORY.md").write_text("# Memory\n\nThe team prefers tabs.\n")
@@ -66,8 +67,13 @@ def ws(tmp_path: Path) -> Path:
         "# 2026-11-03\n\nMorning: coffee.\n\n## Incident\n\nThe scraper failed with "
         "COOKIE_EXPIRED_4711 at 09:12.\nRotated the session cookie.\n")
     (w / "sessions" / "agent.jsonl").write_text(message(0, "hello from an earlier session"))
-    (tmp_path / "outside.md").write_text("secret outside the workspace\n")
+    (root / "outside.md").write_text("secret outside the workspace\n")
     return w
+
+
+@pytest.fixture()
+def ws(tmp_path: Path) -> Path:
+    return make_ws(tmp_path)
 
 
 def structured(result: Any) -> dict[str, Any]:

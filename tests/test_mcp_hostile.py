@@ -14,6 +14,7 @@ import json
 import os
 import select
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +24,22 @@ from mcp import Client
 
 from memory_core.mcp.server import MAX_BODY_BYTES
 from memory_core.read.query import MAX_QUERY_TERMS
-from tests.test_mcp import ENV, EXE, HttpServer, structured
-from tests.test_mcp import http_server as http_server  # the fixtures: a server on ws
-from tests.test_mcp import ws as ws
+from tests.test_mcp import ENV, EXE, HttpServer, make_ws, structured
+from tests.test_mcp import ws as ws  # the fixture: a fresh workspace a test may change
 
 HUGE = " ".join(f"q{i:05d}" for i in range(100_000))  # 100k distinct words, ~700 KB
+
+
+@pytest.fixture(scope="module")
+def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
+    """One HTTP server for the module's HTTP tests, on a workspace nobody changes: each test
+    only sends requests and reads the answers, and ends by checking that the server still
+    serves. Started once instead of ten times (a start is ~2.5 CPU s, the MCP SDK's import);
+    that no request made it write a traceback is checked when it stops, after the last."""
+    srv = HttpServer(make_ws(tmp_path_factory.mktemp("hostile-http")))
+    yield srv
+    err = srv.stop()
+    assert "Traceback" not in err
 
 
 def test_http_huge_query_cut_while_others_are_answered(http_server: HttpServer) -> None:
@@ -140,37 +152,44 @@ class StdioServer:
         return self.proc.stderr.read().decode()
 
 
+@pytest.fixture(scope="module")
+def stdio_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StdioServer]:
+    """One stdio server for the module's malformed-line tests, on a workspace nobody changes:
+    each test ends by checking that it still serves; its clean exit (status 0, no traceback)
+    after all of them is checked when its input closes. Started once instead of three times."""
+    srv = StdioServer(make_ws(tmp_path_factory.mktemp("hostile-stdio")))
+    yield srv
+    err = srv.close()
+    assert srv.proc.returncode == 0 and "Traceback" not in err
+
+
 def _search(rid: Any, query: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
             "params": {"name": "memory_search", "arguments": {"query": query}}}
 
 
-def test_stdio_lone_surrogate_and_malformed_lines_are_answered(ws: Path) -> None:
-    srv = StdioServer(ws)
-    try:
-        # json.dumps writes the lone surrogate as the escape "\udcff": valid JSON
-        line = json.dumps(_search(3, "abc\udcff"))
-        assert "\\udcff" in line
-        r = srv.ask(line)
-        assert r["id"] == 3 and r["error"]["code"] == -32700 and "surrogate" in r["error"][
-            "message"]
-        r = srv.ask("{not json")
-        assert r == {"jsonrpc": "2.0", "id": None, "error": r["error"]}
-        assert r["error"]["code"] == -32700
-        r = srv.ask("[1, 2]")
-        assert r["id"] is None and r["error"]["code"] == -32600
-        r = srv.ask('{"jsonrpc": "2.0", "id": 5}')
-        assert r["id"] == 5 and r["error"]["code"] == -32600
-        r = srv.ask(_search("s6", "COOKIE_EXPIRED_4711"))  # and it still serves
-        assert r["id"] == "s6"
-        hits = json.loads(r["result"]["content"][0]["text"])["results"]
-        assert [h["path"] for h in hits] == ["memory/2026-11-03.md"]
-        r = srv.ask(_search(7, HUGE))  # 700 KB on one stdio line: cut by the library, noted
-        assert r["id"] == 7 and r["result"]["isError"] is False
-        assert "query cut" in json.loads(r["result"]["content"][0]["text"])["note"]
-    finally:
-        err = srv.close()
-    assert srv.proc.returncode == 0 and "Traceback" not in err
+def test_stdio_lone_surrogate_and_malformed_lines_are_answered(stdio_server: StdioServer) -> None:
+    srv = stdio_server
+    # json.dumps writes the lone surrogate as the escape "\udcff": valid JSON
+    line = json.dumps(_search(3, "abc\udcff"))
+    assert "\\udcff" in line
+    r = srv.ask(line)
+    assert r["id"] == 3 and r["error"]["code"] == -32700 and "surrogate" in r["error"][
+        "message"]
+    r = srv.ask("{not json")
+    assert r == {"jsonrpc": "2.0", "id": None, "error": r["error"]}
+    assert r["error"]["code"] == -32700
+    r = srv.ask("[1, 2]")
+    assert r["id"] is None and r["error"]["code"] == -32600
+    r = srv.ask('{"jsonrpc": "2.0", "id": 5}')
+    assert r["id"] == 5 and r["error"]["code"] == -32600
+    r = srv.ask(_search("s6", "COOKIE_EXPIRED_4711"))  # and it still serves
+    assert r["id"] == "s6"
+    hits = json.loads(r["result"]["content"][0]["text"])["results"]
+    assert [h["path"] for h in hits] == ["memory/2026-11-03.md"]
+    r = srv.ask(_search(7, HUGE))  # 700 KB on one stdio line: cut by the library, noted
+    assert r["id"] == 7 and r["result"]["isError"] is False
+    assert "query cut" in json.loads(r["result"]["content"][0]["text"])["note"]
 
 
 # ----------------------------------------------------------------------------- issue 33
@@ -203,17 +222,13 @@ def test_http_chunked_body_over_the_cap_is_refused(http_server: HttpServer) -> N
         conn.close()
 
 
-def test_stdio_request_with_an_unreadable_id_is_answered(ws: Path) -> None:
-    srv = StdioServer(ws)
-    try:
-        line = json.dumps(_search(1, "COOKIE_EXPIRED_4711")).replace('"id": 1', '"id": 1e400')
-        r = srv.ask(line)
-        assert r["id"] is None and r["error"]["code"] == -32600
-        r = srv.ask(_search(9, "COOKIE_EXPIRED_4711"))  # and it still serves
-        assert r["id"] == 9 and "result" in r
-    finally:
-        err = srv.close()
-    assert srv.proc.returncode == 0 and "Traceback" not in err
+def test_stdio_request_with_an_unreadable_id_is_answered(stdio_server: StdioServer) -> None:
+    srv = stdio_server
+    line = json.dumps(_search(1, "COOKIE_EXPIRED_4711")).replace('"id": 1', '"id": 1e400')
+    r = srv.ask(line)
+    assert r["id"] is None and r["error"]["code"] == -32600
+    r = srv.ask(_search(9, "COOKIE_EXPIRED_4711"))  # and it still serves
+    assert r["id"] == 9 and "result" in r
 
 
 #: Requests whose ``id`` can be read but whose other fields are of the wrong type: each must be
@@ -233,17 +248,13 @@ WRONG_FIELDS = [
 ]
 
 
-def test_stdio_wrong_field_types_are_answered_for_their_id(ws: Path) -> None:
-    srv = StdioServer(ws)
-    try:
-        for line, code in WRONG_FIELDS:
-            r = srv.ask(line)
-            assert (r["id"], r["error"]["code"]) == (json.loads(line)["id"], code), line
-        r = srv.ask(_search(99, "COOKIE_EXPIRED_4711"))  # and it still serves
-        assert r["id"] == 99 and "result" in r
-    finally:
-        err = srv.close()
-    assert srv.proc.returncode == 0 and "Traceback" not in err
+def test_stdio_wrong_field_types_are_answered_for_their_id(stdio_server: StdioServer) -> None:
+    srv = stdio_server
+    for line, code in WRONG_FIELDS:
+        r = srv.ask(line)
+        assert (r["id"], r["error"]["code"]) == (json.loads(line)["id"], code), line
+    r = srv.ask(_search(99, "COOKIE_EXPIRED_4711"))  # and it still serves
+    assert r["id"] == 99 and "result" in r
 
 
 def _post(url: str, body: str) -> tuple[int, str]:
