@@ -9,6 +9,7 @@ row of 384 floats is 1.5 KiB) so that this small index spans many blocks and row
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,10 +38,14 @@ BETWEEN = ("SELECT rowid, embedding FROM chunks WHERE rowid BETWEEN ? AND ?"
            " AND length(embedding) > 0 ORDER BY rowid")
 
 
+def _small(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(sidecar, "BLOCK", 4096)
+    mp.setattr(vec, "STREAM_BYTES", 5 * 1536)  # a few rows a piece: many runs
+
+
 @pytest.fixture(autouse=True)
 def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sidecar, "BLOCK", 4096)
-    monkeypatch.setattr(vec, "STREAM_BYTES", 5 * 1536)  # a few rows a piece: many runs
+    _small(monkeypatch)
 
 
 def _workspace(root: Path) -> Path:
@@ -79,15 +84,29 @@ def _last_file(idx: MemoryIndex) -> str:
                                 ).fetchone()[0]
 
 
-@pytest.fixture
-def synced(tmp_path: Path) -> Iterator[tuple[Path, Path, bytes]]:
-    """An index whose sidecar was written whole after its rows (sealed a second later than
-    any row's time), and that sidecar's bytes."""
-    ws = _workspace(tmp_path / "ws")
-    with MemoryIndex.open(ws) as idx:
-        idx.sync()
-        db = idx.store_path
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The workspace indexed with the local model once for the module (a build is ~7 CPU s);
+    every test changes its own copy. Returned a whole second after its last row was written."""
+    ws = _workspace(tmp_path_factory.mktemp("built") / "ws")
+    with pytest.MonkeyPatch.context() as mp:
+        _small(mp)  # as every test's own syncs run
+        with MemoryIndex.open(ws) as idx:
+            idx.sync()
     time.sleep(1.05 - time.time() % 1)  # the seal is in whole seconds
+    return ws
+
+
+@pytest.fixture
+def synced(built: Path, tmp_path: Path) -> Iterator[tuple[Path, Path, bytes]]:
+    """A copy of :func:`built` (the files' mtimes and the index copied: a sync of the copy
+    writes nothing) whose sidecar was written whole after its rows (sealed a second later
+    than any row's time), and that sidecar's bytes."""
+    ws = tmp_path / "ws"
+    shutil.copytree(built, ws)
+    with MemoryIndex.open(ws) as idx:
+        assert idx.sync().wrote_anything is False  # the copy is the built index
+        db = idx.store_path
     yield ws, db, _whole(ws)
 
 
