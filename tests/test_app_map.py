@@ -4,6 +4,7 @@ the UMAP worker that compiles in the background."""
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -16,6 +17,18 @@ from tests.apptesting import OpenApp
 from workbench import mapdata, projection
 
 PAGE = "pages/embedding_map.py"
+
+
+@pytest.fixture(scope="module")
+def map_demo(indexed_demo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A demo copy shared by the module, holding the demo's local-model index (conftest's
+    ``indexed_demo``, built once a run): the map reads it, as it reads any index already
+    built, instead of the page embedding the demo again (~9 CPU s). Building through the
+    pages is tested elsewhere (test_app_heap with the local model, the keyword-only test
+    below)."""
+    ws = tmp_path_factory.mktemp("map") / "demo-workspace"
+    shutil.copytree(indexed_demo, ws)
+    return ws
 
 
 def _values(v: object) -> list[float]:
@@ -32,15 +45,15 @@ def _figure(at: AppTest) -> dict:
     return json.loads(chart.proto.spec)
 
 
-def test_keyword_only_index_has_no_map(open_app: OpenApp, module_demo: Path) -> None:
-    at = open_app(module_demo, PAGE, provider="none", timeout=240)
+def test_keyword_only_index_has_no_map(open_app: OpenApp, map_demo: Path) -> None:
+    at = open_app(map_demo, PAGE, provider="none", timeout=240)
     assert any("no embeddings" in i.value for i in at.info)
 
 
 @pytest.mark.slow  # loads the local model: ~20 s
 def test_map_projects_chunks_query_hits_and_lists_a_selection(
-        open_app: OpenApp, module_demo: Path) -> None:
-    at = open_app(module_demo, PAGE, provider="local", timeout=240)
+        open_app: OpenApp, map_demo: Path) -> None:
+    at = open_app(map_demo, PAGE, provider="local", timeout=240)
     at.radio(key="map_method").set_value("PCA").run()
     fig = _figure(at)
     points = [p for t in fig["data"] for p in t["customdata"]]
@@ -180,8 +193,8 @@ def test_chunk_date_from_the_file_name_never_its_mtime() -> None:
 
 @pytest.mark.slow  # loads the local model: ~20 s
 def test_map_gold_of_a_labelled_query_and_a_clicked_point(open_app: OpenApp,
-                                                          module_demo: Path) -> None:
-    at = open_app(module_demo, PAGE, provider="local", timeout=240)
+                                                          map_demo: Path) -> None:
+    at = open_app(map_demo, PAGE, provider="local", timeout=240)
     at.radio(key="map_method").set_value("PCA").run()
     options = at.selectbox(key="map_labelled").options
     pick = next(o for o in options if "COOKIE_EXPIRED" in o)
@@ -240,14 +253,14 @@ def test_map_layers_are_pure_and_name_what_they_show() -> None:
 
 @pytest.mark.slow  # loads the local model: ~20 s
 def test_map_colours_by_supersession_and_names_the_newer_line(
-        open_app: OpenApp, module_demo: Path, tmp_path: Path) -> None:
+        open_app: OpenApp, map_demo: Path, tmp_path: Path) -> None:
     """Issue #34: the map colours each chunk superseded, current or unchanged, as
     ``chunk_marks`` marks it over the stored supersessions, and a superseded point's hover
     names the newer line."""
     from memory_core.base.supersession import chunk_marks
     from tests.apptesting import copy_demo
 
-    at = open_app(module_demo, PAGE, provider="local", timeout=240)
+    at = open_app(map_demo, PAGE, provider="local", timeout=240)
     at.radio(key="map_method").set_value("PCA").run()
     assert "supersession" in at.selectbox(key="map_colour").options
     at.selectbox(key="map_colour").set_value("supersession").run()
