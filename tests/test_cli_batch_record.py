@@ -17,8 +17,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from memory_core import MemoryIndex
 from memory_core import promotion as pr
+from memory_core.cli import main as cli_main
 from memory_core.promotion.concepts import derive_concept_tags
 from memory_core.promotion.policy import tuned
 from memory_core.promotion.signals import BatchRecorder
@@ -91,12 +94,16 @@ def cli(*args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
                           text=True, cwd=ROOT, timeout=300, check=True, **kw)
 
 
-def test_cli_batch_records_what_one_search_per_process_records(tmp_path: Path) -> None:
+def test_cli_batch_records_what_one_search_per_process_records(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     a, b = copy_demo(tmp_path / "a"), copy_demo(tmp_path / "b")
     for ws in (a, b):
         cli("index", "-w", str(ws), "--provider", "none", "--no-progress")
+    # one `search` command a query, each run through the CLI's main as its own invocation (in
+    # this process: a child each was ten interpreter starts; the batch below is a real child)
     for q in QUERIES:
-        cli("search", q, "-w", str(a), "--provider", "none", "--json")
+        assert cli_main(["search", q, "-w", str(a), "--provider", "none", "--json"]) == 0
+    capsys.readouterr()
     batch = tmp_path / "batch.jsonl"
     batch.write_text("".join(json.dumps({"qid": i, "query": q}) + "\n"
                              for i, q in enumerate(QUERIES)))
