@@ -2,12 +2,12 @@
 # Both create .venv and install the project into it on first use. `make check` is the quick loop
 # while developing (under a minute): lint, types, and the unit tests of the pure parts, which load
 # no model. `make test-fast`: lint, types and every test except the browser, UMAP, notebook, long
-# evaluation and soak ones (pytest markers, declared in pyproject.toml). check and test-fast spread
-# the tests over the cores with pytest-xdist (PYTEST_PAR; `make test-fast PYTEST_PAR=` runs them in
-# one process): a worker per core and one more (tests/conftest.py), each test file on one worker
-# (`--dist loadfile`: its module fixtures are built once; loadgroup's per-file marks are lost under
-# pytest 9, which sent a file's tests to both workers, each building the file's index), the
-# dearest files first. `make test` (CI) stays in one process until a whole parallel run of it has
+# evaluation, soak and full-tier ones (pytest markers, declared in pyproject.toml). check and
+# test-fast spread the tests over the cores with pytest-xdist (PYTEST_PAR; `make test-fast
+# PYTEST_PAR=` runs them in one process): a worker per core and one more (tests/conftest.py), each
+# test file on one worker (`--dist loadfile`: its module fixtures are built once; loadgroup's
+# per-file marks are lost under pytest 9, which sent a file's tests to both workers, each building
+# the file's index), the dearest files first. `make test` (CI) stays in one process until a whole parallel run of it has
 # been seen green.
 PYTHON ?= python3
 VENV := .venv
@@ -18,7 +18,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
 PYTEST_PAR ?= -n auto --dist loadfile
-FAST_MARKERS := not browser and not umap and not notebook and not longeval and not soak
+FAST_MARKERS := not browser and not umap and not notebook and not longeval and not soak and not full
 # `make check`'s tests: chunking (with its goldens), fusion (MMR, decay, date pool, tail order), query
 # building (the reference's keyword goldens), config and its doors, metrics, qmd's result
 # parsing, the structure rules, and one real index -> search -> get round trip on the small demo

@@ -174,6 +174,10 @@ def test_ray_gives_the_serial_metrics(tmp_path: Path, embed_url: str,
     assert par.metrics["chunk"]["success@5"] > 0.5
 
 
+# full tier: the fast tier checks the same equality through the API (the test above, a Ray
+# cluster of its own) and the CLI's --executor ray up to Ray's import (the test below); this one
+# starts a second cluster for the CLI's report (~15 s)
+@pytest.mark.full
 def test_cli_ray_matches_serial_on_a_query_file(tmp_path: Path, embed_url: str,
                                                 capsys: pytest.CaptureFixture[str],
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
