@@ -29,11 +29,13 @@ SHARED = ROOT.parent / "shared"
 GOLDENS = Path(__file__).resolve().parent / "goldens"
 
 
-#: The test files that cost most in `make test-fast` (CPU seconds measured in session 10, dearest
-#: first). pytest-xdist hands a worker the next file when it is nearly done, so these start first
-#: and the many small files even out the two workers' ends (longest-first scheduling).
-DEAREST_FIRST = ("test_evidence.py", "test_app_map.py", "test_cli_batch_group.py",
-                 "test_app_heap.py")
+#: The test files that take longest on their worker in `make test-fast` (wall seconds measured
+#: in session 12, longest first: the local-model index of the demo home, 141 queries asked four
+#: ways, Ray clusters and a killed raylet, a 60-day replay, a child process that builds an index).
+#: pytest-xdist hands a worker the next file when it is nearly done, so these start first and the
+#: many small files even out the workers' ends (longest-first scheduling).
+DEAREST_FIRST = ("test_evidence.py", "test_cli_batch_group.py", "test_index_ray.py",
+                 "test_no_tracebacks.py", "test_promotion_failures.py", "test_app_heap.py")
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
