@@ -78,16 +78,12 @@ QUESTION_FRAME = re.compile(
     r"(?:days|weeks|months|years) (?:ago|had passed|passed)|the order of|happened first|"
     r"lately|recently)\b",
     re.IGNORECASE)
-#: Whether the default profile's OR query leaves :data:`QUESTION_FRAME` out: chosen on every
-#: fold of a 5-fold CV on 81 LongMemEval-S dev questions (docs/retrieval.md, issue #36).
-DROP_QUESTION_FRAME = True
 
 
 def keyword_text(query: str) -> str:
-    """``query`` without its question frame (:data:`QUESTION_FRAME`) when that is on and
-    something is left; the OR keyword query's text."""
-    if not DROP_QUESTION_FRAME:
-        return query
+    """``query`` without its question frame (:data:`QUESTION_FRAME`) when something is left:
+    the OR keyword query's text under ``SearchSettings.drop_question_frame`` (the default
+    profile's, chosen on every fold of a 5-fold CV on LongMemEval-S dev questions)."""
     left = QUESTION_FRAME.sub(" ", query)
     return left if tokens(left) else query
 
@@ -332,13 +328,19 @@ def _month_end(y: int, m: int) -> date:
     return (date(y + 1, 1, 1) if m == 12 else date(y, m + 1, 1)) - timedelta(days=1)
 
 
-def date_hints(query: str) -> list[DateSpan]:
-    """The absolute dates a question names: "on 7 May 2023", "May 7, 2023", "2023-05-07",
-    "in May 2023", "2023年5月7日", or a bare month ("in June"). Relative dates are ignored.
+def date_hints(query: str, today: date | None = None) -> list[DateSpan]:
+    """The dates a question names: absolute ("on 7 May 2023", "May 7, 2023", "2023-05-07",
+    "in May 2023", "2023年5月7日", a bare month "in June") and, when ``today`` is given,
+    relative to it ("four weeks ago", "last Saturday", :func:`relative_spans`).
 
     Used by the default profile to prefer diaries named by the asked date (``memory/2023-05-08.md``
     is where an agent writes what happened that day); an invalid date is skipped.
     """
+    spans = _absolute_spans(query)
+    return spans + relative_spans(query, today) if today is not None else spans
+
+
+def _absolute_spans(query: str) -> list[DateSpan]:
     spans: list[DateSpan] = []
     taken: list[tuple[int, int]] = []
     for rx, kind in _DATE_PATTERNS:
@@ -366,6 +368,79 @@ def date_hints(query: str) -> list[DateSpan]:
                 continue
             taken.append((m.start(), m.end()))
             spans.append(span)
+    return spans
+
+
+_NUMBER_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve".split())}
+_NUMBER_WORDS.update({"a": 1, "an": 1, "a couple of": 2, "couple of": 2, "a few": 3, "few": 3})
+_NUM = "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)).replace(" ", r"\s+")
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+#: "N days / weeks / months ago": the day that far back, widened by the unit's vagueness (a
+#: person who says "four weeks ago" means that week; "two months ago", that fortnight).
+_AGO = re.compile(rf"\b(\d{{1,3}}|{_NUM})\s+(day|week|month)s?\s+ago\b", re.I)
+_AGO_DAYS = {"day": 1, "week": 7, "month": 30}
+_AGO_SLACK = {"day": 0, "week": 2, "month": 5}
+_LAST_WEEKDAY = re.compile(rf"\blast\s+({'|'.join(_WEEKDAYS)})\b", re.I)
+#: "last week" is the calendar week before this one, "this week/month" the calendar one so far,
+#: "past week/month" the 7 or 31 days up to today. "Last month" runs from the first of the month
+#: before up to today: people say it of the calendar month ("last month's spreadsheet", asked in
+#: November, is October's) and of the last few weeks ("the certification I completed last
+#: month", asked on 30 May, was done on 28 May).
+_RECENT = re.compile(r"\b(?:(last|past|this)\s+(week|weekend|month)|(yesterday))\b", re.I)
+#: "the past two weeks", "the last 3 months": the days from that far back up to today.
+_PAST_N = re.compile(rf"\b(?:past|last|previous)\s+(\d{{1,3}}|{_NUM})\s+(day|week|month)s?\b", re.I)
+
+
+def _count(word: str) -> int:
+    text = re.sub(r"\s+", " ", word.lower())
+    return int(text) if text.isdigit() else _NUMBER_WORDS[text]
+
+
+def relative_spans(query: str, today: date) -> list[DateSpan]:
+    """The spans a question names relative to ``today``: "3 days ago", "four weeks ago",
+    "a couple of days ago", "a month ago", "yesterday", "last Friday", "last weekend",
+    "last week", "this/past/last month", "this/past week", "the past two weeks". "How many days
+    ago…" names none.
+
+    Only the asker's ``today`` makes these dates: the agent's clock, or the question's date in
+    an evaluation (``SearchSettings.now_ms``)."""
+    spans: list[DateSpan] = []
+    for m in _AGO.finditer(query):
+        n, unit = _count(m.group(1)), m.group(2).lower()
+        day = today - timedelta(days=n * _AGO_DAYS[unit])
+        slack = timedelta(days=max(_AGO_SLACK[unit] * n // 2, _AGO_SLACK[unit]))
+        spans.append(DateSpan(day - slack, day + slack))
+    for m in _PAST_N.finditer(query):
+        back = _count(m.group(1)) * _AGO_DAYS[m.group(2).lower()]
+        spans.append(DateSpan(today - timedelta(days=back), today))
+    for m in _LAST_WEEKDAY.finditer(query):
+        back = (today.weekday() - _WEEKDAYS.index(m.group(1).lower()) - 1) % 7 + 1
+        day = today - timedelta(days=back)
+        spans.append(DateSpan(day, day))
+    for m in _RECENT.finditer(query):
+        which, unit = (m.group(1) or "").lower(), (m.group(2) or "").lower()
+        if m.group(3):
+            day = today - timedelta(days=1)
+            spans.append(DateSpan(day, day))
+        elif unit == "weekend":
+            if which == "this":  # a plan ("dinner this weekend"), not a memory's day
+                continue
+            sunday = today - timedelta(days=today.weekday() + 1)
+            spans.append(DateSpan(sunday - timedelta(days=1), sunday))
+        elif unit == "week" and which == "last":
+            monday = today - timedelta(days=today.weekday() + 7)
+            spans.append(DateSpan(monday, monday + timedelta(days=6)))
+        elif unit == "week":
+            start = today - timedelta(days=today.weekday() if which == "this" else 7)
+            spans.append(DateSpan(start, today))
+        elif which == "past":
+            spans.append(DateSpan(today - timedelta(days=31), today))
+        else:  # "this month" from its first day; "last month" from the first of the one before
+            first = today.replace(day=1)
+            if which == "last":
+                first = (first - timedelta(days=1)).replace(day=1)
+            spans.append(DateSpan(first, today))
     return spans
 
 
