@@ -40,9 +40,6 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 SMALL = EXAMPLES / "demo-workspace"
 #: What is written, relative to the output folder (``examples/``).
-#: When the home's questions are asked: the day after its last diary (2026-11-28), so "last
-#: month" in a question means the same days on every run, whatever the clock says.
-ASKED = "2026-11-29"
 HOME, QUERIES, LABELS, NO_ANSWER = ("demo-home", "demo-home-queries.jsonl", "demo-home-labels",
                                     "demo-home-no-answer.jsonl")
 AGENT = "main"
@@ -272,7 +269,7 @@ def write_labels(out: Path, new: list[dict[str, Any]]) -> int:
                 r["path"] = f"sessions/{AGENT}/{r['path'].removeprefix('sessions/')}"
         rows.append(rec)
     for i, rec in enumerate(new, 1):
-        rows.append({"qid": f"home-q{i:02d}", **rec, "asked": ASKED})
+        rows.append({"qid": f"home-q{i:02d}", **rec})
     _jsonl(out / QUERIES, rows)
     labels = out / LABELS
     labels.mkdir(exist_ok=True)

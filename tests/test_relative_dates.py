@@ -37,15 +37,13 @@ def test_relative_spans_count_from_today() -> None:
     assert relative_spans("last Friday", SAT) == [_day(date(2023, 3, 31))]
     assert relative_spans("last weekend", SAT) == [DateSpan(date(2023, 3, 25), date(2023, 3, 26))]
     assert relative_spans("last week", SAT) == [DateSpan(date(2023, 3, 20), date(2023, 3, 26))]
-    assert relative_spans("this month", SAT) == [DateSpan(date(2023, 4, 1), SAT)]
-    assert relative_spans("last month's bill", SAT) == [DateSpan(date(2023, 3, 1), SAT)]
-    assert relative_spans("in the past month", SAT) == [DateSpan(date(2023, 3, 1), SAT)]
-    assert relative_spans("over the past two weeks", SAT) == [DateSpan(date(2023, 3, 18), SAT)]
 
 
 def test_questions_that_name_no_day() -> None:
     for q in ("How many days ago did I meet Emma?", "How many weeks ago was the sale?",
-              "What did I buy most recently?", "dinner this weekend", "weeks ago"):
+              "What did I buy most recently?", "dinner this weekend", "weeks ago",
+              # too wide to name a day: they would lift a month of notes above the answer
+              "last month's bill", "in the past month", "over the past two weeks", "this week"):
         assert relative_spans(q, SAT) == [], q
     # without a today, only absolute dates count (the reference's and old callers' view)
     assert date_hints("what did I buy four weeks ago?") == []

@@ -5,7 +5,7 @@ Data formats (see ``../shared/datasets/README.md``, whose protocol the evaluator
 * LoCoMo-style query files, one JSON object a line: ``{qid, query, category, relevant: [{path,
   line}]}``, judged against one workspace (``path`` workspace-relative, ``line`` 1-based; for
   session transcripts, JSONL line numbers, which is what the index stores for session chunks).
-  An optional ``asked`` (``2026-11-10``) says when the question is asked: "last month" in it
+  An optional ``asked`` (``2026-11-10``) says when the question is asked: "last week" in it
   then means the same days on every run (without it, the clock's today).
 * BEIR folders (``corpus.jsonl``, ``queries.jsonl``, ``qrels/test.tsv``): the corpus is written
   once to a cache folder as a workspace of one ``memory/<id>.md`` per document (title, then text),
