@@ -128,6 +128,9 @@ def _keyword_query_controls() -> None:
             "keyword_query", "and: OpenClaw's query (every term); or: any term, BM25-ranked."))
         st.toggle("CJK bigrams", **_fusion(
             "cjk_bigrams", "Search Chinese/Japanese/Korean text by character pairs."))
+        st.toggle("Leave the question's frame out", **_fusion(
+            "drop_question_frame", "or only: 'how many', 'days ago', 'any tips' leave the "
+            "keyword query (notes rarely share them with the answer)."))
         st.toggle("Keyword-only hits fill free slots", **_fusion("keyword_only_fill"))
 
 

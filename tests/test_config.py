@@ -314,7 +314,8 @@ def test_the_engine_declares_which_settings_need_a_new_fetch() -> None:
     (``SearchSettings.fetch_key``) instead of restating it (issue #32)."""
     from memory_core.base.config import FETCH_SETTINGS
 
-    assert set(FETCH_SETTINGS) == {"keyword_query", "cjk_bigrams", "prf_terms", "prf_docs",
+    assert set(FETCH_SETTINGS) == {"keyword_query", "cjk_bigrams", "drop_question_frame",
+                                   "prf_terms", "prf_docs",
                                    "prf_weight", "decompose"}
     base = SearchSettings()
     fused_only = dataclasses.replace(base, vector_weight=0.1, min_score=0.9)

@@ -118,7 +118,7 @@ def _cands() -> Candidates:
 
 def test_leg_audit_shows_the_gate_dropping_a_keyword_only_gold_hit() -> None:
     q = EvalQuery("q1", "pool", "keyword", (Evidence("memory/a.md", 3),))
-    key = ("and", False)
+    key = SearchSettings().fetch_key()
     col = [CollectedQuery(q, {key: _cands()}, 1, 1, {key: 0.0})]
     ref = leg_audit(col, EvalConfig("reference", SearchSettings()))
     row = ref["per_query"][0]
@@ -133,8 +133,7 @@ def test_leg_audit_shows_the_gate_dropping_a_keyword_only_gold_hit() -> None:
     row2 = leg_audit(col2, EvalConfig("reference", SearchSettings()))["per_query"][0]
     assert row2["gated"] == 1 and row2["kept"] == 0 and row2["first_rank"] is None
     dflt = profile_settings("default")
-    col3 = [CollectedQuery(q, {(dflt.keyword_query, dflt.cjk_bigrams): strong}, 1, 1,
-                       {(dflt.keyword_query, dflt.cjk_bigrams): 0.0})]
+    col3 = [CollectedQuery(q, {dflt.fetch_key(): strong}, 1, 1, {dflt.fetch_key(): 0.0})]
     row3 = leg_audit(col3, EvalConfig("default", dflt))["per_query"][0]
     assert row3["gated"] == 0 and row3["kept"] == 1 and row3["first_rank"] is not None
 

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from memory_core import MemoryIndex
-from memory_core.read import query
+from memory_core.base.config import profile_settings
 from memory_core.read.query import keyword_text, or_fts_query
 
 QUESTION = "How many days ago did I renew my magazine subscription lately?"
@@ -34,20 +32,18 @@ def _workspace(root: Path) -> Path:
     return root
 
 
-def test_the_frame_no_longer_outranks_the_topic(tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_frame_no_longer_outranks_the_topic(tmp_path: Path) -> None:
     with MemoryIndex.open(_workspace(tmp_path), provider="none") as idx:
         idx.sync()
-        monkeypatch.setattr(query, "DROP_QUESTION_FRAME", False)
-        before = [h.path for h in idx.search(QUESTION).hits]
-        monkeypatch.setattr(query, "DROP_QUESTION_FRAME", True)
+        assert idx.settings().drop_question_frame  # the default profile's
+        before = [h.path for h in idx.search(QUESTION, drop_question_frame=False).hits]
         after = [h.path for h in idx.search(QUESTION).hits]
     assert before[0].startswith("memory/talk-")  # the frame's words won
     assert after[0] == "memory/post.md"
+    assert not profile_settings("reference").drop_question_frame
 
 
-def test_the_keyword_query_keeps_the_topic(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(query, "DROP_QUESTION_FRAME", True)
+def test_the_keyword_query_keeps_the_topic() -> None:
     match = or_fts_query(keyword_text(QUESTION)) or ""
     assert '"magazine"' in match and '"subscription"' in match
     assert not {'"many"', '"days"', '"ago"', '"lately"'} & set(match.split(" OR "))

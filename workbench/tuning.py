@@ -25,7 +25,8 @@ from memory_core.read.query import STOP_WORDS, tokens
 #: The SearchSettings fields the Search & tune page edits (the rest stay the profile's).
 TUNABLE: tuple[str, ...] = (
     "max_results", "min_score", "vector_weight", "text_weight", "candidate_multiplier", "hybrid",
-    "fusion", "rrf_k", "keyword_query", "cjk_bigrams", "keyword_only_fill", "mmr_enabled",
+    "fusion", "rrf_k", "keyword_query", "cjk_bigrams", "drop_question_frame",
+    "keyword_only_fill", "mmr_enabled",
     "mmr_lambda", "decay_enabled", "half_life_days", "now_ms", "date_hint",
 )
 _SETTINGS_FIELDS = frozenset(f.name for f in fields(SearchSettings))
@@ -353,6 +354,8 @@ def not_carried(s: SearchSettings) -> list[str]:
         out.append(f"keyword_query={s.keyword_query}")
     if s.cjk_bigrams != ref.cjk_bigrams:
         out.append("cjk_bigrams")
+    if s.drop_question_frame != ref.drop_question_frame:
+        out.append("drop_question_frame")
     if s.keyword_only_fill != ref.keyword_only_fill:
         out.append("keyword_only_fill (OpenClaw 2026.9 behaviour)")
     if s.relaxed_min_score != ref.relaxed_min_score:
@@ -360,7 +363,7 @@ def not_carried(s: SearchSettings) -> list[str]:
     if s.date_hint != ref.date_hint:
         out.append(f"date_hint={s.date_hint}")
     if s.now_ms is not None:
-        out.append("pinned 'now' for decay")
+        out.append("pinned 'now' for decay and relative dates")
     return out
 
 

@@ -23,6 +23,7 @@ DIARY_RE = re.compile(r"(?:^|/)memory/(\d{4})-(\d{2})-(\d{2})\.md$")
 DATED_NAME_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:-[^/]*)?\.md$")
 #: Any path whose last component starts with a date (``sessions/2023-05-08.jsonl`` too).
 PATH_DATE_RE = re.compile(r"(?:^|/)(\d{4})-(\d{2})-(\d{2})[^/]*$")
+_ASKED_RE = re.compile(r"\s*(\d{4})[-/](\d{2})[-/](\d{2})(?:[^\d:]+(\d{1,2}):(\d{2}))?")
 
 
 def now_ms(now: float | int | None = None) -> int:
@@ -33,6 +34,19 @@ def now_ms(now: float | int | None = None) -> int:
 def day_of(ms: int) -> str:
     """The UTC day ``YYYY-MM-DD`` of epoch milliseconds ``ms``."""
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d")
+
+
+def asked_ms(text: object) -> int | None:
+    """When a question is asked, as epoch ms (UTC): ``2026-11-10``, ``2026-11-10T09:30`` or
+    LongMemEval's ``2023/04/01 (Sat) 08:30``; None for anything else (no date, no question)."""
+    m = _ASKED_RE.match(text) if isinstance(text, str) else None
+    if not m:
+        return None
+    y, mo, d, hh, mm = (int(g) if g else 0 for g in m.groups())
+    try:
+        return int(datetime(y, mo, d, hh, mm, tzinfo=UTC).timestamp() * 1000)
+    except ValueError:
+        return None
 
 
 def day_start_ms(day: str) -> int:

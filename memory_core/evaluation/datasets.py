@@ -5,6 +5,8 @@ Data formats (see ``../shared/datasets/README.md``, whose protocol the evaluator
 * LoCoMo-style query files, one JSON object a line: ``{qid, query, category, relevant: [{path,
   line}]}``, judged against one workspace (``path`` workspace-relative, ``line`` 1-based; for
   session transcripts, JSONL line numbers, which is what the index stores for session chunks).
+  An optional ``asked`` (``2026-11-10``) says when the question is asked: "last week" in it
+  then means the same days on every run (without it, the clock's today).
 * BEIR folders (``corpus.jsonl``, ``queries.jsonl``, ``qrels/test.tsv``): the corpus is written
   once to a cache folder as a workspace of one ``memory/<id>.md`` per document (title, then text),
   and a chunk is relevant when its file is.
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..base.dates import asked_ms
 from ..base.fileio import atomic_write, iter_jsonl
 from ..base.locations import REPO_ROOT, cache_root, datasets_dir
 
@@ -75,6 +78,9 @@ class EvalQuery:
     relevant: tuple[Evidence, ...]
     workspace: str = ""
     apart: bool = False
+    #: when the query is asked (epoch ms; LongMemEval's question date): relative dates in it
+    #: count from here, not from the clock (:func:`.runner.asked_settings`)
+    now_ms: int | None = None
 
 
 @dataclass
@@ -219,7 +225,8 @@ def _parse_queries(records: Iterable[Mapping[str, Any]], workspace_of: Callable[
             continue
         cat = _category_of(rec)
         out.append(EvalQuery(str(rec.get("qid", len(out) + 1)), query, cat, rel, ws,
-                             apart=cat in APART_CATEGORIES or bool(rec.get("adversarial"))))
+                             apart=cat in APART_CATEGORIES or bool(rec.get("adversarial")),
+                             now_ms=asked_ms(rec.get("asked"))))
     return out
 
 

@@ -12,7 +12,8 @@ Two variants, named beside every figure:
 The evidence of a question is every line of its ``has_answer`` turns that the variant writes;
 a question without any (the user-only variant of an assistant-side question) is skipped, as the
 benchmark's averaging skips "no target" questions. Abstention questions (``_abs``) are kept
-apart: they measure what an agent is told when nothing in memory answers.
+apart: they measure what an agent is told when nothing in memory answers. Each question is
+asked on its own ``question_date``: the "now" its relative dates ("four weeks ago") count from.
 
 Names: ``longmemeval-s[-all][:PATH][#N]``: ``PATH`` the official JSON (gzipped or not; default
 ``../shared/datasets/longmemeval-s/longmemeval_s_dev.json.gz``), ``#N`` a subset of ``N``
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base.config import profile_settings
+from ..base.dates import asked_ms
 from ..base.fileio import atomic_write
 from ..base.locations import datasets_dir
 from .datasets import DatasetMissing, EvalQuery, Evidence, QuerySet, cache_dir, load_query_set
@@ -174,7 +176,8 @@ def load_longmemeval(name: str) -> QuerySet:
         stores[qid] = cache_dir() / "stores" / root.name / ws.name
         queries.append(EvalQuery(qid, str(inst.get("question", "")),
                                  str(inst.get("question_type", "")), tuple(evidence), qid,
-                                 apart=abstain))
+                                 apart=abstain,
+                                 now_ms=asked_ms(inst.get("question_date"))))
     label = f"longmemeval-s-{variant}" + (f"#{m.group('n')}" if m.group("n") else "")
     return QuerySet(label, queries, workspaces, stores, "lines", skipped,
                     f"LongMemEval-S ({path.name}, {len(instances)} questions): "

@@ -38,8 +38,9 @@ from .report import EvalReport, RunResult
 
 #: ``progress(stage, done, total)``: indexing and querying report through it.
 Progress = Callable[[str, int, int], None]
-#: Bumped when what a cached candidate file holds changes shape.
-_CACHE_VERSION = 4  # 4: the OR keyword query drops the question frame; 3: notes, marks
+#: Bumped when what a cached candidate file holds changes shape. 5: a query's own "now"
+#: (relative dates read every row); 4: the OR keyword query drops the question frame; 3: notes.
+_CACHE_VERSION = 5
 
 @dataclass(frozen=True)
 class EvalConfig:
@@ -69,17 +70,13 @@ def _label_for(settings: SearchSettings, index: MemoryIndex | None) -> str:
     return index.config.profile if index else "config"
 
 
-def _leg_key(s: SearchSettings) -> tuple[Any, ...]:
-    """What the candidate fetch depends on (the keyword query's construction, feedback)."""
-    key: tuple[Any, ...] = (s.keyword_query, s.cjk_bigrams)
-    if s.prf_terms > 0 and s.prf_weight > 0:
-        key += ("prf", s.prf_terms, s.prf_docs, s.prf_weight)
-    if s.decompose > 0:
-        key += ("decompose", s.decompose)
-    return key
+def asked_settings(settings: SearchSettings, query: EvalQuery) -> SearchSettings:
+    """``settings`` as the asker of ``query`` runs them: at the query's own "now" when it has
+    one (LongMemEval's question date), so "four weeks ago" counts from the day it was asked."""
+    return settings if query.now_ms is None else replace(settings, now_ms=query.now_ms)
 
 
-def _ranked(config: EvalConfig, cands: Candidates
+def _ranked(config: EvalConfig, cands: Candidates, query: EvalQuery
             ) -> tuple[list[tuple[str, int, int]], list[float], Any]:
     """The list the agent would get under ``config`` (or the leg's own top :data:`DEPTH`), its
     scores, and the fusion result (None for a leg)."""
@@ -88,7 +85,7 @@ def _ranked(config: EvalConfig, cands: Candidates
         return ([(cands.chunks[h.id].path, cands.chunks[h.id].start_line,
                   cands.chunks[h.id].end_line) for h in leg[:DEPTH]],
                 [float(h.score) for h in leg[:DEPTH]], None)
-    res = fuse(cands, config.settings)
+    res = fuse(cands, asked_settings(config.settings, query))
     return ([(h.path, h.start_line, h.end_line) for h in res.hits],
             [float(h.score) for h in res.hits], res)
 
@@ -145,7 +142,7 @@ def _cache_file(idx: MemoryIndex, chunks: Any, queries: Sequence[EvalQuery],
                 keys: Sequence[tuple[Any, ...]]) -> Path:
     """Where one workspace's fetched candidates are kept (see :func:`collect`)."""
     ident = json.dumps([str(idx.store_path), idx.generation, chunks, idx.choice.key,
-                        [list(k) for k in keys], [(q.qid, q.query) for q in queries],
+                        [list(k) for k in keys], [(q.qid, q.query, q.now_ms) for q in queries],
                         _CACHE_VERSION], default=str)
     digest = hashlib.sha256(ident.encode()).hexdigest()[:24]
     return cache_dir() / "candidates" / f"{digest}.pickle"
@@ -246,7 +243,7 @@ def collect_workspace(query_set: QuerySet, ws_key: str, queries: Sequence[EvalQu
     ``progress`` sees ``("query", done, len(queries))`` counts local to this workspace.
     """
     prog = progress or (lambda stage, done, total: None)
-    keys = list(dict.fromkeys(_leg_key(c.settings) for c in configs))
+    keys = list(dict.fromkeys(c.settings.fetch_key() for c in configs))
     own = not isinstance(index_or_workspace, MemoryIndex)
     if isinstance(index_or_workspace, MemoryIndex):
         idx = index_or_workspace
@@ -275,10 +272,10 @@ def collect_workspace(query_set: QuerySet, ws_key: str, queries: Sequence[EvalQu
             cands: dict[tuple[Any, ...], Candidates] = {}
             fetch_ms: dict[tuple[Any, ...], float] = {}
             for key in keys:
-                s = next(c.settings for c in configs if _leg_key(c.settings) == key)
+                s = next(c.settings for c in configs if c.settings.fetch_key() == key)
                 t1 = time.perf_counter()
-                cands[key] = idx.candidates(q.query, settings=s, auto_sync=False,
-                                            query_vector=qvec)
+                cands[key] = idx.candidates(q.query, settings=asked_settings(s, q),
+                                            auto_sync=False, query_vector=qvec)
                 fetch_ms[key] = embed_ms + (time.perf_counter() - t1) * 1000
             ic, ifl = ideal_counts(idx, q.relevant)
             corpus = ((int(st.get("chunks") or 0), gold_chunk_count(idx, q.relevant))
@@ -317,11 +314,11 @@ def evaluate_rows(collected: Sequence[CollectedQuery], config: EvalConfig
                   ) -> list[dict[str, Any]]:
     """One row per query (metrics, latency, the cited results) for ``config``'s ranking."""
     rows = []
-    key = _leg_key(config.settings)
+    key = config.settings.fetch_key()
     for c in collected:
         cands = c.cands[key]
         t0 = time.perf_counter()
-        ranked, scores, _ = _ranked(config, cands)
+        ranked, scores, _ = _ranked(config, cands, c.query)
         fuse_ms = (time.perf_counter() - t0) * 1000
         m = score_ranking(ranked, c.query.relevant, c.ideal_chunks, c.ideal_files,
                           getattr(c, "corpus", None))
@@ -360,14 +357,14 @@ def leg_audit(collected: Sequence[CollectedQuery], config: EvalConfig) -> dict[s
                "gold gated (queries)": 0, "gold gated (chunks)": 0, "all gold gated": 0,
                "gold cut by maxResults (queries)": 0}
     for c in collected:
-        cands = c.cands[_leg_key(s)]
+        cands = c.cands[s.fetch_key()]
         gold = {cid for cid, ch in cands.chunks.items()
                 if any(covers(ch.path, ch.start_line, ch.end_line, ev) for ev in c.query.relevant)}
         vr = next((h.rank for h in cands.vector[:n] if h.id in gold), None)
         kr = next((h.rank for h in cands.keyword[:n] if h.id in gold), None)
         found = ("both" if vr and kr else "vector only" if vr else "keyword only" if kr
                  else "neither")
-        res = fuse(cands, s)
+        res = fuse(cands, asked_settings(s, c.query))
         kept = [h for h in res.hits if h.id in gold]
         gated = [h for h in res.below_gate if h.id in gold and h.removed_by != "maxResults"]
         cut = [h for h in res.below_gate if h.id in gold and h.removed_by == "maxResults"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, date, datetime
 from typing import Literal
 
 from ..base.config import FusionMode, SearchSettings
@@ -330,16 +331,22 @@ def _rrf(cands: Candidates, s: SearchSettings) -> FusionResult:
     return _run_tail("rrf", cands, s, merged, keyword)
 
 
+def query_today(s: SearchSettings) -> date:
+    """The day relative dates in a query count from ("four weeks ago"): ``now_ms``'s UTC day,
+    the clock's when unset (days are UTC throughout, :mod:`..base.dates`)."""
+    return datetime.fromtimestamp(now_ms(s.now_ms) / 1000, UTC).date()
+
+
 def _date_hint(hits: list[Hit], cands: Candidates, s: SearchSettings) -> None:
     """Add ``date_hint × closeness`` to hits in files named by a date the query names.
 
     A question such as "what did we decide on 12 November 2026?" is about the diary of that day;
-    neither leg knows it (the date is rarely written in the diary's text). Off when the setting
-    is 0 or the query names no absolute date.
+    neither leg knows it (the date is rarely written in the diary's text); "four weeks ago"
+    counts from :func:`query_today`. Off when the setting is 0 or the query names no date.
     """
     if s.date_hint <= 0:
         return
-    spans = date_hints(cands.query)
+    spans = date_hints(cands.query, query_today(s))
     if not spans:
         return
     for h in hits:
@@ -371,7 +378,7 @@ def pool_dates(query: str, s: SearchSettings) -> list[DateSpan]:
     """
     if s.fusion != "normalized" or s.date_hint <= 0:
         return []
-    return date_hints(query)
+    return date_hints(query, query_today(s))
 
 
 def _with_dated(cands: Candidates, s: SearchSettings, vector: list[LegHit],

@@ -24,7 +24,8 @@ def keyword_leg(store: Store, query: str, settings: SearchSettings, pool: int,
                 sources: Sequence[str] | None) -> tuple[list[LegHit], str | None, str]:
     """Run the keyword query the settings ask for; return hits, the MATCH string and table."""
     if settings.keyword_query == "or":
-        match = or_fts_query(keyword_text(query), bigrams=settings.cjk_bigrams)
+        text = keyword_text(query) if settings.drop_question_frame else query
+        match = or_fts_query(text, bigrams=settings.cjk_bigrams)
         table = BIGRAM_TABLE if settings.cjk_bigrams else REFERENCE_TABLE
         if match and store.fts_available:
             match = identifier_spellings(store, table, match)

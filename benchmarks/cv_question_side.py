@@ -1,21 +1,27 @@
 """Choose issue #36's question-side levers by cross-validation on LongMemEval-S's dev half.
 
-``read.query.DROP_QUESTION_FRAME``: the OR keyword query leaves the question's frame out ("how
-many", "what was the name of", "any tips", "days ago": ``QUESTION_FRAME``), a fetch-time
-change: the candidates are fetched anew under each value, never read from the cache. (Session
-11 also measured a bonus for the best chunk of each event a multi-aspect question names, a
-fusion step, in this script's first version, commit beaaf9a: no question moved; removed.)
+Two levers, each on or off (four combinations), both changing the fetch, so the candidates are
+fetched anew under each, never read from the cache:
 
-For each value it prints the ranked list's (gate off, 50) session ``recall_any@5`` /
+* ``drop_question_frame`` (a setting): the OR keyword query leaves the question's frame out
+  ("how many", "what was the name of", "any tips", "days ago": ``read.query.QUESTION_FRAME``);
+* relative dates: each question asked on its own ``question_date`` (``EvalQuery.now_ms``), so
+  the date hint reads "four weeks ago" and "last Saturday" (``read.query.relative_spans``);
+  off, the question is asked today, years after its haystack, and names no day in it.
+
+(Session 11 also measured a bonus for the best chunk of each event a multi-aspect question
+names, a fusion step, in this script's first version, commit beaaf9a: no question moved.)
+
+For each combination it prints the ranked list's (gate off, 50) session ``recall_any@5`` /
 ``recall_all@5`` and the agent's view (answerable chunk Success@5, abstention questions
-answered empty), then 5 seeded folds: the value with the best score on four folds,
+answered empty), then 5 seeded folds: the combination with the best score on four folds,
 ``recall_any@5 + recall_all@5 + agent Success@5 + abstention emptied`` summed over their
-questions (ties: off), is scored on the fifth. Questions: those whose
-index is already built in the evaluation cache, of the stratified ``--n`` and of any further
-``--set`` (another LongMemEval JSON, e.g. a dev-half subset written outside the project).
+questions (ties: fewer levers), is scored on the fifth. Questions: those whose
+index is already built in the evaluation cache, of the stratified ``--n`` (0: all) and of any
+further ``--set`` (another LongMemEval JSON, e.g. a dev-half subset written outside the project).
 
     MEMORY_WORKBENCH_DATASETS=../shared/datasets \\
-        .venv/bin/python benchmarks/cv_question_frame.py --n 100
+        .venv/bin/python benchmarks/cv_question_side.py --n 100
 """
 
 from __future__ import annotations
@@ -33,10 +39,11 @@ from memory_core.base.config import profile_settings
 from memory_core.evaluation.datasets import QuerySet, load_query_set
 from memory_core.evaluation.longmemeval import RANKED_OFF, lme_configs
 from memory_core.evaluation.runner import CollectedQuery, EvalConfig, collect, evaluate_rows
-from memory_core.read import query
 
-COMBOS: tuple[bool, ...] = (False, True)
-NONE = False
+#: (question frame dropped, relative dates from the asked day)
+Combo = tuple[bool, bool]
+COMBOS: tuple[Combo, ...] = ((False, False), (True, False), (False, True), (True, True))
+NONE: Combo = (False, False)
 #: per question: (abstention?, recall_any@5, recall_all@5, agent Success@5, agent empty)
 Row = tuple[bool, float, float, float, bool]
 
@@ -54,8 +61,17 @@ def built(name: str) -> QuerySet:
     return replace(qs, queries=[q for q in qs.queries if qs.store_dirs.get(q.workspace) in done])
 
 
-def rows(col: list[CollectedQuery]) -> dict[str, Row]:
-    base = profile_settings("default", "local")
+def undated(qs: QuerySet) -> QuerySet:
+    """``qs`` asked today: no question carries its own date."""
+    return replace(qs, queries=[replace(q, now_ms=None) for q in qs.queries])
+
+
+def framed(configs: list[EvalConfig], frame: bool) -> list[EvalConfig]:
+    return [replace(c, settings=replace(c.settings, drop_question_frame=frame)) for c in configs]
+
+
+def rows(col: list[CollectedQuery], frame: bool) -> dict[str, Row]:
+    base = replace(profile_settings("default", "local"), drop_question_frame=frame)
     ranked = evaluate_rows(col, EvalConfig("ranked", replace(base, **RANKED_OFF)))
     agent = evaluate_rows(col, EvalConfig("agent", base))
     out: dict[str, Row] = {}
@@ -76,19 +92,18 @@ def main() -> int:
     ap.add_argument("--set", action="append", default=[], help="a further longmemeval-s name")
     ap.add_argument("--folds", type=int, default=5)
     a = ap.parse_args()
-    sets = [built(n) for n in [f"longmemeval-s#{a.n}", *a.set]]
-    cfgs = lme_configs("default", "local")
-    per: dict[bool, dict[str, Row]] = {c: {} for c in COMBOS}
-    chosen = query.DROP_QUESTION_FRAME
-    for frame in COMBOS:
-        query.DROP_QUESTION_FRAME = frame
+    first = f"longmemeval-s#{a.n}" if a.n else "longmemeval-s"
+    sets = [built(n) for n in [first, *a.set]]
+    per: dict[Combo, dict[str, Row]] = {c: {} for c in COMBOS}
+    for frame, dated in COMBOS:
+        cfgs = framed(lme_configs("default", "local"), frame)
         for qs in sets:
-            per[frame].update(rows(collect(qs, cfgs, provider="local", cache=False)[0]))
-    query.DROP_QUESTION_FRAME = chosen
+            col = collect(qs if dated else undated(qs), cfgs, provider="local", cache=False)[0]
+            per[(frame, dated)].update(rows(col, frame))
     for c in COMBOS:
         ans = [r for r in per[c].values() if not r[0]]
         ab = [r for r in per[c].values() if r[0]]
-        print(f"frame {'on ' if c else 'off'}: answerable {len(ans)} "
+        print(f"{_name(c)}: answerable {len(ans)} "
               f"recall_any@5 {_mean(ans, 1):.3f} recall_all@5 {_mean(ans, 2):.3f} agent "
               f"Success@5 {_mean(ans, 3):.3f} | abstention empty {sum(r[4] for r in ab)} of "
               f"{len(ab)}")
@@ -100,7 +115,11 @@ def _mean(rs: list[Row], i: int) -> float:
     return sum(float(r[i]) for r in rs) / max(1, len(rs))
 
 
-def held_out(per: dict[bool, dict[str, Row]], k: int) -> None:
+def _name(c: Combo) -> str:
+    return f"frame {'dropped' if c[0] else 'kept   '}, relative dates {'on ' if c[1] else 'off'}"
+
+
+def held_out(per: dict[Combo, dict[str, Row]], k: int) -> None:
     """Each fold scored under the value the other folds chose."""
     qids = sorted(per[NONE])
     random.Random(36).shuffle(qids)
@@ -109,7 +128,7 @@ def held_out(per: dict[bool, dict[str, Row]], k: int) -> None:
                            "base_any": 0.0, "base_agent": 0.0, "base_empty": 0}
     for i, fold in enumerate(folds):
         train = [q for j, fo in enumerate(folds) if j != i for q in fo]
-        best = max(COMBOS, key=lambda c: (sum(value(per[c][q]) for q in train), -int(c)))
+        best = max(COMBOS, key=lambda c: (sum(value(per[c][q]) for q in train), -sum(c)))
         for q in fold:
             r, b = per[best][q], per[NONE][q]
             if r[0]:
@@ -119,7 +138,7 @@ def held_out(per: dict[bool, dict[str, Row]], k: int) -> None:
                 for key, j in (("any", 1), ("all", 2), ("agent", 3)):
                     got[key] += r[j]
                     got[f"base_{key}"] += b[j]
-        print(f"fold {i + 1}: chose frame {'on' if best else 'off'}")
+        print(f"fold {i + 1}: chose {_name(best)}")
     n = sum(1 for q in qids if not per[NONE][q][0])
     print(f"held out, {n} answerable: recall_any@5 {got['base_any'] / n:.3f} -> "
           f"{got['any'] / n:.3f}, recall_all@5 {got['base_all'] / n:.3f} -> {got['all'] / n:.3f}"
