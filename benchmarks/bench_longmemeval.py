@@ -68,19 +68,19 @@ def summarise(report: Any) -> dict[str, Any]:
     for run in report.runs:
         m = run.metrics
         row = {"n_answerable": m["n_queries"],
-               **{k: round(v, 4) for k, v in m.get("session", {}).items()},
-               **{f"chunk_success@{k}": round(m["chunk"][f"success@{k}"], 4)
+               **{k: round(v, 6) for k, v in m.get("session", {}).items()},
+               **{f"chunk_success@{k}": round(m["chunk"][f"success@{k}"], 6)
                   for k in (1, 3, 5, 10)},
-               "zero_rate_answerable": round(m["zero_result_rate"], 4)}
+               "zero_rate_answerable": round(m["zero_result_rate"], 6)}
         if "apart" in m:
             row["n_abstention"] = m["apart"]["n_queries"]
-            row["empty_rate_abstention"] = round(m["apart"]["zero_result_rate"], 4)
+            row["empty_rate_abstention"] = round(m["apart"]["zero_result_rate"], 6)
         row["by_type"] = {c: {"n": b["n_queries"],
                               "recall_any@5": round(b.get("session", {}).get("recall_any@5",
-                                                                             0.0), 4),
+                                                                             0.0), 6),
                               "recall_all@5": round(b.get("session", {}).get("recall_all@5",
-                                                                             0.0), 4),
-                              "chunk_success@5": round(b["chunk"]["success@5"], 4)}
+                                                                             0.0), 6),
+                              "chunk_success@5": round(b["chunk"]["success@5"], 6)}
                           for c, b in m["by_category"].items()}
         out[run.label] = row
     return out

@@ -29,7 +29,8 @@ BRANCHES = re.compile(
     r"capabilities|\bENGINE\b|\bOWN_INDEX\b"
     r"|\b(backend|b|res|result|answer|st|status)\.(kind|backend)\s*(==|!=|in\b|not in\b)"
     r"|isinstance\([^)]*(BuiltinBackend|FallbackBackend|QmdBackend|OpenedFallback)"
-    r"|backend is None|backend is not None|hasattr\(backend")
+    r"|backend is None|backend is not None|hasattr\(backend"
+    r"""|\.get\(["']backend["']\)\s*(==|!=)|\[["']backend["']\]\s*(==|!=)""")
 
 
 def _ws(tmp_path: Path, toml: str = "") -> Path:
@@ -59,6 +60,8 @@ def test_faces_never_branch_on_a_backend_kind_or_capability() -> None:
     "if isinstance(backend, FallbackBackend):",
     'if backend.kind in ("qmd",):',
     "if backend is None:",
+    'if r.get("backend") != "qmd":',
+    'if report["backend"] == "builtin":',
 ])
 def test_the_ban_catches_every_spelling_seen_so_far(line: str) -> None:
     assert BRANCHES.search(line), line
@@ -103,3 +106,18 @@ def test_cli_search_goes_through_the_backend_face(tmp_path: Path,
                      "--no-record", "--backend", "qmd", "--json"]) == 0
     out = capsys.readouterr().out
     assert '"backend": "builtin"' in out and '"from": "qmd"' in out
+
+
+def test_watch_reads_qmd_s_answer_not_its_kind() -> None:
+    """``watch`` says builtin answers when a qmd update brings no report (qmd failed and the
+    builtin index answers), and prints qmd's figures when it does."""
+    from memory_core.backends.qmd_timers import TimerEvent
+    from memory_core.cli.watch import _qmd_line
+
+    fell = _qmd_line(TimerEvent("interval", True, None), False)
+    assert fell.endswith("qmd update (interval): builtin answers (qmd fell back)")
+    ran = _qmd_line(TimerEvent("boot", True, {"backend": "qmd", "updated": True,
+                                               "updateMs": 12, "embedded": 3}), False)
+    assert ran.endswith("qmd update (boot): 12 ms; embedded 3")
+    assert _qmd_line(TimerEvent("watch", False, None, error="qmd exited 1"), False).endswith(
+        "qmd update (watch) failed: qmd exited 1")

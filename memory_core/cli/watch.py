@@ -54,9 +54,9 @@ def _qmd_line(ev: Any, as_json: bool) -> str:
     stamp = time.strftime("%H:%M:%S")
     if not ev.ok:
         return f"{stamp} qmd update ({ev.reason}) failed: {ev.error}"
-    r = ev.report if isinstance(ev.report, dict) else {}
-    if r.get("backend") != "qmd":
+    if not isinstance(ev.report, dict):  # no qmd report: the builtin index answers now
         return f"{stamp} qmd update ({ev.reason}): builtin answers (qmd fell back)"
+    r = ev.report
     if not r.get("updated"):
         return f"{stamp} qmd update ({ev.reason}): skipped, {r.get('skipped')}"
     extra = "".join(f"; {k} {r[k]}" for k in ("embedded", "embedSkipped", "embedError",
