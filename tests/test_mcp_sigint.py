@@ -28,6 +28,19 @@ from tests.test_mcp_hostile import StdioServer
 EXIT_WITHIN_S = 5.0
 
 
+@pytest.fixture(autouse=True)
+def sigint_not_ignored() -> Iterator[None]:
+    """Start each server as a terminal starts it, SIGINT not ignored. A child keeps an ignored
+    SIGINT across exec, and a non-interactive shell starts a background job (``make test &``)
+    with SIGINT ignored: pytest, its workers and every server they started then ignored
+    Ctrl-C, and these tests failed however quickly the server would have exited."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before if before is not None else signal.SIG_DFL)
+
+
 @contextmanager
 def serving(ws: Path) -> Iterator[StdioServer]:
     """A server on ``ws``, initialized; killed on the way out if it is still there."""
