@@ -1,7 +1,8 @@
 """Choose issue #36's question-side levers by cross-validation on LongMemEval-S's dev half.
 
-Two levers, each on or off (four combinations), both changing the fetch, so the candidates are
-fetched anew under each, never read from the cache:
+Two levers, each on or off (four combinations). The question frame changes the fetch, so the
+candidates are fetched anew under each of its values, never read from the cache; the question's
+own date changes only fusion, so both date values are scored from the same candidates:
 
 * ``drop_question_frame`` (a setting): the OR keyword query leaves the question's frame out
   ("how many", "what was the name of", "any tips", "days ago": ``read.query.QUESTION_FRAME``);
@@ -61,9 +62,9 @@ def built(name: str) -> QuerySet:
     return replace(qs, queries=[q for q in qs.queries if qs.store_dirs.get(q.workspace) in done])
 
 
-def undated(qs: QuerySet) -> QuerySet:
-    """``qs`` asked today: no question carries its own date."""
-    return replace(qs, queries=[replace(q, now_ms=None) for q in qs.queries])
+def undated(col: list[CollectedQuery]) -> list[CollectedQuery]:
+    """The same candidates, each question asked today: none carries its own date."""
+    return [replace(c, query=replace(c.query, now_ms=None)) for c in col]
 
 
 def framed(configs: list[EvalConfig], frame: bool) -> list[EvalConfig]:
@@ -95,11 +96,12 @@ def main() -> int:
     first = f"longmemeval-s#{a.n}" if a.n else "longmemeval-s"
     sets = [built(n) for n in [first, *a.set]]
     per: dict[Combo, dict[str, Row]] = {c: {} for c in COMBOS}
-    for frame, dated in COMBOS:
+    for frame in (False, True):
         cfgs = framed(lme_configs("default", "local"), frame)
         for qs in sets:
-            col = collect(qs if dated else undated(qs), cfgs, provider="local", cache=False)[0]
-            per[(frame, dated)].update(rows(col, frame))
+            col = collect(qs, cfgs, provider="local", cache=False)[0]
+            per[(frame, True)].update(rows(col, frame))
+            per[(frame, False)].update(rows(undated(col), frame))
     for c in COMBOS:
         ans = [r for r in per[c].values() if not r[0]]
         ab = [r for r in per[c].values() if r[0]]

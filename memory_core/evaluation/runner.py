@@ -38,8 +38,10 @@ from .report import EvalReport, RunResult
 
 #: ``progress(stage, done, total)``: indexing and querying report through it.
 Progress = Callable[[str, int, int], None]
-#: Bumped when what a cached candidate file holds changes shape. 5: a query's own "now"
-#: (relative dates read every row); 4: the OR keyword query drops the question frame; 3: notes.
+#: Bumped when what a cached candidate file holds changes shape. 5: keyed by
+#: ``SearchSettings.fetch_key`` (the question frame a setting); 4: the OR keyword query drops
+#: the question frame; 3: notes. A query's own "now" is not in the key: the fetch reads every
+#: row and no leg depends on the day, only fusion (:func:`asked_settings`).
 _CACHE_VERSION = 5
 
 @dataclass(frozen=True)
@@ -142,7 +144,7 @@ def _cache_file(idx: MemoryIndex, chunks: Any, queries: Sequence[EvalQuery],
                 keys: Sequence[tuple[Any, ...]]) -> Path:
     """Where one workspace's fetched candidates are kept (see :func:`collect`)."""
     ident = json.dumps([str(idx.store_path), idx.generation, chunks, idx.choice.key,
-                        [list(k) for k in keys], [(q.qid, q.query, q.now_ms) for q in queries],
+                        [list(k) for k in keys], [(q.qid, q.query) for q in queries],
                         _CACHE_VERSION], default=str)
     digest = hashlib.sha256(ident.encode()).hexdigest()[:24]
     return cache_dir() / "candidates" / f"{digest}.pickle"
@@ -274,8 +276,8 @@ def collect_workspace(query_set: QuerySet, ws_key: str, queries: Sequence[EvalQu
             for key in keys:
                 s = next(c.settings for c in configs if c.settings.fetch_key() == key)
                 t1 = time.perf_counter()
-                cands[key] = idx.candidates(q.query, settings=asked_settings(s, q),
-                                            auto_sync=False, query_vector=qvec)
+                cands[key] = idx.candidates(q.query, settings=s, auto_sync=False,
+                                            query_vector=qvec)
                 fetch_ms[key] = embed_ms + (time.perf_counter() - t1) * 1000
             ic, ifl = ideal_counts(idx, q.relevant)
             corpus = ((int(st.get("chunks") or 0), gold_chunk_count(idx, q.relevant))
