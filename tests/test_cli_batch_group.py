@@ -52,9 +52,10 @@ def demo_queries() -> list[str]:
 
 
 QUERIES = demo_queries()
-#: The fast tier's share of :data:`QUERIES` for the engine's group (every third, and the last
-#: three: nonsense, a repeat, the CJK one): each is asked seven times with the local model
-#: there, ~30 CPU s for all 141, which the full tier asks.
+#: The fast tier's share of :data:`QUERIES` (every third, and the last three: nonsense, a
+#: repeat, the CJK one): the engine's group asks each seven times with the local model (~30 CPU
+#: s for all 141), the batch file twice through two CLI processes and the MiniLM server (~9 CPU
+#: s). The full tier asks all 141 of both.
 SOME_QUERIES = QUERIES[::3] + QUERIES[-3:]
 
 
@@ -206,10 +207,12 @@ def fed_one_at_a_time(ws: Path, lines: list[str], *extra: str) -> list[str]:
     return out
 
 
+@pytest.mark.parametrize("queries", [
+    pytest.param(SOME_QUERIES, id="some"), pytest.param(QUERIES, id="all", marks=pytest.mark.full)])
 def test_a_batch_file_answers_as_its_lines_fed_one_at_a_time(
-        tmp_path: Path, server: EmbedServer, remote_built: Path) -> None:
+        tmp_path: Path, server: EmbedServer, remote_built: Path, queries: list[str]) -> None:
     ws = remote_demo(tmp_path, remote_built)
-    lines = [json.dumps({"qid": i, "query": q}) + "\n" for i, q in enumerate(QUERIES)]
+    lines = [json.dumps({"qid": i, "query": q}) + "\n" for i, q in enumerate(queries)]
     lines[3] = "not json\n"  # a bad line in a group keeps its place
     batch = tmp_path / "batch.jsonl"
     batch.write_text("".join(lines), encoding="utf-8")
@@ -221,11 +224,11 @@ def test_a_batch_file_answers_as_its_lines_fed_one_at_a_time(
     server.reset()
     single = fed_one_at_a_time(ws, lines, "--explain", "--no-record")
     assert grouped.stdout.splitlines(keepends=True) == single
-    assert len(single) == len(QUERIES)
+    assert len(single) == len(queries)
     assert json.loads(single[3])["error"].startswith("not JSON")
     assert any('"via": "vector"' in s or '"via": "both"' in s for s in single)
     # the same requests: one a query, each embedded alone, as a query alone is
-    assert n_grouped == len(server.requests) == len(QUERIES) - 1
+    assert n_grouped == len(server.requests) == len(queries) - 1
     assert all(r.n_inputs == 1 for r in server.requests)
 
 
