@@ -29,13 +29,14 @@ SHARED = ROOT.parent / "shared"
 GOLDENS = Path(__file__).resolve().parent / "goldens"
 
 
-#: The test files that take longest on their worker in `make test-fast` (wall seconds measured
-#: in session 12, longest first: the local-model index of the demo home, 141 queries asked four
-#: ways, Ray clusters and a killed raylet, a 60-day replay, a child process that builds an index).
-#: pytest-xdist hands a worker the next file when it is nearly done, so these start first and the
-#: many small files even out the workers' ends (longest-first scheduling).
-DEAREST_FIRST = ("test_evidence.py", "test_cli_batch_group.py", "test_index_ray.py",
-                 "test_no_tracebacks.py", "test_promotion_failures.py", "test_app_heap.py")
+#: The test files that take longest on their worker in `make test-fast` (CPU seconds, their
+#: children's and Ray's included, measured in session 13, longest first: the demo indexed with the
+#: local model and queries asked seven ways, a 60-day replay, a Ray cluster and its Ray Data
+#: actors, a killed raylet, a month of the demo home indexed with the local model, a child process
+#: that loads the model). pytest-xdist hands a worker the next file when it is nearly done, so
+#: these start first and the many small files even out the workers' ends (longest-first).
+DEAREST_FIRST = ("test_cli_batch_group.py", "test_promotion_failures.py", "test_index_ray.py",
+                 "test_no_tracebacks.py", "test_evidence.py", "test_app_heap.py")
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:

@@ -12,14 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.apptesting import copy_demo, workbench_env
+from tests.apptesting import workbench_env
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: A fresh process, as a server is: the app opens on a demo copy nobody indexed, Chunks builds
-#: the index with the local model (the watcher is off, so the page's own sync builds it), and
-#: the app runs once more, as the sidebar's poll does two seconds later (AppTest runs a page
-#: switched to without the app around it).
+#: A fresh process, as a server is: the app opens on a demo copy whose index is a diary behind
+#: (one written since the last sync), Chunks syncs it with the local model (the watcher is off,
+#: so the page's own sync embeds the diary's new chunk: the model's libraries are imported in
+#: this process, as by a whole build, without embedding the whole demo again), and the app runs
+#: once more, as the sidebar's poll does two seconds later (AppTest runs a page switched to
+#: without the app around it).
 SCRIPT = """
 import gc, json, sys
 from streamlit.testing.v1 import AppTest
@@ -35,9 +37,14 @@ print(json.dumps({"torch": "torch" in sys.modules, "tracked": len(gc.get_objects
 """
 
 
-@pytest.mark.slow  # loads the local model and indexes the demo in a child process: ~30 s
-def test_in_process_build_leaves_the_collector_little_to_walk(tmp_path: Path) -> None:
-    ws = copy_demo(tmp_path)
+@pytest.mark.slow  # loads the local model in a child process and syncs: ~15 s
+def test_in_process_build_leaves_the_collector_little_to_walk(tmp_path: Path,
+                                                              indexed_demo_copy: Path) -> None:
+    ws = indexed_demo_copy
+    diary = ws / "memory" / "2026-11-28.md"
+    diary.write_text(diary.read_text(encoding="utf-8")
+                     + "\n## Late\n\nThe crawler's nightly run finished an hour early.\n",
+                     encoding="utf-8")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(ROOT),
            **workbench_env(ws, tmp_path / "cache", "local")}

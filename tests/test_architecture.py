@@ -22,6 +22,7 @@ imports that submodule.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +50,19 @@ class Project:
     modules: dict[str, list[Module]] = field(default_factory=dict)  # name → file(s)
     edges: dict[str, set[str]] = field(default_factory=dict)
     private: list[str] = field(default_factory=list)  # "file:line: what"
+
+
+@functools.cache
+def _tree_of(path: Path, version: tuple[int, int]) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+def parse(path: Path) -> ast.Module:
+    """``path``'s syntax tree, parsed once per version of the file (mtime, size): the rules
+    below each walk every project file (three scans and the function lengths), and parsing was
+    most of their cost. The trees are only read."""
+    st = path.stat()
+    return _tree_of(path, (st.st_mtime_ns, st.st_size))
 
 
 def _discover(root: Path, packages: tuple[str, ...], scripts: tuple[str, ...]) -> list[Module]:
@@ -140,7 +154,7 @@ def scan(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES,
     for m in mods:
         edges = project.edges.setdefault(m.name, set())
         rel = m.path.relative_to(root)
-        tree = ast.parse(m.path.read_text(encoding="utf-8"), filename=str(m.path))
+        tree = parse(m.path)
 
         def add(target: str | None, line: int, *, _m: Module = m, _e: set[str] = edges,
                 _rel: Path = rel) -> None:
@@ -281,7 +295,7 @@ def long_functions(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES,
     :data:`MAX_FUNCTION_LINES`."""
     out = []
     for m in _discover(root, packages, scripts):
-        tree = ast.parse(m.path.read_text(encoding="utf-8"))
+        tree = parse(m.path)
         for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 first = min([node.lineno, *(d.lineno for d in node.decorator_list)])

@@ -70,6 +70,21 @@ def embed_url() -> Iterator[str]:
         _KillingHandler.armed = False
 
 
+@pytest.fixture()
+def local_ray() -> Iterator[None]:
+    """One local Ray for the test, started as ``--executor ray`` starts it
+    (:func:`~memory_core.base.ray_session.ray_session`, no address): the pool and the CLI below
+    find it initialised and use it as is, so the test starts one cluster, not two (a start and
+    Ray Data's own actors cost ~20 CPU s). A command that starts and stops its own local Ray is
+    tested by ``test_eval_ray.py`` (``run_eval_ray``) and by ``test_no_tracebacks.py``'s killed
+    raylet (``index --executor ray`` in a child)."""
+    pytest.importorskip("ray")
+    from memory_core.base.ray_session import ray_session
+
+    with ray_session():
+        yield
+
+
 def _workspace(root: Path, url: str) -> Path:
     """40 diaries of 12 short paragraphs each, every one ending with the same line."""
     rng = np.random.default_rng(26)
@@ -91,9 +106,8 @@ def _vectors(ws: Path) -> dict[str, np.ndarray]:
     return dict(zip(ids, mat, strict=True))
 
 
-def test_ray_index_gives_the_serial_vectors(tmp_path: Path, embed_url: str,
+def test_ray_index_gives_the_serial_vectors(tmp_path: Path, embed_url: str, local_ray: None,
                                             capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("ray")
     pytest.importorskip("psutil")
     serial = _workspace(tmp_path / "serial", embed_url)
     ray_ws = tmp_path / "ray"

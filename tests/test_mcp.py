@@ -164,6 +164,7 @@ def free_port() -> int:
 
 class HttpServer:
     def __init__(self, ws: Path, *extra: str, env: dict[str, str] | None = None):
+        self.ws = ws
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.proc = subprocess.Popen(
@@ -192,18 +193,22 @@ class HttpServer:
         return err
 
 
-@pytest.fixture()
-def http_server(ws: Path) -> Iterator[HttpServer]:
-    srv = HttpServer(ws)
+@pytest.fixture(scope="module")
+def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
+    """One plain HTTP server for the module's tests, on its own workspace (``.ws``): a start
+    costs ~3 CPU s. It stops with the module, and must stop without a traceback."""
+    srv = HttpServer(make_ws(tmp_path_factory.mktemp("http")))
     yield srv
     err = srv.stop()
     assert "Traceback" not in err
 
 
-def test_http_follows_the_files(http_server: HttpServer, ws: Path) -> None:
+def test_http_follows_the_files(http_server: HttpServer) -> None:
     """The acceptance scenario: a diary written after start, a transcript grown by 60
     messages (5 s debounce included), a deleted diary. Deadlines are generous for a loaded
     machine; benchmarks/bench_live.py measures the real latencies."""
+    ws = http_server.ws
+
     async def search(c: Client, q: str) -> list[str]:
         r = await c.call_tool("memory_search", {"query": q})
         assert not r.is_error

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from ..base.lazy import lazy_pattern
 from ..base.text import (
     REFERENCE_NON_LATIN_RE,
     estimate_chars,
@@ -152,6 +153,8 @@ def _split_by_weight(line: str, limit: int) -> list[str]:
     starting at a word where the piece holds one (a run with no boundary is cut hard)."""
     if estimate_chars(line) <= limit:
         return [line]
+    if line.isascii():
+        return _split_ascii(line, limit)
     pieces: list[str] = []
     start = 0
     acc = 0
@@ -165,6 +168,29 @@ def _split_by_weight(line: str, limit: int) -> list[str]:
             continue
         acc += w
         idx += 1
+    pieces.append(line[start:])
+    return pieces
+
+
+#: In ASCII text (no CJK), a word starts only after white space: the greedy match from a piece's
+#: start ends at the last such start (``\s`` is ``str.isspace``, as in ``is_word_start``).
+_LAST_WORD_START = lazy_pattern(r"(?s).*\s(?=\S)")
+
+
+def _split_ascii(line: str, limit: int) -> list[str]:
+    """:func:`_split_by_weight` of an ASCII line, the same pieces: every character weighs 1, so
+    a piece ends ``limit`` characters on (at least one), cut back to its last word start. The
+    scans run in the regular expression engine: character by character in Python, a 5 MB line
+    with no space took ~9 CPU s to chunk."""
+    pieces: list[str] = []
+    start = 0
+    step = max(limit, 1)
+    while start + step < len(line):
+        end = start + step  # the first character that no longer fits
+        m = _LAST_WORD_START.match(line, start, end + 1)
+        cut = m.end() if m else end
+        pieces.append(line[start:cut])
+        start = cut
     pieces.append(line[start:])
     return pieces
 
