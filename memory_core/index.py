@@ -566,7 +566,8 @@ class MemoryIndex:
         legs: list[VectorLeg | None] = [None] * len(qs)
         if len(qs) > 1:
             self.ensure_synced()
-            legs = self._group_legs([query_text(q, s) for q in qs], self._source_filter(sources))
+            legs = self._group_legs([query_text(q, s) for q in qs], self._source_filter(sources),
+                                    s.block_rescore)
         for (query, note), leg in zip(capped, legs, strict=True):
             yield self._answer(query, sources, s, on_hits, vector_hits=leg, note=note)
 
@@ -586,7 +587,7 @@ class MemoryIndex:
             on_hits(cands.query, result.hits)
         return result
 
-    def _group_legs(self, queries: list[str], src: list[str] | None
+    def _group_legs(self, queries: list[str], src: list[str] | None, rescore: int = 0
                     ) -> list[VectorLeg | None]:
         """The group's vector legs, or ``None`` for each query that fetches its own (no
         provider, anything that failed: the query's own :meth:`_fetch` retries it, judges the
@@ -600,7 +601,7 @@ class MemoryIndex:
                 provider = self.choice.provider
                 if provider is None or store.damaged:
                     return none
-                return vector_legs(store, provider, queries, POOL, src)
+                return vector_legs(store, provider, queries, POOL, src, rescore)
             except Exception:  # raised again, if it lasts, by the query's own fetch
                 return none
 
@@ -837,7 +838,8 @@ class MemoryIndex:
                                  meta.get("vectorDims"),
                                  "sidecar" if vm is not None
                                  else "sqlite-vec" if st.vec_available else "numpy",
-                                 rows=vm.rows if vm is not None else None)}
+                                 rows=vm.rows if vm is not None else None,
+                                 blocks=st.block_count())}
 
     def _batch_state(self, meta: dict[str, Any]) -> BatchState:
         live = self._choice.provider if self._choice is not None else None

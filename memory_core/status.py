@@ -133,12 +133,13 @@ class VectorInfo(CamelJson):
     dims: int | None
     search: str  # "sidecar" (the mapped matrix), "sqlite-vec" or "numpy"
     rows: int | None = None  # rows in the sidecar
+    blocks: int = 0  # block vectors stored (the best-block score of the first hits)
 
     def describe_search(self) -> str:
         """How a query's vector leg is answered, in words (``status``)."""
-        if self.search != "sidecar":
-            return f"{self.search} search"
-        return f"exact sidecar search over {self.rows or 0:,} rows"
+        how = (f"{self.search} search" if self.search != "sidecar"
+               else f"exact sidecar search over {self.rows or 0:,} rows")
+        return how + (f", {self.blocks:,} block vectors" if self.blocks else "")
 
 
 @dataclass(frozen=True)

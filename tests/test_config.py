@@ -315,12 +315,13 @@ def test_the_engine_declares_which_settings_need_a_new_fetch() -> None:
     from memory_core.base.config import FETCH_SETTINGS
 
     assert set(FETCH_SETTINGS) == {"keyword_query", "cjk_bigrams", "drop_question_frame",
-                                   "prf_terms", "prf_docs",
+                                   "block_rescore", "prf_terms", "prf_docs",
                                    "prf_weight", "decompose"}
     base = SearchSettings()
     fused_only = dataclasses.replace(base, vector_weight=0.1, min_score=0.9)
     assert fused_only.fetch_key() == base.fetch_key()
-    for name, value in (("keyword_query", "or"), ("prf_terms", 5), ("decompose", 0.5)):
+    for name, value in (("keyword_query", "or"), ("prf_terms", 5), ("decompose", 0.5),
+                        ("block_rescore", 5)):
         assert dataclasses.replace(base, **{name: value}).fetch_key() != base.fetch_key(), name
     state = (ROOT / "workbench" / "state.py").read_text(encoding="utf-8")
     assert "settings.fetch_key()" in state and "settings.keyword_query" not in state

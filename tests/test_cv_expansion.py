@@ -136,6 +136,7 @@ def test_e5_gets_its_own_cosine_floor(tmp_path: Path) -> None:
     with MemoryIndex.open(tmp_path, provider="e5") as idx:
         assert idx.settings().vector_weight == 0.9
     with MemoryIndex.open(tmp_path, provider="none") as idx:
-        # keyword-only: the MiniLM calibration (and its abstention) does not apply (issue #21)
+        # keyword-only: the MiniLM calibration (and its abstention) does not apply (issue #21),
+        # nor the best-block score (no vectors; issue #36)
         assert idx.settings() == replace(profile_settings("default"), calibration="",
-                                         abstain_below=0.0)
+                                         abstain_below=0.0, block_rescore=0)

@@ -98,4 +98,7 @@ def test_status_says_the_vector_leg_is_exact(tmp_path: Path) -> None:
         rows = idx.store.vector_matrix().rows
         assert v is not None and v.search == "sidecar" and v.rows == rows
         assert v.to_json()["rows"] == rows and "approximate" not in v.to_json()
-        assert v.describe_search() == f"exact sidecar search over {rows:,} rows"
+        blocks = idx.store.block_count()
+        assert blocks > 0 and v.blocks == blocks  # the default profile's local index holds them
+        assert v.describe_search() == (f"exact sidecar search over {rows:,} rows, "
+                                       f"{blocks:,} block vectors")

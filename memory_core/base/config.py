@@ -163,6 +163,10 @@ class ChunkingConfig:
     tokens: int = setting(400, ge=1, help="a chunk's size in tokens")
     overlap: int = setting(80, ge=0, help="tokens carried into the next chunk")
     mode: ChunkingMode = setting("bounded", help="reference boundaries, or long lines capped")
+    #: Also embed each chunk's blocks (``SearchSettings.block_rescore`` reads them): the default
+    #: profile's bounded chunking with a provider in :data:`BLOCK_PROVIDERS` only.
+    block_vectors: bool = setting(True, help="also embed each chunk's blocks (paragraphs, "
+                                             "turns) for the vector leg's best-block score")
 
 
 @dataclass
@@ -322,6 +326,13 @@ class SearchSettings:
     #: :data:`memory_core.read.query.QUESTION_FRAME`), which notes rarely share with the answer.
     drop_question_frame: bool = setting(False, fetch=True,
                                         help="the OR keyword query leaves the question frame out")
+    #: The vector leg's first this-many hits scored by the larger of their own cosine and
+    #: their best block's (a chunk's blank-line separated paragraphs and turns, embedded at
+    #: sync: ``ChunkingConfig.block_vectors``): the chunk's one pooled vector is diluted by the
+    #: turns around an answer (issue #36). A chunk without block vectors keeps its own. 0 = off.
+    block_rescore: int = setting(0, ge=0, le=LEG_POOL_LIMIT, fetch=True, slider=(0, 20, 1),
+                                 help="the vector leg's first N hits scored by their best "
+                                      "block (0: off)")
     keyword_only_fill: bool = setting(False, help="keyword-only hits may fill unused slots")
     relaxed_min_score: float = setting(0.0, ge=0.0, le=1.0,
                                        help="the gate when strict finds nothing (0: off)")
@@ -441,10 +452,17 @@ PROVIDER_SETTINGS: dict[tuple[str, str], dict[str, Any]] = {
 #: The default profile's calibration (issue #21) was fitted on the local model's cosines; with
 #: any other provider it is off (the normalized fusion's scores, no abstention).
 CALIBRATED_PROVIDERS: frozenset[str] = frozenset({"local"})
+#: The default profile's ``block_rescore`` (issue #36, docs/retrieval.md).
+BLOCK_RESCORE = 5
 DEFAULT_CALIBRATION = "local-v1"
+#: The providers whose indexes hold block vectors (``ChunkingConfig.block_vectors``): the
+#: best-block score was measured with the local model only (and doubles what a sync embeds,
+#: which a paid remote provider bills); with another provider ``block_rescore`` is off.
+BLOCK_PROVIDERS: frozenset[str] = frozenset({"local"})
 #: The fields :data:`PROVIDER_SETTINGS` may change: a profile's value of these depends on the model.
 MODEL_DEPENDENT: frozenset[str] = frozenset(
-    {k for v in PROVIDER_SETTINGS.values() for k in v} | {"calibration", "abstain_below"})
+    {k for v in PROVIDER_SETTINGS.values() for k in v}
+    | {"calibration", "abstain_below", "block_rescore"})
 
 
 def profile_settings(profile: ProfileName | str, provider: str | None = None) -> SearchSettings:
@@ -458,6 +476,8 @@ def profile_settings(profile: ProfileName | str, provider: str | None = None) ->
     s = replace(s, **tuned) if tuned else s
     if s.calibration and provider and provider not in CALIBRATED_PROVIDERS:
         s = replace(s, calibration="", abstain_below=0.0)
+    if s.block_rescore and provider and provider not in BLOCK_PROVIDERS:
+        s = replace(s, block_rescore=0)
     return s
 
 
@@ -507,6 +527,8 @@ def _profile_settings(profile: ProfileName | str) -> SearchSettings:
             # issue #36: chosen on every fold of a 5-fold CV on LongMemEval-S dev questions
             drop_question_frame=True,
             date_hint=0.4, vector_floor=0.2,
+            # issue #36: the vector leg's first 5 scored by their best block (chosen by CV)
+            block_rescore=BLOCK_RESCORE,
             supersession_penalty=0.5, current_boost=1.0,  # issue #34: the newest value first
             # issue #21: scores are calibrated probabilities of relevance, and nothing is
             # returned when the best is below the gate chosen with the model (held out)

@@ -38,11 +38,13 @@ from .report import EvalReport, RunResult
 
 #: ``progress(stage, done, total)``: indexing and querying report through it.
 Progress = Callable[[str, int, int], None]
-#: Bumped when what a cached candidate file holds changes shape. 5: keyed by
+#: Bumped when what a cached candidate file holds changes shape. 7: the vector leg's first hits
+#: scored by the larger of their cosine and their best block's (not for a mostly-CJK query; 6
+#: was that without the exception, never released); 5: keyed by
 #: ``SearchSettings.fetch_key`` (the question frame a setting); 4: the OR keyword query drops
 #: the question frame; 3: notes. A query's own "now" is not in the key: the fetch reads every
 #: row and no leg depends on the day, only fusion (:func:`asked_settings`).
-_CACHE_VERSION = 5
+_CACHE_VERSION = 7
 
 @dataclass(frozen=True)
 class EvalConfig:

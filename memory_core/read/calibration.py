@@ -184,7 +184,8 @@ def query_evidence(cands: Candidates) -> QueryEvidence:
     """The query-level evidence of ``cands`` (its whole fetched pools)."""
     bound = query_bound(cands)
     best = max((-k.raw for k in cands.keyword), default=0.0)
-    top_cos = max((v.score for v in cands.vector), default=0.0)
+    # the chunks' own cosines (``raw``), which the model was fitted on, not a best block's
+    top_cos = max((v.raw for v in cands.vector), default=0.0)
     known = (sum(1 for d in cands.keyword_df if d > 0) / len(cands.keyword_df)
              if cands.keyword_df else 0.0)
     top_kw = min(1.0, best / bound) if bound > 0 else 0.0

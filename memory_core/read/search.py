@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..base.config import SearchSettings
 from ..base.supersession import chunk_marks
+from ..base.text import mostly_cjk
 from ..embeddings import EmbeddingError, EmbeddingProvider
 from ..storage.fts import REFERENCE_TABLE
 from ..storage.store import Store
@@ -37,12 +38,48 @@ POOL = 200
 
 
 def vector_leg(store: Store, qvec: np.ndarray | None, pool: int,
-               sources: Sequence[str] | None) -> list[LegHit]:
-    """The ``pool`` nearest chunks (:meth:`Store.vector_search`)."""
+               sources: Sequence[str] | None, rescore: int = 0) -> list[LegHit]:
+    """The ``pool`` nearest chunks (:meth:`Store.vector_search`), the first ``rescore`` of
+    them scored by their best block (:func:`best_block`)."""
     if qvec is None or not np.any(qvec):
         return []
     rows = store.vector_search(qvec, pool, sources)
-    return [LegHit(cid, score, i + 1, score) for i, (cid, score) in enumerate(rows)]
+    return best_block(store, qvec, [LegHit(cid, score, i + 1, score)
+                                    for i, (cid, score) in enumerate(rows)], rescore)
+
+
+def block_rescore(query: str, top: int) -> int:
+    """``top`` (``SearchSettings.block_rescore``), or 0 for a query written mostly in a script
+    without spaces: the model the blocks are embedded with reads English only (MiniLM: XQuAD
+    zh's vector leg alone S@5 0.29), its cosines on such a query are noise, and the larger of
+    several noises is only a higher noise (XQuAD zh lost 1.6 points of S@5 under the gate)."""
+    return 0 if top and mostly_cjk(query) else top
+
+
+def best_block(store: Store, qvec: np.ndarray, hits: list[LegHit], top: int) -> list[LegHit]:
+    """``hits`` with each of the first ``top`` scored by the larger of its own cosine and its
+    best block's (:meth:`Store.block_vectors`; a chunk without blocks keeps its own), then
+    re-ranked.
+
+    A chunk's one vector is the mean of its windows, diluted by the turns around an answer;
+    its best block is not (issue #36: LongMemEval-S dev, ranked ``recall_any@5`` 0.976 →
+    0.986). The larger of the two: a chunk whose whole says more than any one paragraph (a
+    list of bullets about one incident) keeps its score, so a hit only ever rises. ``raw``
+    keeps the chunk's own cosine: the calibration's evidence of "anything relevant stored" was
+    fitted on it (``read/calibration.py``, ``top_cos``). Only the first ``top`` are read: a
+    chunk further down rarely has a block better than the leg's first few (cross-validated:
+    ``benchmarks/cv_block_rescore.py``).
+    """
+    if top <= 0 or not hits:
+        return hits
+    blocks = store.block_vectors(h.id for h in hits[:top])
+    if not blocks:
+        return hits
+    q = np.asarray(qvec, dtype=np.float32)
+    scored = [LegHit(h.id, max(h.score, float(np.max(blocks[h.id] @ q))), 0, h.raw)
+              if h.id in blocks else h for h in hits[:top]]
+    ranked = sorted(scored + hits[top:], key=lambda h: -h.score)
+    return [LegHit(h.id, h.score, i + 1, h.raw) for i, h in enumerate(ranked)]
 
 
 def query_text(query: str, settings: SearchSettings) -> str:
@@ -105,7 +142,8 @@ def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: st
         timings.update(vector_hits.timings)
     elif provider is not None:
         vector, mode, note = _fetch_vector_leg(store, provider, q, mode, pool, sources,
-                                               query_vector, soon, timings)
+                                               query_vector, soon, timings,
+                                               block_rescore(q, settings.block_rescore))
     # every hit of every list (the fallback lists run when the keyword leg found nothing)
     cut = max(len(vector), len(keyword), *map(len, fallback), 0) if rows_for is None else max(
         0, rows_for)
@@ -124,7 +162,7 @@ def fetch_candidates(store: Store, provider: EmbeddingProvider | None, query: st
 
 def _fetch_vector_leg(store: Store, provider: EmbeddingProvider, q: str, mode: str, pool: int,
                       sources: Sequence[str] | None, query_vector: np.ndarray | None,
-                      soon: _Soon | None, timings: dict[str, float]
+                      soon: _Soon | None, timings: dict[str, float], rescore: int = 0
                       ) -> tuple[list[LegHit], str, str]:
     """The vector leg of :func:`fetch_candidates`: embed ``q`` (unless ``query_vector`` is
     given, or ``soon`` is embedding it already) and search the vectors, timing both into
@@ -143,7 +181,7 @@ def _fetch_vector_leg(store: Store, provider: EmbeddingProvider, q: str, mode: s
         note = f"the query's embedding failed ({e}): keyword results only"
     timings["embed_ms"] = (time.perf_counter() - t1) * 1000  # with ``soon``: the wait left
     t2 = time.perf_counter()
-    vector = vector_leg(store, qvec, pool, sources)
+    vector = vector_leg(store, qvec, pool, sources, rescore)
     timings["vector_ms"] = (time.perf_counter() - t2) * 1000
     return vector, mode, note
 
@@ -175,9 +213,10 @@ class VectorLeg:
 
 
 def vector_legs(store: Store, provider: EmbeddingProvider, queries: Sequence[str], pool: int,
-                sources: Sequence[str] | None) -> list[VectorLeg | None]:
+                sources: Sequence[str] | None, rescore: int = 0) -> list[VectorLeg | None]:
     """The vector legs of ``queries`` (as :func:`fetch_candidates` would fetch them, one by
-    one) from one pass over the vector matrix for the group.
+    one, ``rescore`` as ``SearchSettings.block_rescore``) from one pass over the vector matrix
+    for the group.
 
     Each query is embedded by the provider's ``embed_query``, the request a query alone would
     make (a provider that waits on the network has them all in flight at once): a batched
@@ -212,8 +251,9 @@ def vector_legs(store: Store, provider: EmbeddingProvider, queries: Sequence[str
             out.append(None)
             continue
         rows = next(found) if np.any(v) else []
-        out.append(VectorLeg(tuple(LegHit(cid, score, i + 1, score)
-                                   for i, (cid, score) in enumerate(rows)), share))
+        hits = [LegHit(cid, score, i + 1, score) for i, (cid, score) in enumerate(rows)]
+        out.append(VectorLeg(tuple(best_block(store, v, hits, block_rescore(q, rescore))),
+                             share))
     return out
 
 

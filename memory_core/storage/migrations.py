@@ -175,9 +175,24 @@ def m007_supersessions(db: Any) -> None:
     )
 
 
+def m008_chunk_blocks(db: Any) -> None:
+    """A vector per block of a chunk (``memory_core.write.chunking.chunk_blocks``, issue #36):
+    the blocks' float32 vectors of one chunk as one ``n × dims`` blob, keyed by the chunk's
+    rowid (deleted with the chunk's other rows). Empty until a sync embeds blocks."""
+    run_statements(db,
+        """
+        CREATE TABLE IF NOT EXISTS chunk_blocks (
+            chunk_rowid INTEGER PRIMARY KEY,
+            n INTEGER NOT NULL,
+            vectors BLOB NOT NULL
+        )
+        """
+    )
+
+
 MIGRATIONS: list[Migration] = [m001_initial, m002_fts, m003_file_diagnostics, m004_recalls,
                                m005_stemmed_keyword_table, m006_owned_skipped_aligned,
-                               m007_supersessions]
+                               m007_supersessions, m008_chunk_blocks]
 
 
 def migrate(db: Any) -> int:

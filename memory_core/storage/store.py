@@ -72,6 +72,8 @@ class StoredChunk:
     model: str
     text: str
     embedding: np.ndarray | None = None
+    #: The vectors of the chunk's blocks, one row each (``None``: none stored).
+    blocks: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -373,6 +375,7 @@ class Store:
             if self.fts_available:
                 for table in TABLES:
                     self.db.execute(f"DELETE FROM {table} WHERE rowid IN ({marks})", part)
+            self.db.execute(f"DELETE FROM chunk_blocks WHERE chunk_rowid IN ({marks})", part)
             self.db.execute(f"DELETE FROM chunks WHERE rowid IN ({marks})", part)
 
     def replace_files(self, items: Sequence[tuple[FileRow, Sequence[StoredChunk], Sequence[str]]]
@@ -391,6 +394,7 @@ class Store:
         fts_rows: list[tuple[Any, ...]] = []
         bigram_rows: list[tuple[Any, ...]] = []
         vec_rows: list[tuple[str, bytes]] = []
+        block_rows: list[tuple[int, int, bytes]] = []
         dims: int | None = None
         for _, chunks, bigram_texts in items:
             for c, bi in zip(chunks, bigram_texts, strict=True):
@@ -404,9 +408,13 @@ class Store:
                 if emb is not None and c.embedding is not None:
                     dims = len(c.embedding)
                     vec_rows.append((c.id, emb))
+                if c.blocks is not None and len(c.blocks):
+                    block_rows.append((top, len(c.blocks), _blob(c.blocks)))
         self.db.executemany(
             "INSERT INTO chunks(rowid, id, path, source, start_line, end_line, hash, model, text,"
             " embedding, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)", chunk_rows)
+        self.db.executemany("INSERT INTO chunk_blocks(chunk_rowid, n, vectors) VALUES (?,?,?)",
+                            block_rows)
         if vec_rows and self.vec_available and dims:
             self._ensure_vec_table(dims)
             self.db.executemany("INSERT INTO chunks_vec(id, embedding) VALUES (?, ?)", vec_rows)
@@ -545,6 +553,25 @@ class Store:
             for r in rows:
                 out[r[0]] = ChunkRow(*r)
         return out
+
+    def block_vectors(self, ids: Iterable[str]) -> dict[str, np.ndarray]:
+        """``chunk id → its blocks' vectors`` (``n × dims``) for the chunks of ``ids`` that
+        have them (migration 8): what the vector leg's best-block score reads."""
+        out: dict[str, np.ndarray] = {}
+        idl = list(dict.fromkeys(ids))
+        for i in range(0, len(idl), 500):
+            part = idl[i : i + 500]
+            rows = self.db.execute(
+                "SELECT c.id, b.n, b.vectors FROM chunk_blocks b JOIN chunks c"
+                f" ON c.rowid = b.chunk_rowid WHERE c.id IN ({','.join('?' * len(part))})",
+                part).fetchall()
+            for cid, n, blob in rows:
+                out[cid] = np.frombuffer(blob, dtype=np.float32).reshape(int(n), -1)
+        return out
+
+    def block_count(self) -> int:
+        """How many block vectors the index holds."""
+        return int(self.db.execute("SELECT coalesce(sum(n), 0) FROM chunk_blocks").fetchone()[0])
 
     def chunk_counts(self, needle: str | None = None) -> dict[str, tuple[int, int]]:
         """``path → (chunks, chunks containing needle)`` by one SQL pass: a page listing 10k

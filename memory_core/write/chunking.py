@@ -54,6 +54,25 @@ def sha256_hex(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
 
 
+#: A block shorter than this many characters (a bare "user:" line, a rule) is not embedded.
+MIN_BLOCK_CHARS = 20
+_BLANK_LINES = lazy_pattern(r"\n\s*\n")
+
+
+def chunk_blocks(text: str) -> list[str]:
+    """The blocks of a chunk that get vectors of their own (issue #36): its blank-line
+    separated paragraphs, each stripped, without headings (``# …``, which every chunk of a
+    diary repeats) and without those under :data:`MIN_BLOCK_CHARS`, each once.
+
+    A chunk's one vector is the mean of its windows, so one user turn among a dozen is diluted
+    by the rest; the vector leg scores a chunk by its best block (``SearchSettings.
+    block_rescore``) while the agent still reads the whole chunk.
+    """
+    parts = (b.strip() for b in _BLANK_LINES.split(text))
+    return list(dict.fromkeys(b for b in parts if len(b) >= MIN_BLOCK_CHARS
+                              and not b.startswith("# ")))
+
+
 def _budgets(tokens: int, overlap: int) -> tuple[int, int, int]:
     tokens = max(1, int(tokens))
     overlap = min(max(0, int(overlap)), tokens - 1)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..base.config import MemoryConfig, fingerprint
+from ..base.config import BLOCK_PROVIDERS, MemoryConfig, fingerprint
 from ..base.dates import now_ms
 from ..base.fileio import file_changed
 from ..base.indexfiles import IndexFiles
@@ -47,7 +47,7 @@ from ..storage.store import (
     stamp_owner,
 )
 from ..storage.swap import remove_index, swap_in
-from .chunking import Chunk, chunk_markdown, remap_chunk_lines, sha256_hex
+from .chunking import Chunk, chunk_blocks, chunk_markdown, remap_chunk_lines, sha256_hex
 from .rebuild import Rebuild, RebuildCause
 from .sources import (
     SourceDoc,
@@ -59,8 +59,10 @@ from .sources import (
     load,
 )
 
-if TYPE_CHECKING:  # in annotations only: a sync never needs numpy itself
+if TYPE_CHECKING:
     import numpy as np
+else:  # a keyword-only sync never loads it (stacking block vectors does)
+    from ..base.lazy import numpy as np
 
 #: Called with (stage, done, total); stages are "scan", "embed" and "write".
 SyncProgress = Callable[[str, int, int], None]
@@ -120,7 +122,10 @@ MAX_SPLIT_BYTES = 8000
 #: existed had (so adding one rebuilds only the indexes it concerns); compared both ways.
 #: ``embedContext`` is no longer written (contextual embedding text, measured and dropped:
 #: docs/retrieval.md): an index built with it is rebuilt.
-OPTIONAL_IDENTITY = ("splitBytes", "embedWindows", "embedContext")
+OPTIONAL_IDENTITY = ("splitBytes", "embedWindows", "embedContext", "blockVectors")
+#: The blocks' definition (:func:`~memory_core.write.chunking.chunk_blocks`): a change rebuilds
+#: the indexes that hold block vectors (their chunk vectors come back from the cache).
+BLOCKS_VERSION = 1
 
 
 def split_limit(provider: EmbeddingProvider | None) -> int | None:
@@ -133,6 +138,13 @@ def embeds_whole(config: MemoryConfig, provider: EmbeddingProvider | None) -> bo
     default profile's (bounded) indexes, with a provider that declares its input limit. The
     reference chunking reproduces OpenClaw, whose model cuts them."""
     return config.chunking.mode == "bounded" and declared_limit(provider) is not None
+
+
+def embeds_blocks(config: MemoryConfig, provider: EmbeddingProvider | None) -> bool:
+    """True when a sync also embeds each chunk's blocks (``chunking.block_vectors``): an index
+    that embeds chunks whole, with a provider the best-block score was measured with."""
+    return (config.chunking.block_vectors and embeds_whole(config, provider)
+            and provider is not None and provider.id in BLOCK_PROVIDERS)
 
 
 def index_identity(config: MemoryConfig, workspace: Path, choice: ProviderChoice) -> dict[str, Any]:
@@ -155,6 +167,8 @@ def index_identity(config: MemoryConfig, workspace: Path, choice: ProviderChoice
                              if limit is not None and limit != MAX_SPLIT_BYTES else {})
     if embeds_whole(config, choice.provider):
         split["embedWindows"] = POOLING
+    if embeds_blocks(config, choice.provider):
+        split["blockVectors"] = BLOCKS_VERSION
     return {
         "provider": choice.id,
         "model": choice.model,
@@ -233,6 +247,17 @@ def chunks_for(doc: SourceDoc, config: MemoryConfig,
     return out
 
 
+def _block_matrix(text: str, vectors: dict[str, np.ndarray], blocks: bool) -> np.ndarray | None:
+    """The vectors of ``text``'s blocks, one row each (``None`` when blocks are not embedded,
+    the chunk has none, or one is missing: the chunk then keeps its pooled cosine)."""
+    if not blocks:
+        return None
+    rows = [vectors.get(sha256_hex(b)) for b in chunk_blocks(text)]
+    if not rows or any(r is None for r in rows):
+        return None
+    return np.stack([np.asarray(r, dtype=np.float32) for r in rows if r is not None])
+
+
 @dataclass
 class _Pending:
     doc: SourceDoc
@@ -303,7 +328,8 @@ class Indexer:
             texts = list(missing.values())
 
             def progress(done: int, _total: int) -> None:
-                self.progress("embed", done_before + done, total)
+                # in chunks, as ``total`` is: a group's texts include its chunks' blocks
+                self.progress("embed", done_before + done * len(hashes) // len(texts), total)
 
             try:
                 if self._stream is not None:
@@ -372,15 +398,20 @@ class Indexer:
             self._width = widths.pop()
 
     def _to_embed(self, pending: list[_Pending]) -> tuple[bool, str, dict[str, str]]:
-        """Whether texts are embedded whole, the cache key, and chunk hash → chunk text for
-        ``pending``."""
+        """Whether texts are embedded whole, the cache key, and text hash → text for
+        ``pending``: each chunk's, then (:func:`embeds_blocks`) each of its blocks'. A block is
+        embedded as a chunk is, so a one-block chunk's block is its own text, embedded once."""
         p = self.provider
         assert p is not None
         whole = embeds_whole(self.config, p)
         # Pooled vectors are cached apart from the model's truncated ones (same text, other
         # meaning): a cache seeded by an older index is never misread.
         key = pooled_key(p.provider_key) if whole else p.provider_key
-        return whole, key, {c.hash: c.text for item in pending for c in item.chunks}
+        texts = {c.hash: c.text for item in pending for c in item.chunks}
+        if embeds_blocks(self.config, p):
+            texts.update((sha256_hex(b), b) for item in pending for c in item.chunks
+                         for b in chunk_blocks(c.text))
+        return whole, key, texts
 
     def _plan(self, store: Store, to_do: list[_Pending]) -> tuple[bool, list[list[str]]]:
         """Each group's texts that :meth:`_embed` will find missing, in flush order: what the
@@ -405,6 +436,7 @@ class Indexer:
     def _write(self, store: Store, pending: list[_Pending], vectors: dict[str, np.ndarray],
                report: SyncReport) -> None:
         model = self.choice.model
+        blocks = embeds_blocks(self.config, self.provider)
         batch: list[tuple[FileRow, list[StoredChunk], list[str]]] = []
         for item in pending:
             doc = item.doc
@@ -413,7 +445,7 @@ class Indexer:
             unique = {chunk_id(doc.source, doc.path, c, model): c for c in reversed(item.chunks)}
             stored = [
                 StoredChunk(cid, doc.path, doc.source, c.start_line, c.end_line, c.hash, model,
-                            c.text, vectors.get(c.hash))
+                            c.text, vectors.get(c.hash), _block_matrix(c.text, vectors, blocks))
                 for cid, c in reversed(unique.items())
             ]
             row = FileRow(doc.path, doc.source, doc.hash, doc.mtime_ms, doc.size, doc.bad_lines,
