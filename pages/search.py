@@ -132,6 +132,11 @@ def _keyword_query_controls() -> None:
             "drop_question_frame", "or only: 'how many', 'days ago', 'any tips' leave the "
             "keyword query (notes rarely share them with the answer)."))
         st.toggle("Keyword-only hits fill free slots", **_fusion("keyword_only_fill"))
+    with st.expander("Vector leg (refetches)"):
+        st.slider("Best-block score: first N vector hits", **tuning.slider_range("block_rescore"),
+                  **_fusion("block_rescore", "Each of the vector leg's first N hits scores the "
+                            "larger of its own cosine and its best paragraph's or turn's (their "
+                            "vectors are stored at sync); 0 = off, as in the reference."))
 
 
 @st.fragment

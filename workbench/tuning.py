@@ -25,7 +25,7 @@ from memory_core.read.query import STOP_WORDS, tokens
 #: The SearchSettings fields the Search & tune page edits (the rest stay the profile's).
 TUNABLE: tuple[str, ...] = (
     "max_results", "min_score", "vector_weight", "text_weight", "candidate_multiplier", "hybrid",
-    "fusion", "rrf_k", "keyword_query", "cjk_bigrams", "drop_question_frame",
+    "fusion", "rrf_k", "keyword_query", "cjk_bigrams", "drop_question_frame", "block_rescore",
     "keyword_only_fill", "mmr_enabled",
     "mmr_lambda", "decay_enabled", "half_life_days", "now_ms", "date_hint",
 )
@@ -356,6 +356,8 @@ def not_carried(s: SearchSettings) -> list[str]:
         out.append("cjk_bigrams")
     if s.drop_question_frame != ref.drop_question_frame:
         out.append("drop_question_frame")
+    if s.block_rescore != ref.block_rescore:
+        out.append(f"block_rescore={s.block_rescore}")
     if s.keyword_only_fill != ref.keyword_only_fill:
         out.append("keyword_only_fill (OpenClaw 2026.9 behaviour)")
     if s.relaxed_min_score != ref.relaxed_min_score:
