@@ -27,30 +27,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from cv_question_side import Row, scored_rows, value
+
 from memory_core.base.config import profile_settings
 from memory_core.evaluation.datasets import load_query_set
-from memory_core.evaluation.longmemeval import RANKED_OFF, lme_configs
-from memory_core.evaluation.runner import EvalConfig, collect, evaluate_rows
-
-#: qid → (abstention question, recall_any@5, recall_all@5, agent Success@5, answered empty)
-Row = tuple[bool, float, float, float, bool]
-
-
-def scored(col: list, top: int) -> dict[str, Row]:
-    """Every question's row under the default profile with ``block_rescore = top``."""
-    base = replace(profile_settings("default", "local"), block_rescore=top)
-    ranked = evaluate_rows(col, EvalConfig("ranked", replace(base, **RANKED_OFF)))
-    agent = evaluate_rows(col, EvalConfig("agent", base))
-    out: dict[str, Row] = {}
-    for r, a in zip(ranked, agent, strict=True):
-        s = r["metrics"].get("session", {})
-        out[r["qid"]] = (bool(r["apart"]), s.get("recall_any@5", 0.0), s.get("recall_all@5", 0.0),
-                         a["metrics"]["chunk"]["success@5"], a["metrics"]["n_results"] == 0)
-    return out
-
-
-def value(r: Row) -> float:
-    return float(r[4]) if r[0] else r[1] + r[2] + r[3]
+from memory_core.evaluation.longmemeval import lme_configs
+from memory_core.evaluation.runner import collect
 
 
 def summary(rows: dict[str, Row]) -> str:
@@ -91,7 +73,8 @@ def main() -> int:
     configs = [replace(c, label=f"{c.label} {t}", settings=replace(c.settings, block_rescore=t))
                for t in grid for c in lme_configs("default", "local")]
     col = collect(qs, configs, provider="local", cache=True)[0]
-    per = {t: scored(col, t) for t in grid}
+    per = {t: scored_rows(col, replace(profile_settings("default", "local"), block_rescore=t))
+           for t in grid}
     for t in grid:
         print(f"block_rescore {t:3}: {summary(per[t])}", flush=True)
     print(held_out(per, a.folds))

@@ -36,7 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from memory_core.base.config import profile_settings
+from memory_core.base.config import SearchSettings, profile_settings
 from memory_core.evaluation.datasets import QuerySet, load_query_set
 from memory_core.evaluation.longmemeval import RANKED_OFF, lme_configs
 from memory_core.evaluation.runner import CollectedQuery, EvalConfig, collect, evaluate_rows
@@ -72,7 +72,14 @@ def framed(configs: list[EvalConfig], frame: bool) -> list[EvalConfig]:
 
 
 def rows(col: list[CollectedQuery], frame: bool) -> dict[str, Row]:
-    base = replace(profile_settings("default", "local"), drop_question_frame=frame)
+    return scored_rows(col, replace(profile_settings("default", "local"),
+                                    drop_question_frame=frame))
+
+
+def scored_rows(col: list[CollectedQuery], base: SearchSettings) -> dict[str, Row]:
+    """Every question's :data:`Row` under ``base``: the ranked list (``base`` with every gate
+    off, 50 results) and the agent's view (``base`` itself). ``cv_block_rescore.py`` scores its
+    grid with it too."""
     ranked = evaluate_rows(col, EvalConfig("ranked", replace(base, **RANKED_OFF)))
     agent = evaluate_rows(col, EvalConfig("agent", base))
     out: dict[str, Row] = {}

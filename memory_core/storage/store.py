@@ -543,31 +543,26 @@ class Store:
     def chunk_count(self) -> int:
         return int(self.db.execute("SELECT count(*) FROM chunks").fetchone()[0])
 
-    def chunk_rows(self, ids: Iterable[str]) -> dict[str, ChunkRow]:
-        out: dict[str, ChunkRow] = {}
+    def _rows_of_chunks(self, select: str, ids: Iterable[str]) -> Iterator[Any]:
+        """The rows of ``select`` (a query over ``chunks c`` ending where its ``WHERE`` goes)
+        for the chunk ids ``ids``, each id once, 500 to a statement (SQLite's bound on
+        parameters)."""
         idl = list(dict.fromkeys(ids))
         for i in range(0, len(idl), 500):
             part = idl[i : i + 500]
-            rows = self.db.execute(
-                f"{_CHUNK_ROWS} WHERE c.id IN ({','.join('?' * len(part))})", part).fetchall()
-            for r in rows:
-                out[r[0]] = ChunkRow(*r)
-        return out
+            yield from self.db.execute(
+                f"{select} WHERE c.id IN ({','.join('?' * len(part))})", part).fetchall()
+
+    def chunk_rows(self, ids: Iterable[str]) -> dict[str, ChunkRow]:
+        return {r[0]: ChunkRow(*r) for r in self._rows_of_chunks(_CHUNK_ROWS, ids)}
 
     def block_vectors(self, ids: Iterable[str]) -> dict[str, np.ndarray]:
         """``chunk id → its blocks' vectors`` (``n × dims``) for the chunks of ``ids`` that
         have them (migration 8): what the vector leg's best-block score reads."""
-        out: dict[str, np.ndarray] = {}
-        idl = list(dict.fromkeys(ids))
-        for i in range(0, len(idl), 500):
-            part = idl[i : i + 500]
-            rows = self.db.execute(
-                "SELECT c.id, b.n, b.vectors FROM chunk_blocks b JOIN chunks c"
-                f" ON c.rowid = b.chunk_rowid WHERE c.id IN ({','.join('?' * len(part))})",
-                part).fetchall()
-            for cid, n, blob in rows:
-                out[cid] = np.frombuffer(blob, dtype=np.float32).reshape(int(n), -1)
-        return out
+        rows = self._rows_of_chunks("SELECT c.id, b.n, b.vectors FROM chunk_blocks b"
+                                    " JOIN chunks c ON c.rowid = b.chunk_rowid", ids)
+        return {cid: np.frombuffer(blob, dtype=np.float32).reshape(int(n), -1)
+                for cid, n, blob in rows}
 
     def block_count(self) -> int:
         """How many block vectors the index holds."""
