@@ -109,6 +109,27 @@ def test_a_mostly_cjk_query_keeps_the_chunks_own_cosines(diary_index: MemoryInde
     assert cands.vector and all(h.score == h.raw for h in cands.vector)
 
 
+def test_a_damaged_block_row_leaves_its_chunk_its_own_cosine(diary_index: MemoryIndex) -> None:
+    """A blob that is not whole vectors, or of another width, is skipped, not a traceback."""
+    good = diary_index.candidates(QUERY, settings=diary_index.settings())
+    db = sqlite3.connect(diary_index.store_path)
+    saved = db.execute("SELECT chunk_rowid, n, vectors FROM chunk_blocks").fetchall()
+    try:
+        for bad in (b"\x00" * 7, b"\x00" * 4 * 3):  # torn; three floats a vector
+            db.execute("UPDATE chunk_blocks SET vectors = ?", (bad,))
+            db.commit()
+            cands = diary_index.candidates(QUERY, settings=diary_index.settings())
+            assert cands.vector and all(h.score == h.raw for h in cands.vector)
+            assert {h.id: h.raw for h in cands.vector} == {h.id: h.raw for h in good.vector}
+    finally:
+        db.executemany("UPDATE chunk_blocks SET n = ?, vectors = ? WHERE chunk_rowid = ?",
+                       [(n, v, r) for r, n, v in saved])
+        db.commit()
+        db.close()
+    again = diary_index.candidates(QUERY, settings=diary_index.settings())
+    assert [(h.id, h.score) for h in again.vector] == [(h.id, h.score) for h in good.vector]
+
+
 def test_block_rows_go_with_their_chunks(diary_index: MemoryIndex) -> None:
     ws = diary_index.workspace
     (ws / "memory" / "2026-11-04.md").unlink()

@@ -72,10 +72,11 @@ def best_block(store: Store, qvec: np.ndarray, hits: list[LegHit], top: int) -> 
     """
     if top <= 0 or not hits:
         return hits
-    blocks = store.block_vectors(h.id for h in hits[:top])
+    q = np.asarray(qvec, dtype=np.float32)
+    blocks = {cid: m for cid, m in store.block_vectors(h.id for h in hits[:top]).items()
+              if m.shape[1] == q.size}  # another width: not this model's (a damaged row)
     if not blocks:
         return hits
-    q = np.asarray(qvec, dtype=np.float32)
     scored = [LegHit(h.id, max(h.score, float(np.max(blocks[h.id] @ q))), 0, h.raw)
               if h.id in blocks else h for h in hits[:top]]
     ranked = sorted(scored + hits[top:], key=lambda h: -h.score)

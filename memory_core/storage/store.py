@@ -558,11 +558,15 @@ class Store:
 
     def block_vectors(self, ids: Iterable[str]) -> dict[str, np.ndarray]:
         """``chunk id → its blocks' vectors`` (``n × dims``) for the chunks of ``ids`` that
-        have them (migration 8): what the vector leg's best-block score reads."""
+        have them (migration 8): what the vector leg's best-block score reads. A row whose blob
+        is not ``n`` whole float32 vectors (a damaged index) is left out: its chunk keeps its
+        own cosine, and the next rebuild writes it again."""
         rows = self._rows_of_chunks("SELECT c.id, b.n, b.vectors FROM chunk_blocks b"
                                     " JOIN chunks c ON c.rowid = b.chunk_rowid", ids)
         return {cid: np.frombuffer(blob, dtype=np.float32).reshape(int(n), -1)
-                for cid, n, blob in rows}
+                for cid, n, blob in rows
+                if isinstance(n, int) and n > 0 and isinstance(blob, bytes) and blob
+                and len(blob) % (4 * n) == 0}
 
     def block_count(self) -> int:
         """How many block vectors the index holds."""
