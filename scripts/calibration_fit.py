@@ -134,6 +134,9 @@ class QueryRows:
     y: np.ndarray  # (hits,) 1.0 when the chunk covers an evidence line
     probe: bool
     set_name: str = ""
+    #: what the engine multiplies the query's probabilities by: a name or word the index never
+    #: holds (:meth:`QueryEvidence.factor`); the model is fitted before it, scored after it
+    factor: float = 1.0
 
 
 def query_rows(collected: Sequence[CollectedQuery], base: SearchSettings,
@@ -145,13 +148,13 @@ def query_rows(collected: Sequence[CollectedQuery], base: SearchSettings,
         cands = next(iter(c.cands.values()))  # collected for these settings alone
         res = fuse(cands, s)
         hits = list(res.hits) + list(res.below_gate)  # the fused order (no gate)
-        _, feats = hit_evidence(cands, hits)
+        q, feats = hit_evidence(cands, hits)
         x = np.array([[f[n] for n in FEATURES] for f in feats], dtype=float).reshape(
             len(hits), len(FEATURES))
         y = np.array([1.0 if any(covers(h.path, h.start_line, h.end_line, ev)
                                  for ev in c.query.relevant) else 0.0 for h in hits])
         out.append(QueryRows(c, [(h.path, h.start_line, h.end_line) for h in hits], x, y,
-                             probe))
+                             probe, factor=q.factor()))
     return out
 
 
@@ -268,9 +271,10 @@ class Scored:
 
 def score_query(r: QueryRows, model: Calibration, gate: float, max_results: int = 6) -> Scored:
     """What the calibrated fusion returns for ``r``: nothing when the best hit's probability
-    is below ``gate`` (``abstain_below``), else the hits in the fused order, at most
-    ``max_results`` (no minScore: the fit's settings have none)."""
-    p = predict(model, r.x) if len(r.y) else np.zeros(0)
+    (times the query's :attr:`QueryRows.factor`, as the engine scales it) is below ``gate``
+    (``abstain_below``), else the hits in the fused order, at most ``max_results`` (no
+    minScore: the fit's settings have none)."""
+    p = predict(model, r.x) * r.factor if len(r.y) else np.zeros(0)
     keep = [] if not len(p) or float(p[0]) < gate else list(range(len(p)))[:max_results]
     ranked = [r.cites[i] for i in keep]
     c = r.collected

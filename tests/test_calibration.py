@@ -197,6 +197,35 @@ def test_fitting_helpers_recover_a_known_model() -> None:
         float(fit.predict(one, np.zeros((1, 2)))[0]))
 
 
+def test_the_fits_scoring_is_the_engines(indexed_demo: Path) -> None:
+    """``scripts/calibration_fit.py`` scores a query as the engine answers it, the unseen-name
+    and absent-word factors included (before, its gate saw the probability before the factor:
+    the Tailscale near miss was an answer to the fit and nothing to the engine)."""
+    from memory_core.evaluation.datasets import EvalQuery
+    from memory_core.evaluation.runner import CollectedQuery
+
+    name = profile_settings("default").calibration
+    model, gate = CALIBRATIONS[name], GATES[name]
+    base = replace(profile_settings("default"), calibration="", abstain_below=0.0,
+                   min_score=0.0)
+    qs = ["Why did we choose WireGuard instead of Tailscale?",  # an unseen name: 0.5
+          "Why did we choose WireGuard instead of OpenVPN?",  # an absent word: 0.8
+          "Which VLAN are the cameras on?"]
+    with MemoryIndex.open(indexed_demo, profile="default") as idx:
+        collected = [CollectedQuery(EvalQuery(f"q{i}", q, "t", ()), {(): idx.candidates(
+            q, settings=base)}, 1, 1, {}) for i, q in enumerate(qs)]
+        engine = [idx.search(q) for q in qs]
+    rows = fit.query_rows(collected, base)
+    assert [r.factor for r in rows] == [UNSEEN_NAME_FACTOR, UNSEEN_WORD_FACTOR, 1.0]
+    for r, res in zip(rows, engine, strict=True):
+        scored = fit.score_query(r, model, gate)
+        assert scored.empty == (res.hits == [])
+        assert [r.cites[i] for i in range(len(scored.p))] == [
+            (h.path, h.start_line, h.end_line) for h in res.hits]
+        assert scored.p == pytest.approx([h.score for h in res.hits])
+    assert engine[0].hits == [] and engine[1].hits
+
+
 def test_probe_sets_are_the_projects_own() -> None:
     probes = fit.load_probes(fit.OWN_KINDS)
     kinds = {p.kind for p in probes}
