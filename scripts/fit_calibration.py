@@ -159,7 +159,7 @@ def _check_fusion(model: Calibration, gate: float, rows: Sequence[cal.QueryRows]
         res = fuse(next(iter(r.collected.cands.values())), s)
         got = [(h.path, h.start_line, h.end_line) for h in res.hits]
         want = cal.score_query(r, model, gate)
-        exp = [r.cites[i] for i in range(len(r.cites))][:len(want.p)]
+        exp = r.cites[:len(want.p)]
         if got != exp or any(abs(h.score - p) > 1e-9 for h, p in zip(res.hits, want.p,
                                                                       strict=False)):
             bad += 1

@@ -220,7 +220,7 @@ def test_the_fits_scoring_is_the_engines(indexed_demo: Path) -> None:
     for r, res in zip(rows, engine, strict=True):
         scored = fit.score_query(r, model, gate)
         assert scored.empty == (res.hits == [])
-        assert [r.cites[i] for i in range(len(scored.p))] == [
+        assert r.cites[:len(scored.p)] == [
             (h.path, h.start_line, h.end_line) for h in res.hits]
         assert scored.p == pytest.approx([h.score for h in res.hits])
     assert engine[0].hits == [] and engine[1].hits
